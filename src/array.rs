@@ -1,0 +1,417 @@
+//! [`LeapArray`]: the ring of buckets and its time arithmetic.
+
+use core::fmt;
+use core::num::NonZeroU64;
+
+use crate::bucket::Bucket;
+use crate::error::{AddError, SpanError};
+use crate::window::Window;
+
+/// Sentinel's sliding-window array: `N` buckets of `window` ticks, `C`
+/// counters each, counting exactly and without a lock.
+///
+/// - Time is a `u64` tick count passed in by the caller (ms, µs, cycles:
+///   anything monotonic). The array never reads a clock.
+/// - The window id of a time `t` is `k = t / window`; it lives in bucket
+///   `k % N` and starts at `k * window`.
+/// - At query time `q` the **live** windows are the `N` most recent ones:
+///   `q / window - N < k <= q / window`. Their total is the count over the
+///   sliding interval of `N * window` ticks ending at `q`.
+///
+/// Every operation is lock-free, allocation-free and panic-free; see the
+/// crate documentation for the exactness contract and [`crate::MAX_COUNT`]
+/// for the count range.
+///
+/// `N == 0` or `C == 0` is a compile-time error:
+///
+/// ```compile_fail
+/// use core::num::NonZeroU64;
+/// let a = leaparray::LeapArray::<0>::new(NonZeroU64::new(1).unwrap());
+/// ```
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::LeapArray;
+///
+/// // 2 buckets of 500 ms: Sentinel's per-second statistics.
+/// static PASSED: LeapArray<2> = LeapArray::new(NonZeroU64::new(500).unwrap());
+///
+/// PASSED.add(100, 0, 20).unwrap(); // 20 requests in [0, 500)
+/// PASSED.add(700, 0, 80).unwrap(); // 80 in [500, 1000)
+/// assert_eq!(PASSED.sum(999, 0), 100); // the last second
+/// assert_eq!(PASSED.sum(1_200, 0), 80); // [0, 500) has slid out
+/// ```
+pub struct LeapArray<const N: usize, const C: usize = 1> {
+    /// Window length in ticks; never 0.
+    window: u64,
+    /// Bucket `i` holds windows `k` with `k % N == i`.
+    buckets: [Bucket<C>; N],
+}
+
+impl<const N: usize, const C: usize> LeapArray<N, C> {
+    /// Evaluated by every constructor: a zero-sized ring or a bucket without
+    /// counters does not compile.
+    const SHAPE: () = assert!(
+        N > 0 && C > 0,
+        "LeapArray<N, C> needs N >= 1 buckets and C >= 1 counters"
+    );
+
+    /// An empty array of `N` windows of `window` ticks each.
+    ///
+    /// `const`, so the array can live in a `static`.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::LeapArray;
+    ///
+    /// const WINDOW: NonZeroU64 = match NonZeroU64::new(1_000) {
+    ///     Some(w) => w,
+    ///     None => panic!(),
+    /// };
+    /// static PER_MINUTE: LeapArray<60, 2> = LeapArray::new(WINDOW);
+    /// assert_eq!(PER_MINUTE.interval(), 60_000);
+    /// assert_eq!(PER_MINUTE.sum(0, 0), 0);
+    /// ```
+    #[cfg(not(loom))]
+    #[must_use]
+    pub const fn new(window: NonZeroU64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE;
+        LeapArray {
+            window: window.get(),
+            buckets: [const { Bucket::new() }; N],
+        }
+    }
+
+    /// An empty array of `N` windows of `window` ticks each (not `const`
+    /// under loom, whose atomics are not const-constructible).
+    #[cfg(loom)]
+    #[must_use]
+    pub fn new(window: NonZeroU64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE;
+        LeapArray {
+            window: window.get(),
+            buckets: core::array::from_fn(|_| Bucket::new()),
+        }
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(a.window(), 500);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// The sliding interval, `N * window` ticks, saturating at `u64::MAX`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(a.interval(), 1_000);
+    /// let huge = leaparray::LeapArray::<4>::new(NonZeroU64::new(u64::MAX / 2).unwrap());
+    /// assert_eq!(huge.interval(), u64::MAX);
+    /// ```
+    #[must_use]
+    pub const fn interval(&self) -> u64 {
+        (N as u64).saturating_mul(self.window)
+    }
+
+    /// The start of the window containing `t`: `t - t % window`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(a.window_start(1_234), 1_000);
+    /// ```
+    #[must_use]
+    pub const fn window_start(&self, t: u64) -> u64 {
+        t - t % self.window
+    }
+
+    /// The bucket index of the window containing `t`: `(t / window) % N`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(a.window_index(1_234), 0); // window 2
+    /// assert_eq!(a.window_index(1_500), 1); // window 3
+    /// ```
+    #[must_use]
+    pub const fn window_index(&self, t: u64) -> usize {
+        ((t / self.window) % N as u64) as usize
+    }
+
+    #[inline]
+    fn bucket(&self, id: u64) -> &Bucket<C> {
+        // In range: `id % N < N` (and `N > 0` is checked at compile time).
+        &self.buckets[(id % N as u64) as usize]
+    }
+
+    /// Adds `n` to `counter` of the window containing `now`, moving that
+    /// window's bucket forward first if it holds an older window.
+    ///
+    /// `Ok(())` means the add is counted in its window and stays counted
+    /// until the bucket moves on to a newer window. Errors:
+    /// - [`AddError::Stale`]: the bucket already holds a newer window; nothing
+    ///   was counted.
+    /// - [`AddError::NoSuchCounter`]: `counter >= C`; nothing was counted.
+    /// - [`AddError::Saturated`]: the count is now [`crate::MAX_COUNT`] and
+    ///   the rest of `n` was dropped.
+    ///
+    /// One atomic load and one compare-and-swap when the window is current;
+    /// never waits for another thread.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{AddError, LeapArray};
+    ///
+    /// let a = LeapArray::<2, 2>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(10, 0, 1).unwrap();
+    /// a.add(20, 1, 5).unwrap();
+    /// assert_eq!(a.sums(20), [1, 5]);
+    /// assert_eq!(a.add(20, 2, 1), Err(AddError::NoSuchCounter));
+    /// ```
+    #[inline]
+    pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        if counter >= C {
+            return Err(AddError::NoSuchCounter);
+        }
+        let id = now / self.window;
+        let bucket = self.bucket(id);
+        let gen = bucket.enter(id)?;
+        bucket.add(gen, counter, n)
+    }
+
+    /// Window ids live at `now`, oldest first.
+    fn live(&self, now: u64) -> impl Iterator<Item = u64> {
+        let current = now / self.window;
+        let oldest = current.saturating_sub(N as u64 - 1);
+        oldest..=current
+    }
+
+    /// The window `id` if its bucket holds it (for the whole read).
+    fn read_window(&self, id: u64) -> Option<Window<C>> {
+        let mut counts = [0; C];
+        if self.bucket(id).read(id, 0, &mut counts) {
+            Some(Window {
+                start: id.saturating_mul(self.window),
+                counts,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Total of `counter` over the live windows at `now` (the sliding
+    /// interval ending at `now`). `0` when `counter >= C`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(0, 0, 1).unwrap();
+    /// a.add(600, 0, 2).unwrap();
+    /// assert_eq!(a.sum(999, 0), 3);
+    /// assert_eq!(a.sum(1_000, 0), 2); // [0, 500) is no longer live
+    /// assert_eq!(a.sum(1_500, 0), 0);
+    /// ```
+    #[must_use]
+    pub fn sum(&self, now: u64, counter: usize) -> u64 {
+        if counter >= C {
+            return 0;
+        }
+        self.sum_ids(self.live(now), counter)
+    }
+
+    fn sum_ids(&self, ids: impl Iterator<Item = u64>, counter: usize) -> u64 {
+        let mut total = 0u64;
+        for id in ids {
+            let mut count = [0];
+            if self.bucket(id).read(id, counter, &mut count) {
+                total = total.saturating_add(count[0]);
+            }
+        }
+        total
+    }
+
+    /// Totals of every counter over the live windows at `now`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2, 3>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(0, 2, 7).unwrap();
+    /// a.add(600, 2, 1).unwrap();
+    /// assert_eq!(a.sums(700), [0, 0, 8]);
+    /// ```
+    #[must_use]
+    pub fn sums(&self, now: u64) -> [u64; C] {
+        let mut totals = [0u64; C];
+        for id in self.live(now) {
+            if let Some(w) = self.read_window(id) {
+                for (t, c) in totals.iter_mut().zip(w.counts) {
+                    *t = t.saturating_add(c);
+                }
+            }
+        }
+        totals
+    }
+
+    /// The live windows at `now` that hold data, oldest first.
+    ///
+    /// A window whose bucket does not hold it (never written, or already
+    /// replaced by a newer window) is left out, as in Sentinel's `list()`.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{LeapArray, Window};
+    ///
+    /// let a = LeapArray::<3>::new(NonZeroU64::new(100).unwrap());
+    /// a.add(50, 0, 1).unwrap();
+    /// a.add(250, 0, 2).unwrap();
+    /// let w = a.windows(260);
+    /// assert_eq!(
+    ///     w.as_slice(),
+    ///     &[Window { start: 0, counts: [1] }, Window { start: 200, counts: [2] }]
+    /// );
+    /// ```
+    #[must_use]
+    pub fn windows(&self, now: u64) -> heapless::Vec<Window<C>, N> {
+        self.windows_where(now, |_| true)
+    }
+
+    /// The live windows at `now` whose start satisfies `predicate`, oldest
+    /// first (Sentinel-Go's `ValuesConditional`).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<4>::new(NonZeroU64::new(100).unwrap());
+    /// for t in [0, 100, 200, 300] {
+    ///     a.add(t, 0, 1).unwrap();
+    /// }
+    /// let recent = a.windows_where(399, |start| start >= 200);
+    /// assert_eq!(recent.len(), 2);
+    /// assert_eq!(recent[0].start, 200);
+    /// ```
+    #[must_use]
+    pub fn windows_where(
+        &self,
+        now: u64,
+        mut predicate: impl FnMut(u64) -> bool,
+    ) -> heapless::Vec<Window<C>, N> {
+        let mut out = heapless::Vec::new();
+        for id in self.live(now) {
+            if !predicate(id.saturating_mul(self.window)) {
+                continue;
+            }
+            if let Some(w) = self.read_window(id) {
+                // At most N live ids, so this never overflows the capacity.
+                let _ = out.push(w);
+            }
+        }
+        out
+    }
+
+    /// The window containing `t`, if its bucket still holds it (Sentinel's
+    /// `getWindowValue`).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(100, 0, 4).unwrap();
+    /// assert_eq!(a.window_at(499).map(|w| w.counts), Some([4]));
+    /// assert_eq!(a.window_at(500), None); // never written
+    /// a.add(1_100, 0, 1).unwrap(); // window 2 replaces window 0
+    /// assert_eq!(a.window_at(100), None);
+    /// ```
+    #[must_use]
+    pub fn window_at(&self, t: u64) -> Option<Window<C>> {
+        self.read_window(t / self.window)
+    }
+
+    /// The window just before the one containing `now`, if its bucket still
+    /// holds it (Sentinel's `getPreviousWindow`). `None` at time 0's window.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(200, 0, 3).unwrap();
+    /// assert_eq!(a.previous(700).map(|w| (w.start, w.counts)), Some((0, [3])));
+    /// assert_eq!(a.previous(1_000), None); // window 1 was never written
+    /// ```
+    #[must_use]
+    pub fn previous(&self, now: u64) -> Option<Window<C>> {
+        let current = now / self.window;
+        current.checked_sub(1).and_then(|id| self.read_window(id))
+    }
+
+    /// The oldest live window at `now`, `N - 1` windows before the current
+    /// one, if its bucket holds it (Sentinel's `getValidHead`: the bucket
+    /// that the next roll-over will reuse).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(100, 0, 1).unwrap();
+    /// a.add(600, 0, 2).unwrap();
+    /// assert_eq!(a.head(700).map(|w| w.start), Some(0));
+    /// assert_eq!(a.head(1_100).map(|w| w.start), Some(500));
+    /// assert_eq!(a.head(1_600), None); // window 2 was never written
+    /// ```
+    #[must_use]
+    pub fn head(&self, now: u64) -> Option<Window<C>> {
+        let current = now / self.window;
+        current
+            .checked_sub(N as u64 - 1)
+            .and_then(|id| self.read_window(id))
+    }
+
+    /// Total of `counter` over the most recent `span` ticks ending at `now`
+    /// (Sentinel-Go's `SlidingWindowMetric`): the last `span / window`
+    /// windows. `span` must be a non-zero whole number of windows and at most
+    /// the interval.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// // A minute of 1 s windows, queried for the last 10 s.
+    /// let a = leaparray::LeapArray::<60>::new(NonZeroU64::new(1_000).unwrap());
+    /// a.add(5_000, 0, 1).unwrap();
+    /// a.add(55_000, 0, 2).unwrap();
+    /// assert_eq!(a.sum_span(59_999, 10_000, 0), Ok(2));
+    /// assert_eq!(a.sum_span(59_999, 60_000, 0), Ok(3));
+    /// ```
+    pub fn sum_span(&self, now: u64, span: u64, counter: usize) -> Result<u64, SpanError> {
+        if span == 0 {
+            return Err(SpanError::Zero);
+        }
+        if span % self.window != 0 {
+            return Err(SpanError::NotMultiple);
+        }
+        let windows = span / self.window;
+        if windows > N as u64 {
+            return Err(SpanError::TooLong);
+        }
+        if counter >= C {
+            return Err(SpanError::NoSuchCounter);
+        }
+        let current = now / self.window;
+        let oldest = current.saturating_sub(windows - 1);
+        Ok(self.sum_ids(oldest..=current, counter))
+    }
+}
+
+impl<const N: usize, const C: usize> fmt::Debug for LeapArray<N, C> {
+    /// The shape only: the counts change under concurrent use, read them
+    /// with [`LeapArray::windows`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeapArray")
+            .field("buckets", &N)
+            .field("counters", &C)
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
+}

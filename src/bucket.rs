@@ -1,0 +1,274 @@
+//! One bucket of the ring, and the protocol that makes it exact without a lock.
+//!
+//! # The race
+//!
+//! Sentinel (Java), Sentinel-Go and sentinel-rust retire a stale bucket in two
+//! steps under a try-lock: write the new start time, then zero the counters.
+//! Any add that runs between the two, or that looked the bucket up just before
+//! the first, is lost or leaks into the new window:
+//!
+//! ```text
+//!  Thread 1: add at time t (window k)       Thread 2: add at t + N*window (window k+N)
+//!  ---------------------------------------  --------------------------------------------
+//!  b = array[idx]; b.start == k*window
+//!                                           tryLock(); b.start = (k+N)*window
+//!  b.pass += 1   (meant for window k)
+//!                                           b.reset()  -> Thread 1's count is wiped,
+//!                                                         yet its add "succeeded"
+//!  (or, if reset ran first: the count lands in window k+N, a window it never saw)
+//! ```
+//!
+//! # The protocol: sealed, generation-tagged cells
+//!
+//! A bucket is one stamp word and `C` cell words (layouts in [`crate::word`]).
+//! The stamp says which window the bucket holds and its *generation* `g` (the
+//! number of roll-overs, wrapping at 2^16). Every cell is tagged with the
+//! generation its count belongs to and has a *sealed* bit.
+//!
+//! - **Add** (window `k`, cell `i`, `n`): load the stamp. If it holds `k` with
+//!   generation `g`, CAS cell `i`: tagged `g` and open -> add `n` (saturating);
+//!   tagged older than `g` -> `(g, n)` (first add of the window); tagged `g`
+//!   but sealed, or tagged newer -> `Stale`. One load and one CAS when the
+//!   window is current.
+//! - **Roll-over** (the stamp holds an older window than `k`): *seal* every
+//!   cell to generation `g` (open `(g, x)` -> `(g, sealed, x)`; older tag ->
+//!   `(g, sealed, 0)`), then CAS the stamp from `(g, old)` to `(g+1, k)`. The
+//!   counts of the old window are final before the stamp stops naming it.
+//! - **Read** (window `k`): load the stamp; if it holds `k` with generation
+//!   `g`, load the cells (a cell tagged `g` contributes its count, any other
+//!   tag contributes 0), then load the stamp again: if it changed, the bucket
+//!   moved on during the read and window `k` is reported as retired.
+//!
+//! The seal is what makes the late add safe. The add's check "is my window
+//! still open?" and the add itself are one CAS on the cell, so an add either
+//! lands before the seal (and is part of the final count of its window) or
+//! fails after it:
+//!
+//! ```text
+//!  Thread 1: add, window k (lagging)        Thread 2: add, window k+N (rolls)
+//!  ---------------------------------------  --------------------------------------------
+//!  s = stamp.load()        -> (g, k)
+//!                                           s = stamp.load()         -> (g, k)
+//!                                           seal: cell (g, x) -> (g, sealed, x)
+//!                                           stamp CAS (g, k) -> (g+1, k+N)
+//!  cell CAS (g, x) -> (g, x+1): fails,
+//!  the cell is now (g, sealed, x)
+//!  -> Err(Stale); nothing changed
+//!                                           cell CAS (g, sealed, x) -> (g+1, 1)
+//! ```
+//!
+//! Had Thread 1's CAS come first, the cell would have been `(g, x+1)` when
+//! Thread 2 sealed it: counted in window `k`, where it stays until the bucket
+//! moves on. There is no third outcome.
+//!
+//! # Invariants
+//!
+//! 1. The stamp only moves forward (to a newer window, next generation), and
+//!    only by a CAS made after sealing every cell to its current generation.
+//! 2. Hence while the stamp has generation `g`, every cell is tagged `g`
+//!    (open or sealed) or `g - 1` (sealed). A cell tagged `g - 1` counts 0 for
+//!    window `g`.
+//! 3. A sealed cell never changes its count; the only write to it is the
+//!    first add of the next generation, which requires the stamp to have moved.
+//!
+//! # Progress
+//!
+//! No operation waits for another: every CAS that fails does so because
+//! another thread's CAS succeeded (the system made progress), and a thread
+//! that stalls half way through a roll-over leaves sealed cells that any
+//! other thread finishes rolling (sealing is idempotent). Reads are two stamp
+//! loads and one load per cell: a bounded number of steps.
+//!
+//! # Limits
+//!
+//! Generations wrap at 2^16, window ids are stored modulo 2^48:
+//! - a thread that stalls between its stamp load and its cell CAS while its
+//!   bucket rolls over 65,535 more times (at least `65,535 * N * window`
+//!   ticks) could see a recycled generation;
+//! - a bucket left idle for 2^47 windows or more may be mistaken for a
+//!   current one. Both are far outside any realistic use with a window of a
+//!   millisecond (4,000+ years for the second).
+
+use crate::error::AddError;
+use crate::sync::{atomic_u64, AtomicU64, Ordering};
+use crate::word::{gen_diff, Cell, Stamp, MAX_COUNT};
+
+/// One slot of the ring: the window it holds and its `C` counters.
+pub(crate) struct Bucket<const C: usize> {
+    /// Encoding: [`Stamp`]: generation (16 bits) | window id mod 2^48.
+    /// Invariant: only ever replaced by a CAS to `self.next(newer window)`,
+    /// after every cell has been sealed to the old generation.
+    stamp: AtomicU64,
+    /// Encoding: [`Cell`]: generation tag (16) | sealed (1) | count (47).
+    /// Invariant: tagged with the stamp's generation `g` or, sealed, `g - 1`.
+    cells: [AtomicU64; C],
+}
+
+impl<const C: usize> Bucket<C> {
+    /// An empty bucket (stamp `EMPTY`, all cells `(0, open, 0)`).
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Bucket {
+            stamp: atomic_u64(Stamp::EMPTY.0),
+            cells: [const { atomic_u64(0) }; C],
+        }
+    }
+
+    /// An empty bucket (loom's atomics are not const-constructible).
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Bucket {
+            stamp: atomic_u64(Stamp::EMPTY.0),
+            cells: core::array::from_fn(|_| atomic_u64(0)),
+        }
+    }
+
+    fn load_stamp(&self) -> Stamp {
+        // ORDERING: Acquire pairs with the AcqRel stamp CAS in `enter`: the
+        // seals made before that CAS are visible to everything we do next.
+        Stamp(self.stamp.load(Ordering::Acquire))
+    }
+
+    /// The generation of `window` in this bucket, moving the bucket forward
+    /// to `window` if it holds an older one. `Err(Stale)` if it holds a
+    /// newer window.
+    #[inline]
+    pub(crate) fn enter(&self, window: u64) -> Result<u16, AddError> {
+        let mut s = self.load_stamp();
+        loop {
+            if !s.is_empty() {
+                let d = s.window_diff(window);
+                if d == 0 {
+                    return Ok(s.generation());
+                }
+                if d < 0 {
+                    return Err(AddError::Stale);
+                }
+            }
+            // The bucket holds an older window (or none): retire it.
+            if self.seal(s.generation()) {
+                let next = s.next(window);
+                // ORDERING: Release publishes the seals above to every thread
+                // that acquires this stamp (adders, readers, later rollers);
+                // Acquire on failure pairs with the winner's CAS, whose stamp
+                // we then act on.
+                match self.stamp.compare_exchange(
+                    s.0,
+                    next.0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return Ok(next.generation()),
+                    Err(cur) => s = Stamp(cur),
+                }
+            } else {
+                // A cell already carries a newer generation: the stamp moved.
+                s = self.load_stamp();
+            }
+        }
+    }
+
+    /// Seals every cell to generation `gen`. `false` if a cell is already
+    /// tagged with a newer generation (someone rolled the bucket past `gen`).
+    #[cold]
+    fn seal(&self, gen: u16) -> bool {
+        for cell in &self.cells {
+            // ORDERING: Relaxed: the CAS below validates the value, and the
+            // sealed value is published by the stamp CAS (Release) that
+            // follows in `enter`.
+            let mut cur = Cell(cell.load(Ordering::Relaxed));
+            loop {
+                let d = gen_diff(cur.generation(), gen);
+                let sealed = if d == 0 {
+                    if cur.is_sealed() {
+                        break;
+                    }
+                    Cell::new(gen, true, cur.count())
+                } else if d < 0 {
+                    Cell::new(gen, true, 0)
+                } else {
+                    return false;
+                };
+                // ORDERING: Relaxed: sealing needs no synchronisation of its
+                // own; the stamp CAS (Release) after it publishes it, and
+                // adders' CASes see it through the cell's modification order.
+                match cell.compare_exchange_weak(
+                    cur.0,
+                    sealed.0,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(v) => cur = Cell(v),
+                }
+            }
+        }
+        true
+    }
+
+    /// Adds `n` to cell `i` for generation `gen` (as returned by `enter`).
+    #[inline]
+    pub(crate) fn add(&self, gen: u16, i: usize, n: u64) -> Result<(), AddError> {
+        let Some(cell) = self.cells.get(i) else {
+            return Err(AddError::NoSuchCounter);
+        };
+        // ORDERING: Relaxed: only a first guess for the CAS, which validates it.
+        let mut cur = Cell(cell.load(Ordering::Relaxed));
+        loop {
+            let d = gen_diff(cur.generation(), gen);
+            let have = if d == 0 {
+                if cur.is_sealed() {
+                    // The window is being retired: a roller sealed it.
+                    return Err(AddError::Stale);
+                }
+                cur.count()
+            } else if d < 0 {
+                // Older generation (sealed by the roll-over to `gen`):
+                // this is the first add of the window.
+                0
+            } else {
+                // The bucket has moved past `gen`.
+                return Err(AddError::Stale);
+            };
+            let (count, saturated) = match have.checked_add(n) {
+                Some(c) if c <= MAX_COUNT => (c, false),
+                _ => (MAX_COUNT, true),
+            };
+            let new = Cell::new(gen, false, count);
+            if new == cur {
+                // Nothing to write (n == 0, or already at the maximum).
+                return if saturated { Err(AddError::Saturated) } else { Ok(()) };
+            }
+            // ORDERING: Release pairs with readers' Acquire cell loads: a
+            // reader that sees this value also sees the stamp we acquired
+            // (so its second stamp load cannot show an older stamp).
+            match cell.compare_exchange_weak(cur.0, new.0, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return if saturated { Err(AddError::Saturated) } else { Ok(()) },
+                Err(v) => cur = Cell(v),
+            }
+        }
+    }
+
+    /// Reads the cells `first..first + out.len()` of `window` into `out`.
+    /// `false` (and `out` unspecified) if the bucket does not hold `window`
+    /// for the whole read.
+    #[inline]
+    pub(crate) fn read(&self, window: u64, first: usize, out: &mut [u64]) -> bool {
+        let s1 = self.load_stamp();
+        if !s1.holds(window) {
+            return false;
+        }
+        let gen = s1.generation();
+        for (o, cell) in out.iter_mut().zip(self.cells.iter().skip(first)) {
+            // ORDERING: Acquire pairs with adders' Release CAS, so the
+            // second stamp load below sees any stamp those adders saw; it
+            // also keeps that load from moving before this one.
+            *o = Cell(cell.load(Ordering::Acquire)).count_in(gen);
+        }
+        // Unchanged stamp: the bucket held `window` (generation `gen`) for
+        // the whole read, so every count above is a count of that window.
+        // A changed stamp always names a newer window: `window` is retired.
+        self.load_stamp() == s1
+    }
+}

@@ -1,0 +1,41 @@
+//! The one place that names an atomic implementation.
+//!
+//! Everything else in the crate imports `crate::sync`, so the same source is
+//! built against:
+//! - `core::sync::atomic` (default, targets with native 64-bit atomics),
+//! - `portable_atomic` (feature `portable-atomic`, targets without them),
+//! - `loom` (`RUSTFLAGS="--cfg loom"`, model checking in `loom-tests/`).
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(all(not(loom), feature = "portable-atomic"))]
+pub(crate) use portable_atomic::{AtomicU64, Ordering};
+
+#[cfg(all(not(loom), not(feature = "portable-atomic")))]
+pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(all(
+    not(loom),
+    not(feature = "portable-atomic"),
+    not(target_has_atomic = "64")
+))]
+compile_error!(
+    "leaparray: this target has no native 64-bit atomics. Enable the `portable-atomic` \
+     feature; on targets without compare-and-swap (e.g. thumbv6m-none-eabi, \
+     riscv32imc-unknown-none-elf) enable `portable-atomic-critical-section` and link a \
+     `critical-section` implementation."
+);
+
+/// `AtomicU64::new`, usable in a `const fn` outside loom (loom's atomics
+/// are not const-constructible).
+#[cfg(not(loom))]
+pub(crate) const fn atomic_u64(v: u64) -> AtomicU64 {
+    AtomicU64::new(v)
+}
+
+/// `AtomicU64::new` for loom.
+#[cfg(loom)]
+pub(crate) fn atomic_u64(v: u64) -> AtomicU64 {
+    AtomicU64::new(v)
+}
