@@ -404,6 +404,21 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
     }
 }
 
+#[cfg(loom)]
+impl<const N: usize, const C: usize> LeapArray<N, C> {
+    /// Loom builds only: every window retired from the bucket of `t`'s
+    /// window, as `(start, final counts)`, oldest first. Lets the models
+    /// check that a retired window holds exactly the adds that returned `Ok`.
+    #[doc(hidden)]
+    pub fn retired(&self, t: u64) -> std::vec::Vec<(u64, [u64; C])> {
+        let mut v = self.bucket(t / self.window).retired();
+        for r in &mut v {
+            r.0 = r.0.saturating_mul(self.window);
+        }
+        v
+    }
+}
+
 impl<const N: usize, const C: usize> fmt::Debug for LeapArray<N, C> {
     /// The shape only: the counts change under concurrent use, read them
     /// with [`LeapArray::windows`].

@@ -102,6 +102,11 @@ pub(crate) struct Bucket<const C: usize> {
     /// Encoding: [`Cell`]: generation tag (16) | sealed (1) | count (47).
     /// Invariant: tagged with the stamp's generation `g` or, sealed, `g - 1`.
     cells: [AtomicU64; C],
+    /// Loom builds only: `(window id, final counts)` of every window this
+    /// bucket retired, written by the roller whose stamp CAS won, so the
+    /// models can check that retired windows hold exactly their `Ok` adds.
+    #[cfg(loom)]
+    retired: crate::sync::Mutex<std::vec::Vec<(u64, [u64; C])>>,
 }
 
 impl<const C: usize> Bucket<C> {
@@ -120,6 +125,7 @@ impl<const C: usize> Bucket<C> {
         Bucket {
             stamp: atomic_u64(Stamp::EMPTY.0),
             cells: core::array::from_fn(|_| atomic_u64(0)),
+            retired: crate::sync::Mutex::new(std::vec::Vec::new()),
         }
     }
 
@@ -146,7 +152,7 @@ impl<const C: usize> Bucket<C> {
                 }
             }
             // The bucket holds an older window (or none): retire it.
-            if self.seal(s.generation()) {
+            if let Some(_final_counts) = self.seal(s.generation()) {
                 let next = s.next(window);
                 // ORDERING: Release publishes the seals above to every thread
                 // that acquires this stamp (adders, readers, later rollers);
@@ -158,7 +164,14 @@ impl<const C: usize> Bucket<C> {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return Ok(next.generation()),
+                    Ok(_) => {
+                        #[cfg(loom)]
+                        if !s.is_empty() {
+                            let old = window.wrapping_sub(s.window_diff(window) as u64);
+                            self.retired.lock().unwrap().push((old, _final_counts));
+                        }
+                        return Ok(next.generation());
+                    }
                     Err(cur) => s = Stamp(cur),
                 }
             } else {
@@ -168,42 +181,58 @@ impl<const C: usize> Bucket<C> {
         }
     }
 
-    /// Seals every cell to generation `gen`. `false` if a cell is already
-    /// tagged with a newer generation (someone rolled the bucket past `gen`).
+    /// Seals every cell to generation `gen` and returns their (now final)
+    /// counts. `None` if a cell is already tagged with a newer generation
+    /// (someone rolled the bucket past `gen`).
     #[cold]
-    fn seal(&self, gen: u16) -> bool {
-        for cell in &self.cells {
-            // ORDERING: Relaxed: the CAS below validates the value, and the
-            // sealed value is published by the stamp CAS (Release) that
-            // follows in `enter`.
-            let mut cur = Cell(cell.load(Ordering::Relaxed));
+    fn seal(&self, gen: u16) -> Option<[u64; C]> {
+        let mut counts = [0; C];
+        for (cell, count) in self.cells.iter().zip(counts.iter_mut()) {
+            // ORDERING: Acquire pairs with the Release CAS of whoever wrote
+            // the cell (adder or sealer): if it carries a newer generation,
+            // the stamp that writer acquired is visible to our reload of the
+            // stamp in `enter`, so that reload cannot return a stale stamp.
+            let mut cur = Cell(cell.load(Ordering::Acquire));
             loop {
                 let d = gen_diff(cur.generation(), gen);
                 let sealed = if d == 0 {
                     if cur.is_sealed() {
+                        *count = cur.count();
                         break;
                     }
                     Cell::new(gen, true, cur.count())
                 } else if d < 0 {
                     Cell::new(gen, true, 0)
                 } else {
-                    return false;
+                    return None;
                 };
-                // ORDERING: Relaxed: sealing needs no synchronisation of its
-                // own; the stamp CAS (Release) after it publishes it, and
-                // adders' CASes see it through the cell's modification order.
+                // ORDERING: AcqRel / Acquire: Release so that a later sealer
+                // that reads this value also sees the stamp we acquired (the
+                // Acquire load above); Acquire on failure for the same reason.
+                // Adders need nothing from it: their CAS sees the seal through
+                // the cell's modification order.
                 match cell.compare_exchange_weak(
                     cur.0,
                     sealed.0,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
                 ) {
-                    Ok(_) => break,
+                    Ok(_) => {
+                        *count = sealed.count();
+                        break;
+                    }
                     Err(v) => cur = Cell(v),
                 }
             }
         }
-        true
+        Some(counts)
+    }
+
+    /// Loom builds only: the windows this bucket retired, with their final
+    /// counts.
+    #[cfg(loom)]
+    pub(crate) fn retired(&self) -> std::vec::Vec<(u64, [u64; C])> {
+        self.retired.lock().unwrap().clone()
     }
 
     /// Adds `n` to cell `i` for generation `gen` (as returned by `enter`).

@@ -9,6 +9,11 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
 
+/// Loom builds only: the mutex behind the retirement log that lets the
+/// models check the final count of every retired window.
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+
 #[cfg(all(not(loom), feature = "portable-atomic"))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
 

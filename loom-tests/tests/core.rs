@@ -1,0 +1,197 @@
+//! Loom models of the core bucket protocol (`src/bucket.rs`).
+//!
+//! Every model checks exact accounting, not just "no crash": each window's
+//! final count (read live, or from the roller's retirement record once the
+//! window is retired) must equal the sum of the adds to it that returned
+//! `Ok`, and readers may only ever report counts that belong to the window
+//! they report them for.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(loom)]
+
+use core::num::NonZeroU64;
+
+use leaparray::{AddError, LeapArray, Window, MAX_COUNT};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Window length used by every model: 10 ticks.
+const W: NonZeroU64 = match NonZeroU64::new(10) {
+    Some(w) => w,
+    None => panic!(),
+};
+
+/// The final counts of the window starting at `start`: live, retired, or
+/// never created (all zero).
+fn final_counts<const N: usize, const C: usize>(a: &LeapArray<N, C>, start: u64) -> [u64; C] {
+    if let Some(w) = a.window_at(start) {
+        return w.counts;
+    }
+    let retired: Vec<_> = a
+        .retired(start)
+        .into_iter()
+        .filter(|(s, _)| *s == start)
+        .collect();
+    assert!(retired.len() <= 1, "window {start} retired twice: {retired:?}");
+    retired.first().map(|r| r.1).unwrap_or([0; C])
+}
+
+fn ok(r: Result<(), AddError>, n: u64) -> u64 {
+    if r.is_ok() {
+        n
+    } else {
+        assert_eq!(r, Err(AddError::Stale), "only Stale is expected here");
+        0
+    }
+}
+
+/// Two threads make the first adds to an empty array, in the same window:
+/// both create it (one rolls the empty bucket, or both try), both count.
+#[test]
+fn two_adders_create_a_window() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<2>::new(W));
+        let b = a.clone();
+        let t = thread::spawn(move || b.add(3, 0, 1));
+        let r0 = a.add(5, 0, 2);
+        let r1 = t.join().unwrap();
+        assert_eq!((r0, r1), (Ok(()), Ok(())));
+        assert_eq!(a.window_at(0), Some(Window { start: 0, counts: [3] }));
+        assert!(a.retired(0).is_empty());
+    });
+}
+
+/// A late add to window 0 races the roll-over of its bucket to window 2.
+/// The late add either counts in window 0 (and is in its final count) or
+/// returns `Stale`; it never reaches window 2.
+#[test]
+fn late_add_racing_roll_over_does_not_leak() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<2>::new(W));
+        a.add(0, 0, 10).unwrap();
+        let b = a.clone();
+        let late = thread::spawn(move || b.add(1, 0, 1));
+        let roll = a.add(20, 0, 100);
+        let late = late.join().unwrap();
+        assert_eq!(roll, Ok(()));
+        assert_eq!(a.window_at(20), Some(Window { start: 20, counts: [100] }));
+        assert_eq!(final_counts(&a, 0), [10 + ok(late, 1)]);
+    });
+}
+
+/// A reader that sees a late add's count proves the add must report `Ok`:
+/// `Stale` means nothing any reader could see changed.
+#[test]
+fn stale_add_is_never_visible() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<2>::new(W));
+        a.add(0, 0, 10).unwrap();
+        let (b, c) = (a.clone(), a.clone());
+        let late = thread::spawn(move || b.add(1, 0, 1));
+        let roll = thread::spawn(move || c.add(20, 0, 100));
+        let seen = a.window_at(0);
+        let late = late.join().unwrap();
+        assert_eq!(roll.join().unwrap(), Ok(()));
+        match seen {
+            None => {}
+            Some(w) if w.counts == [10] => {}
+            Some(w) => {
+                assert_eq!(w.counts, [11], "window 0 only ever holds 10 or 11");
+                assert_eq!(late, Ok(()), "a reader saw the add, so it counted");
+            }
+        }
+        assert_eq!(final_counts(&a, 0), [10 + ok(late, 1)]);
+    });
+}
+
+/// Two threads roll the same bucket forward (to windows 2 and 4) while a
+/// laggard adds to window 0. The bucket ends at window 4 holding exactly
+/// its own add; windows 0 and 2 hold exactly their `Ok` adds.
+#[test]
+fn two_rollers_and_a_laggard() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<2>::new(W));
+        a.add(0, 0, 1).unwrap();
+        let (b, c) = (a.clone(), a.clone());
+        let to2 = thread::spawn(move || b.add(20, 0, 10));
+        let to4 = thread::spawn(move || c.add(40, 0, 100));
+        let lag = a.add(5, 0, 1_000);
+        let to2 = to2.join().unwrap();
+        assert_eq!(to4.join().unwrap(), Ok(()), "the newest window always counts");
+        assert_eq!(a.window_at(40), Some(Window { start: 40, counts: [100] }));
+        assert_eq!(final_counts(&a, 0), [1 + ok(lag, 1_000)]);
+        assert_eq!(final_counts(&a, 20), [ok(to2, 10)]);
+        // Only older windows were retired, each once (the log is appended
+        // after each roller's stamp CAS, so its order is not the CAS order).
+        let mut starts: Vec<u64> = a.retired(0).iter().map(|r| r.0).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        assert_eq!(starts.len(), a.retired(0).len(), "a window retired twice");
+        assert!(starts.iter().all(|&s| s < 40), "moved backwards: {starts:?}");
+    });
+}
+
+/// A reader races a roll-over and the first adds of the new window (two
+/// counters). Whatever it reports for a window belongs to that window.
+#[test]
+fn reader_racing_roll_over_never_mixes() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<2, 2>::new(W));
+        a.add(0, 0, 1).unwrap();
+        a.add(0, 1, 2).unwrap();
+        let b = a.clone();
+        let writer = thread::spawn(move || {
+            b.add(20, 0, 10).unwrap();
+            b.add(20, 1, 20).unwrap();
+        });
+        for w in a.windows(5) {
+            assert_eq!(w, Window { start: 0, counts: [1, 2] });
+        }
+        if let Some(w) = a.window_at(20) {
+            assert!(
+                [[0, 0], [10, 0], [10, 20]].contains(&w.counts),
+                "mixed read: {w:?}"
+            );
+        }
+        writer.join().unwrap();
+        assert_eq!(a.sums(25), [10, 20]);
+        assert_eq!(final_counts(&a, 0), [1, 2]);
+    });
+}
+
+/// Two adders of the new window race each other's roll-over (one seals and
+/// moves the stamp, the other seals too or adds to the new generation)
+/// while a late add to the old window races both.
+#[test]
+fn adds_of_new_window_racing_its_roll_over() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<2>::new(W));
+        a.add(0, 0, 5).unwrap();
+        let (b, c) = (a.clone(), a.clone());
+        let t1 = thread::spawn(move || b.add(20, 0, 1));
+        let t2 = thread::spawn(move || c.add(25, 0, 2));
+        let late = a.add(3, 0, 7);
+        assert_eq!(t1.join().unwrap(), Ok(()));
+        assert_eq!(t2.join().unwrap(), Ok(()));
+        assert_eq!(a.window_at(20), Some(Window { start: 20, counts: [3] }));
+        assert_eq!(final_counts(&a, 0), [5 + ok(late, 7)]);
+    });
+}
+
+/// Two adders race at the top of the count range: the count saturates at
+/// `MAX_COUNT` exactly once and never wraps.
+#[test]
+fn saturation_race() {
+    loom::model(|| {
+        let a = Arc::new(LeapArray::<1>::new(W));
+        a.add(0, 0, MAX_COUNT - 1).unwrap();
+        let b = a.clone();
+        let t = thread::spawn(move || b.add(1, 0, 1));
+        let r0 = a.add(2, 0, 1);
+        let r1 = t.join().unwrap();
+        let mut rs = [r0, r1];
+        rs.sort_by_key(|r| r.is_err());
+        assert_eq!(rs, [Ok(()), Err(AddError::Saturated)]);
+        assert_eq!(a.sum(2, 0), MAX_COUNT);
+    });
+}
