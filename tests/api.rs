@@ -272,3 +272,20 @@ fn debug_and_traits() {
         assert!(!e.to_string().is_empty());
     }
 }
+
+/// Window ids are stored modulo 2^48 and compared by signed distance, so two
+/// times more than 2^47 windows apart are out of range. Such a time never
+/// panics; it is taken at its distance modulo 2^48 windows. Here the bogus
+/// `u64::MAX` window is 2^64 - 1 ≡ -1 (mod 2^48): it reads as older than
+/// window 1000, so the add is refused as `Stale` and window 1000 is intact.
+#[test]
+fn times_beyond_the_id_range_are_taken_modulo_2_pow_48() {
+    let a = LeapArray::<1>::new(w(1));
+    a.add(1_000, 0, 1).unwrap();
+    assert_eq!(a.add(u64::MAX, 0, 1), Err(AddError::Stale));
+    assert_eq!(a.window_at(1_000).unwrap().counts, [1]);
+    // 2^48 + 5 windows later reads as 5 windows later: it replaces window 1000.
+    a.add(1_005 + (1 << 48), 0, 2).unwrap();
+    assert_eq!(a.window_at(1_000), None);
+    assert_eq!(a.sum(1_005 + (1 << 48), 0), 2);
+}
