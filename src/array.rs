@@ -388,7 +388,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         if span == 0 {
             return Err(SpanError::Zero);
         }
-        if span % self.window != 0 {
+        if !span.is_multiple_of(self.window) {
             return Err(SpanError::NotMultiple);
         }
         let windows = span / self.window;

@@ -158,12 +158,10 @@ impl<const C: usize> Bucket<C> {
                 // that acquires this stamp (adders, readers, later rollers);
                 // Acquire on failure pairs with the winner's CAS, whose stamp
                 // we then act on.
-                match self.stamp.compare_exchange(
-                    s.0,
-                    next.0,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
+                match self
+                    .stamp
+                    .compare_exchange(s.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(_) => {
                         #[cfg(loom)]
                         if !s.is_empty() {
@@ -266,14 +264,23 @@ impl<const C: usize> Bucket<C> {
             let new = Cell::new(gen, false, count);
             if new == cur {
                 // Nothing to write (n == 0, or already at the maximum).
-                return if saturated { Err(AddError::Saturated) } else { Ok(()) };
+                return if saturated {
+                    Err(AddError::Saturated)
+                } else {
+                    Ok(())
+                };
             }
             // ORDERING: Release pairs with readers' Acquire cell loads: a
             // reader that sees this value also sees the stamp we acquired
             // (so its second stamp load cannot show an older stamp).
-            match cell.compare_exchange_weak(cur.0, new.0, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return if saturated { Err(AddError::Saturated) } else { Ok(()) },
+            match cell.compare_exchange_weak(cur.0, new.0, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => {
+                    return if saturated {
+                        Err(AddError::Saturated)
+                    } else {
+                        Ok(())
+                    }
+                }
                 Err(v) => cur = Cell(v),
             }
         }

@@ -31,7 +31,9 @@ pub enum AddError {
 impl fmt::Display for AddError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AddError::Stale => "the window of this time has been retired (its slot holds a newer window)",
+            AddError::Stale => {
+                "the window of this time has been retired (its slot holds a newer window)"
+            }
             AddError::NoSuchCounter => "counter index out of range",
             AddError::Saturated => "count saturated at MAX_COUNT",
         })

@@ -65,8 +65,20 @@ fn add_and_read_back() {
     assert_eq!(a.sum(700, 1), 7);
     assert_eq!(a.sum(700, 2), 4);
     assert_eq!(a.sums(700), [1, 7, 4]);
-    assert_eq!(a.window_at(0), Some(Window { start: 0, counts: [1, 0, 4] }));
-    assert_eq!(a.window_at(999), Some(Window { start: 500, counts: [0, 7, 0] }));
+    assert_eq!(
+        a.window_at(0),
+        Some(Window {
+            start: 0,
+            counts: [1, 0, 4]
+        })
+    );
+    assert_eq!(
+        a.window_at(999),
+        Some(Window {
+            start: 500,
+            counts: [0, 7, 0]
+        })
+    );
 }
 
 #[test]
@@ -74,7 +86,10 @@ fn no_such_counter() {
     let a = LeapArray::<2, 2>::new(w(500));
     assert_eq!(a.add(0, 2, 1), Err(AddError::NoSuchCounter));
     assert_eq!(a.add(0, usize::MAX, 1), Err(AddError::NoSuchCounter));
-    assert!(a.windows(0).is_empty(), "a refused add must not create a window");
+    assert!(
+        a.windows(0).is_empty(),
+        "a refused add must not create a window"
+    );
     assert_eq!(a.sum(0, 2), 0);
     assert_eq!(a.sum(0, usize::MAX), 0);
     assert_eq!(a.sum_span(0, 500, 2), Err(SpanError::NoSuchCounter));
@@ -87,7 +102,11 @@ fn saturates_and_says_so() {
     assert_eq!(a.add(0, 0, 5), Err(AddError::Saturated));
     assert_eq!(a.sum(0, 0), MAX_COUNT);
     assert_eq!(a.add(0, 0, 1), Err(AddError::Saturated));
-    assert_eq!(a.add(0, 0, 0), Ok(()), "adding nothing is fine at the maximum");
+    assert_eq!(
+        a.add(0, 0, 0),
+        Ok(()),
+        "adding nothing is fine at the maximum"
+    );
     assert_eq!(a.sum(0, 0), MAX_COUNT, "never wraps");
     // A single huge add to a new window.
     assert_eq!(a.add(10, 0, u64::MAX), Err(AddError::Saturated));
@@ -100,7 +119,7 @@ fn saturates_and_says_so() {
 fn clock_backwards_within_and_beyond_the_interval() {
     let a = LeapArray::<4>::new(w(100));
     a.add(1_000, 0, 1).unwrap(); // window 10, bucket 2
-    // Backwards into a live window whose bucket is free: counted there.
+                                 // Backwards into a live window whose bucket is free: counted there.
     a.add(950, 0, 2).unwrap(); // window 9, bucket 1
     assert_eq!(a.sum(1_000, 0), 3);
     // Backwards into a window whose bucket holds a newer one: refused.
@@ -109,7 +128,11 @@ fn clock_backwards_within_and_beyond_the_interval() {
     // Backwards by more than the interval, into a free bucket: counted in
     // that old window, which is not live at the newer time.
     a.add(300, 0, 8).unwrap(); // window 3, bucket 3
-    assert_eq!(a.sum(1_000, 0), 3, "an old window never joins a newer interval");
+    assert_eq!(
+        a.sum(1_000, 0),
+        3,
+        "an old window never joins a newer interval"
+    );
     assert_eq!(a.window_at(300).unwrap().counts, [8]);
     // A lagging clock never moves a bucket backwards or wipes newer counts.
     assert_eq!(a.window_at(1_000).unwrap().counts, [1]);
@@ -161,7 +184,11 @@ fn windows_where_filters_on_start() {
     for t in [0, 10, 20, 30] {
         a.add(t, 0, t + 1).unwrap();
     }
-    let odd: Vec<u64> = a.windows_where(35, |s| s % 20 == 10).iter().map(|w| w.start).collect();
+    let odd: Vec<u64> = a
+        .windows_where(35, |s| s % 20 == 10)
+        .iter()
+        .map(|w| w.start)
+        .collect();
     assert_eq!(odd, [10, 30]);
     assert!(a.windows_where(35, |_| false).is_empty());
 }
@@ -179,7 +206,11 @@ fn window_at_previous_head() {
     assert_eq!(a.head(25).unwrap().start, 0);
     assert_eq!(a.head(35).unwrap().start, 10);
     assert_eq!(a.head(45), None);
-    assert_eq!(a.head(15), None, "the oldest live window would start before 0");
+    assert_eq!(
+        a.head(15),
+        None,
+        "the oldest live window would start before 0"
+    );
     a.add(30, 0, 3).unwrap(); // window 3 replaces window 0
     assert_eq!(a.window_at(5), None);
 }
@@ -205,7 +236,13 @@ fn sum_span_views() {
 fn add_zero_creates_the_window() {
     let a = LeapArray::<2>::new(w(10));
     a.add(3, 0, 0).unwrap();
-    assert_eq!(a.window_at(3), Some(Window { start: 0, counts: [0] }));
+    assert_eq!(
+        a.window_at(3),
+        Some(Window {
+            start: 0,
+            counts: [0]
+        })
+    );
 }
 
 /// Generations wrap at 2^16: one bucket rolled over 70,000 times stays
@@ -241,7 +278,13 @@ fn generation_skips_the_empty_stamp() {
     a.add(2 * third, 0, 1).unwrap(); // generation 65_535
     let t = 1u64 << 48; // generation would wrap to 0, window id low bits 0
     a.add(t, 0, 9).unwrap();
-    assert_eq!(a.window_at(t), Some(Window { start: t, counts: [9] }));
+    assert_eq!(
+        a.window_at(t),
+        Some(Window {
+            start: t,
+            counts: [9]
+        })
+    );
     assert_eq!(a.sum(t, 0), 9);
     a.add(t + 1, 0, 1).unwrap();
     assert_eq!(a.sum(t + 1, 0), 1);
@@ -251,9 +294,15 @@ fn generation_skips_the_empty_stamp() {
 fn debug_and_traits() {
     let a = LeapArray::<2, 3>::new(w(500));
     let d = format!("{a:?}");
-    assert!(d.contains("buckets: 2") && d.contains("counters: 3") && d.contains("window: 500"), "{d}");
+    assert!(
+        d.contains("buckets: 2") && d.contains("counters: 3") && d.contains("window: 500"),
+        "{d}"
+    );
 
-    let win = Window { start: 5, counts: [1, 2] };
+    let win = Window {
+        start: 5,
+        counts: [1, 2],
+    };
     let copy = win;
     assert_eq!(copy, win);
     let hash = |v: &Window<2>| {
@@ -262,13 +311,28 @@ fn debug_and_traits() {
         h.finish()
     };
     assert_eq!(hash(&copy), hash(&win));
-    assert_ne!(win, Window { start: 5, counts: [1, 3] });
+    assert_ne!(
+        win,
+        Window {
+            start: 5,
+            counts: [1, 3]
+        }
+    );
     assert!(format!("{win:?}").contains("start: 5"));
 
-    for e in [AddError::Stale, AddError::NoSuchCounter, AddError::Saturated] {
+    for e in [
+        AddError::Stale,
+        AddError::NoSuchCounter,
+        AddError::Saturated,
+    ] {
         assert!(!e.to_string().is_empty());
     }
-    for e in [SpanError::Zero, SpanError::NotMultiple, SpanError::TooLong, SpanError::NoSuchCounter] {
+    for e in [
+        SpanError::Zero,
+        SpanError::NotMultiple,
+        SpanError::TooLong,
+        SpanError::NoSuchCounter,
+    ] {
         assert!(!e.to_string().is_empty());
     }
 }

@@ -26,7 +26,10 @@ struct Model {
 
 impl Model {
     fn new(window: u64) -> Self {
-        Model { window, buckets: [None; N] }
+        Model {
+            window,
+            buckets: [None; N],
+        }
     }
 
     fn add(&mut self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
@@ -53,7 +56,10 @@ impl Model {
 
     fn get(&self, id: u64) -> Option<Window<C>> {
         match self.buckets[(id % N as u64) as usize] {
-            Some((held, counts)) if held == id => Some(Window { start: id * self.window, counts }),
+            Some((held, counts)) if held == id => Some(Window {
+                start: id * self.window,
+                counts,
+            }),
             _ => None,
         }
     }
@@ -61,11 +67,17 @@ impl Model {
     /// Live ids at `now`: `now/window - N < id <= now/window`, id >= 0.
     fn live(&self, now: u64, windows: u64) -> Vec<u64> {
         let cur = now / self.window;
-        (0..windows).rev().filter_map(|back| cur.checked_sub(back)).collect()
+        (0..windows)
+            .rev()
+            .filter_map(|back| cur.checked_sub(back))
+            .collect()
     }
 
     fn windows(&self, now: u64) -> Vec<Window<C>> {
-        self.live(now, N as u64).into_iter().filter_map(|id| self.get(id)).collect()
+        self.live(now, N as u64)
+            .into_iter()
+            .filter_map(|id| self.get(id))
+            .collect()
     }
 
     fn sum_over(&self, now: u64, windows: u64, counter: usize) -> u64 {
@@ -83,9 +95,16 @@ enum Step {
     Shift(i64),
     /// Set the clock to an extreme or arbitrary value.
     Jump(u64),
-    Add { counter: usize, n: u64 },
+    Add {
+        counter: usize,
+        n: u64,
+    },
     /// An add at `clock - lag`: a late add from a lagging thread.
-    LateAdd { lag: u64, counter: usize, n: u64 },
+    LateAdd {
+        lag: u64,
+        counter: usize,
+        n: u64,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -109,9 +128,17 @@ fn window_len() -> impl Strategy<Value = u64> {
 
 fn check_queries(a: &LeapArray<N, C>, m: &Model, now: u64) {
     let expected = m.windows(now);
-    assert_eq!(a.windows(now).as_slice(), expected.as_slice(), "windows at {now}");
+    assert_eq!(
+        a.windows(now).as_slice(),
+        expected.as_slice(),
+        "windows at {now}"
+    );
     for counter in 0..C {
-        assert_eq!(a.sum(now, counter), m.sum_over(now, N as u64, counter), "sum at {now}");
+        assert_eq!(
+            a.sum(now, counter),
+            m.sum_over(now, N as u64, counter),
+            "sum at {now}"
+        );
     }
     assert_eq!(a.sum(now, C), 0);
     let sums: [u64; C] = std::array::from_fn(|c| m.sum_over(now, N as u64, c));
@@ -119,9 +146,16 @@ fn check_queries(a: &LeapArray<N, C>, m: &Model, now: u64) {
     assert_eq!(a.window_at(now), m.get(now / m.window));
     let cur = now / m.window;
     assert_eq!(a.previous(now), cur.checked_sub(1).and_then(|id| m.get(id)));
-    assert_eq!(a.head(now), cur.checked_sub(N as u64 - 1).and_then(|id| m.get(id)));
+    assert_eq!(
+        a.head(now),
+        cur.checked_sub(N as u64 - 1).and_then(|id| m.get(id))
+    );
     let only_newer = a.windows_where(now, |s| s >= m.window.saturating_mul(cur.saturating_sub(1)));
-    let want: Vec<_> = expected.iter().copied().filter(|w| w.start >= m.window.saturating_mul(cur.saturating_sub(1))).collect();
+    let want: Vec<_> = expected
+        .iter()
+        .copied()
+        .filter(|w| w.start >= m.window.saturating_mul(cur.saturating_sub(1)))
+        .collect();
     assert_eq!(only_newer.as_slice(), want.as_slice());
     for k in 1..=N as u64 {
         match m.window.checked_mul(k) {
@@ -130,7 +164,10 @@ fn check_queries(a: &LeapArray<N, C>, m: &Model, now: u64) {
         }
     }
     if m.window > 1 {
-        assert_eq!(a.sum_span(now, m.window + 1, 0), Err(SpanError::NotMultiple));
+        assert_eq!(
+            a.sum_span(now, m.window + 1, 0),
+            Err(SpanError::NotMultiple)
+        );
     }
 }
 

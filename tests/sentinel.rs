@@ -130,7 +130,13 @@ fn list_windows_reset_old() {
     a.add(later, PASS, 1).unwrap();
     let list = a.windows(later);
     assert_eq!(list.len(), 1);
-    assert_eq!(list[0], Window { start: a.window_start(later), counts: [1] });
+    assert_eq!(
+        list[0],
+        Window {
+            start: a.window_start(later),
+            counts: [1]
+        }
+    );
 }
 
 #[test]
@@ -158,8 +164,20 @@ fn get_valid_head() {
         a.add(t0 + 100 * (i + 2), PASS, i + 3).unwrap();
     }
     let now = t0 + 900;
-    assert_eq!(a.head(now), Some(Window { start: t0, counts: [1] }));
-    assert_eq!(a.head(now + 100), Some(Window { start: t0 + 100, counts: [2] }));
+    assert_eq!(
+        a.head(now),
+        Some(Window {
+            start: t0,
+            counts: [1]
+        })
+    );
+    assert_eq!(
+        a.head(now + 100),
+        Some(Window {
+            start: t0 + 100,
+            counts: [2]
+        })
+    );
     // The oldest window has slid out and its bucket now holds a new window.
     a.add(now + 100, PASS, 0).unwrap();
     assert_eq!(a.head(now + 100).unwrap().start, t0 + 100);

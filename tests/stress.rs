@@ -56,7 +56,8 @@ fn racing_roll_overs_count_exactly() {
                         rng ^= rng << 13;
                         rng ^= rng >> 7;
                         rng ^= rng << 17;
-                        (clock.load(Ordering::Relaxed) / 4).saturating_sub(rng % (2 * N as u64 * WINDOW))
+                        (clock.load(Ordering::Relaxed) / 4)
+                            .saturating_sub(rng % (2 * N as u64 * WINDOW))
                     };
                     let id = now / WINDOW;
                     let (counter, n) = if i % 2 == 0 { (0, 1) } else { (1, unit(id)) };
@@ -113,7 +114,10 @@ fn racing_roll_overs_count_exactly() {
     let live = a.windows(end);
     assert!(!live.is_empty());
     let rolled = end / WINDOW;
-    assert!(cfg!(miri) || rolled > 1_000, "only {rolled} windows: the test did not roll over much");
+    assert!(
+        cfg!(miri) || rolled > 1_000,
+        "only {rolled} windows: the test did not roll over much"
+    );
     for w in &live {
         let id = w.start / WINDOW;
         let want = ledger.get(&id).copied().unwrap_or_default();
