@@ -189,7 +189,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
     }
 
     /// Window ids live at `now`, oldest first.
-    fn live(&self, now: u64) -> impl Iterator<Item = u64> {
+    fn live(&self, now: u64) -> core::ops::RangeInclusive<u64> {
         let current = now / self.window;
         let oldest = current.saturating_sub(N as u64 - 1);
         oldest..=current
@@ -228,13 +228,17 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         self.sum_ids(self.live(now), counter)
     }
 
-    fn sum_ids(&self, ids: impl Iterator<Item = u64>, counter: usize) -> u64 {
+    /// Total of `counter` (`< C`) over the windows `ids`, a run of
+    /// consecutive ids: the bucket index steps along with the id instead of
+    /// being recomputed as `id % N`.
+    fn sum_ids(&self, ids: core::ops::RangeInclusive<u64>, counter: usize) -> u64 {
         let mut total = 0u64;
+        let mut slot = (*ids.start() % N as u64) as usize;
         for id in ids {
-            let mut count = [0];
-            if self.bucket(id).read(id, counter, &mut count) {
-                total = total.saturating_add(count[0]);
+            if let Some(count) = self.buckets[slot].read_one(id, counter) {
+                total = total.saturating_add(count);
             }
+            slot = if slot + 1 == N { 0 } else { slot + 1 };
         }
         total
     }

@@ -286,6 +286,18 @@ impl<const C: usize> Bucket<C> {
         }
     }
 
+    /// The count of cell `i` in `window`, if the bucket holds `window` for
+    /// the whole read (the one-cell case of [`Bucket::read`]).
+    #[inline]
+    pub(crate) fn read_one(&self, window: u64, i: usize) -> Option<u64> {
+        let mut out = [0];
+        if self.read(window, i, &mut out) {
+            Some(out[0])
+        } else {
+            None
+        }
+    }
+
     /// Reads the cells `first..first + out.len()` of `window` into `out`.
     /// `false` (and `out` unspecified) if the bucket does not hold `window`
     /// for the whole read.

@@ -174,6 +174,12 @@ fn check_queries(a: &LeapArray<N, C>, m: &Model, now: u64) {
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 4 } else { 512 },
+        // Miri runs isolated (no file system for the regression file).
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
         ..ProptestConfig::default()
     })]
 
