@@ -32,7 +32,10 @@ fn final_counts<const N: usize, const C: usize>(a: &LeapArray<N, C>, start: u64)
         .into_iter()
         .filter(|(s, _)| *s == start)
         .collect();
-    assert!(retired.len() <= 1, "window {start} retired twice: {retired:?}");
+    assert!(
+        retired.len() <= 1,
+        "window {start} retired twice: {retired:?}"
+    );
     retired.first().map(|r| r.1).unwrap_or([0; C])
 }
 
@@ -90,7 +93,13 @@ fn two_adders_create_a_window() {
         let t1 = spawn(move || b.add(3, 0, 1));
         let t2 = spawn(move || c.add(5, 0, 2));
         assert_eq!((t1.join().unwrap(), t2.join().unwrap()), (Ok(()), Ok(())));
-        assert_eq!(a.window_at(0), Some(Window { start: 0, counts: [3] }));
+        assert_eq!(
+            a.window_at(0),
+            Some(Window {
+                start: 0,
+                counts: [3]
+            })
+        );
         assert!(a.retired(0).is_empty());
     });
 }
@@ -110,7 +119,13 @@ fn late_add_racing_roll_over_does_not_leak() {
         let roll = spawn(move || c.add(20, 0, 100));
         let late = late.join().unwrap();
         assert_eq!(roll.join().unwrap(), Ok(()));
-        assert_eq!(a.window_at(20), Some(Window { start: 20, counts: [100] }));
+        assert_eq!(
+            a.window_at(20),
+            Some(Window {
+                start: 20,
+                counts: [100]
+            })
+        );
         assert_eq!(final_counts(&a, 0), [10 + ok(late, 1)]);
         record(late.is_ok());
     });
@@ -159,8 +174,18 @@ fn two_rollers_and_a_laggard() {
         let to4 = spawn(move || c.add(40, 0, 100));
         let lag = spawn(move || d.add(5, 0, 1_000));
         let (to2, lag) = (to2.join().unwrap(), lag.join().unwrap());
-        assert_eq!(to4.join().unwrap(), Ok(()), "the newest window always counts");
-        assert_eq!(a.window_at(40), Some(Window { start: 40, counts: [100] }));
+        assert_eq!(
+            to4.join().unwrap(),
+            Ok(()),
+            "the newest window always counts"
+        );
+        assert_eq!(
+            a.window_at(40),
+            Some(Window {
+                start: 40,
+                counts: [100]
+            })
+        );
         assert_eq!(final_counts(&a, 0), [1 + ok(lag, 1_000)]);
         assert_eq!(final_counts(&a, 20), [ok(to2, 10)]);
         // Only older windows were retired, each once (the log is appended
@@ -169,7 +194,10 @@ fn two_rollers_and_a_laggard() {
         starts.sort_unstable();
         starts.dedup();
         assert_eq!(starts.len(), a.retired(0).len(), "a window retired twice");
-        assert!(starts.iter().all(|&s| s < 40), "moved backwards: {starts:?}");
+        assert!(
+            starts.iter().all(|&s| s < 40),
+            "moved backwards: {starts:?}"
+        );
         record((to2.is_ok(), lag.is_ok()));
     });
     seen.assert_all(&[(true, true), (false, false), (true, false), (false, true)]);
@@ -199,7 +227,14 @@ fn reader_racing_roll_over_never_mixes() {
         writer.join().unwrap();
         let (old, new) = reader.join().unwrap();
         for w in &old {
-            assert_eq!(*w, Window { start: 0, counts: [1, 2] }, "mixed read");
+            assert_eq!(
+                *w,
+                Window {
+                    start: 0,
+                    counts: [1, 2]
+                },
+                "mixed read"
+            );
         }
         if let Some(w) = new {
             // Each count is a value its own counter held in window 20 (the
@@ -214,7 +249,12 @@ fn reader_racing_roll_over_never_mixes() {
         assert_eq!(final_counts(&a, 0), [1, 2]);
         record((old.len(), new.map(|w| w.counts)));
     });
-    seen.assert_all(&[(1, None), (0, Some([0, 0])), (1, Some([10, 0])), (0, Some([10, 20]))]);
+    seen.assert_all(&[
+        (1, None),
+        (0, Some([0, 0])),
+        (1, Some([10, 0])),
+        (0, Some([10, 20])),
+    ]);
 }
 
 /// Two adders of the new window race each other's roll-over (one seals and
@@ -234,7 +274,13 @@ fn adds_of_new_window_racing_its_roll_over() {
         assert_eq!(t1.join().unwrap(), Ok(()));
         assert_eq!(t2.join().unwrap(), Ok(()));
         let late = late.join().unwrap();
-        assert_eq!(a.window_at(20), Some(Window { start: 20, counts: [3] }));
+        assert_eq!(
+            a.window_at(20),
+            Some(Window {
+                start: 20,
+                counts: [3]
+            })
+        );
         assert_eq!(final_counts(&a, 0), [5 + ok(late, 7)]);
         record(late.is_ok());
     });
