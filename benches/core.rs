@@ -137,6 +137,22 @@ fn add_2_threads(c: &mut Criterion) {
             })
         })
     });
+    g.bench_function("raw_cas_loop", |b| {
+        b.iter_custom(|iters| {
+            let raw = raw.clone();
+            on_threads(2, iters, move |_, _| {
+                let mut cur = raw.load(Ordering::Relaxed);
+                while let Err(v) = raw.compare_exchange_weak(
+                    cur,
+                    cur + black_box(1),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    cur = v;
+                }
+            })
+        })
+    });
     let a = Arc::new(LeapArray::<2>::new(WINDOW));
     // Time keeps moving forward across samples (a sample that started over
     // at 0 would only collect cheap `Stale` refusals).

@@ -74,6 +74,11 @@ mod window;
 mod word;
 
 pub use array::LeapArray;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 pub use error::{AddError, SpanError};
 pub use window::Window;
 pub use word::MAX_COUNT;
