@@ -47,8 +47,8 @@
 //! ```text
 //!  Thread 1: add, window k (lagging)        Thread 2: add, window k+N (rolls)
 //!  ---------------------------------------  --------------------------------------------
-//!  s = stamp.load()        -> (g, k)
-//!                                           s = stamp.load()         -> (g, k)
+//!  load stamp              -> (g, k)
+//!                                           load stamp               -> (g, k)
 //!                                           seal: cell (g, x) -> (g, sealed, x)
 //!                                           stamp CAS (g, k) -> (g+1, k+N)
 //!  cell CAS (g, x) -> (g, x+1): fails,
@@ -90,7 +90,8 @@
 //!   millisecond (4,000+ years for the second).
 
 use crate::error::AddError;
-use crate::sync::{atomic_u64, AtomicU64, Ordering};
+use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::sync::{atomic_u64, AtomicU64};
 use crate::word::{gen_diff, Cell, Stamp, MAX_COUNT};
 
 /// One slot of the ring: the window it holds and its `C` counters.
@@ -132,7 +133,7 @@ impl<const C: usize> Bucket<C> {
     fn load_stamp(&self) -> Stamp {
         // ORDERING: Acquire pairs with the AcqRel stamp CAS in `enter`: the
         // seals made before that CAS are visible to everything we do next.
-        Stamp(self.stamp.load(Ordering::Acquire))
+        Stamp(self.stamp.load(Acquire))
     }
 
     /// The generation of `window` in this bucket, moving the bucket forward
@@ -154,14 +155,11 @@ impl<const C: usize> Bucket<C> {
             // The bucket holds an older window (or none): retire it.
             if let Some(_final_counts) = self.seal(s.generation()) {
                 let next = s.next(window);
-                // ORDERING: Release publishes the seals above to every thread
-                // that acquires this stamp (adders, readers, later rollers);
-                // Acquire on failure pairs with the winner's CAS, whose stamp
-                // we then act on.
-                match self
-                    .stamp
-                    .compare_exchange(s.0, next.0, Ordering::AcqRel, Ordering::Acquire)
-                {
+                // ORDERING: Release publishes the seals above to whoever
+                // acquires this stamp; Acquire on failure: we act on the
+                // winner's stamp next.
+                let won = self.stamp.compare_exchange(s.0, next.0, AcqRel, Acquire);
+                match won {
                     Ok(_) => {
                         #[cfg(loom)]
                         if !s.is_empty() {
@@ -186,11 +184,12 @@ impl<const C: usize> Bucket<C> {
     fn seal(&self, gen: u16) -> Option<[u64; C]> {
         let mut counts = [0; C];
         for (cell, count) in self.cells.iter().zip(counts.iter_mut()) {
-            // ORDERING: Acquire pairs with the Release CAS of whoever wrote
-            // the cell (adder or sealer): if it carries a newer generation,
-            // the stamp that writer acquired is visible to our reload of the
-            // stamp in `enter`, so that reload cannot return a stale stamp.
-            let mut cur = Cell(cell.load(Ordering::Acquire));
+            // Acquire pairs with the Release CAS of whoever wrote the cell
+            // (adder or sealer): if it carries a newer generation, the stamp
+            // that writer acquired is visible to our reload of the stamp in
+            // `enter`, which therefore cannot return a stale stamp.
+            // ORDERING: Acquire, pairs with the cell writers' Release CAS.
+            let mut cur = Cell(cell.load(Acquire));
             loop {
                 let d = gen_diff(cur.generation(), gen);
                 let sealed = if d == 0 {
@@ -204,17 +203,13 @@ impl<const C: usize> Bucket<C> {
                 } else {
                     return None;
                 };
-                // ORDERING: AcqRel / Acquire: Release so that a later sealer
-                // that reads this value also sees the stamp we acquired (the
-                // Acquire load above); Acquire on failure for the same reason.
+                // Release so that a later sealer that reads this value also
+                // sees the stamp we acquired; Acquire on failure as above.
                 // Adders need nothing from it: their CAS sees the seal through
                 // the cell's modification order.
-                match cell.compare_exchange_weak(
-                    cur.0,
-                    sealed.0,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
+                // ORDERING: AcqRel, pairs with other sealers' Acquire loads.
+                let sealing = cell.compare_exchange_weak(cur.0, sealed.0, AcqRel, Acquire);
+                match sealing {
                     Ok(_) => {
                         *count = sealed.count();
                         break;
@@ -240,7 +235,7 @@ impl<const C: usize> Bucket<C> {
             return Err(AddError::NoSuchCounter);
         };
         // ORDERING: Relaxed: only a first guess for the CAS, which validates it.
-        let mut cur = Cell(cell.load(Ordering::Relaxed));
+        let mut cur = Cell(cell.load(Relaxed));
         loop {
             let d = gen_diff(cur.generation(), gen);
             let have = if d == 0 {
@@ -273,7 +268,7 @@ impl<const C: usize> Bucket<C> {
             // ORDERING: Release pairs with readers' Acquire cell loads: a
             // reader that sees this value also sees the stamp we acquired
             // (so its second stamp load cannot show an older stamp).
-            match cell.compare_exchange_weak(cur.0, new.0, Ordering::Release, Ordering::Relaxed) {
+            match cell.compare_exchange_weak(cur.0, new.0, Release, Relaxed) {
                 Ok(_) => {
                     return if saturated {
                         Err(AddError::Saturated)
@@ -312,7 +307,7 @@ impl<const C: usize> Bucket<C> {
             // ORDERING: Acquire pairs with adders' Release CAS, so the
             // second stamp load below sees any stamp those adders saw; it
             // also keeps that load from moving before this one.
-            *o = Cell(cell.load(Ordering::Acquire)).count_in(gen);
+            *o = Cell(cell.load(Acquire)).count_in(gen);
         }
         // Unchanged stamp: the bucket held `window` (generation `gen`) for
         // the whole read, so every count above is a count of that window.
