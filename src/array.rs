@@ -3,7 +3,7 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::bucket::Bucket;
+use crate::bucket::{Bucket, CellOp};
 use crate::error::{AddError, SpanError};
 use crate::window::Window;
 
@@ -179,24 +179,69 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
     /// ```
     #[inline]
     pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        self.update(now, counter, CellOp::Add(n))
+    }
+
+    /// Subtracts `n` from `counter` of the window containing `now`, stopping
+    /// at 0: the undo of an [`add`](Self::add) with the same `now` (a gate
+    /// that books a permit first and checks second rolls back this way).
+    ///
+    /// The same rules as `add`: [`AddError::Stale`] if the window has been
+    /// retired (the undo has nothing left to undo), [`AddError::Saturated`]
+    /// if the count would go below 0 (it stays at 0).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// a.add(10, 0, 5).unwrap();
+    /// a.sub(20, 0, 2).unwrap();
+    /// assert_eq!(a.sum(30, 0), 3);
+    /// ```
+    #[inline]
+    pub fn sub(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        self.update(now, counter, CellOp::Sub(n))
+    }
+
+    /// Raises `counter` of the window containing `now` to at least `value`:
+    /// a per-window maximum (for example the peak concurrency), exact under
+    /// any interleaving. `value > MAX_COUNT` stores `MAX_COUNT` and returns
+    /// [`AddError::Saturated`].
+    ///
+    /// A counter used this way holds a maximum, not a count: read it per
+    /// window ([`windows`](Self::windows)), not with [`sum`](Self::sum).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let a = leaparray::LeapArray::<2>::new(NonZeroU64::new(500).unwrap());
+    /// a.update_max(10, 0, 7).unwrap();
+    /// a.update_max(20, 0, 3).unwrap();
+    /// assert_eq!(a.window_at(30).unwrap().counts, [7]);
+    /// ```
+    #[inline]
+    pub fn update_max(&self, now: u64, counter: usize, value: u64) -> Result<(), AddError> {
+        self.update(now, counter, CellOp::Max(value))
+    }
+
+    #[inline]
+    fn update(&self, now: u64, counter: usize, op: CellOp) -> Result<(), AddError> {
         if counter >= C {
             return Err(AddError::NoSuchCounter);
         }
         let id = now / self.window;
         let bucket = self.bucket(id);
         let gen = bucket.enter(id)?;
-        bucket.add(gen, counter, n)
+        bucket.update(gen, counter, op)
     }
 
     /// Window ids live at `now`, oldest first.
-    fn live(&self, now: u64) -> core::ops::RangeInclusive<u64> {
+    pub(crate) fn live(&self, now: u64) -> core::ops::RangeInclusive<u64> {
         let current = now / self.window;
         let oldest = current.saturating_sub(N as u64 - 1);
         oldest..=current
     }
 
     /// The window `id` if its bucket holds it (for the whole read).
-    fn read_window(&self, id: u64) -> Option<Window<C>> {
+    pub(crate) fn read_window(&self, id: u64) -> Option<Window<C>> {
         let mut counts = [0; C];
         if self.bucket(id).read(id, 0, &mut counts) {
             Some(Window {
@@ -228,10 +273,15 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         self.sum_ids(self.live(now), counter)
     }
 
+    /// The count of `counter` (`< C`) in window `id`, if its bucket holds it.
+    pub(crate) fn count_in(&self, id: u64, counter: usize) -> Option<u64> {
+        self.bucket(id).read_one(id, counter)
+    }
+
     /// Total of `counter` (`< C`) over the windows `ids`, a run of
     /// consecutive ids: the bucket index steps along with the id instead of
     /// being recomputed as `id % N`.
-    fn sum_ids(&self, ids: core::ops::RangeInclusive<u64>, counter: usize) -> u64 {
+    pub(crate) fn sum_ids(&self, ids: core::ops::RangeInclusive<u64>, counter: usize) -> u64 {
         let mut total = 0u64;
         let mut slot = (*ids.start() % N as u64) as usize;
         for id in ids {

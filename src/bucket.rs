@@ -94,6 +94,36 @@ use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use crate::sync::{atomic_u64, AtomicU64};
 use crate::word::{gen_diff, Cell, Stamp, MAX_COUNT};
 
+/// What an update does to a counter's count `have` in its window: the new
+/// count, and whether it had to be clamped to `0..=MAX_COUNT`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CellOp {
+    /// `have + n`, clamped at `MAX_COUNT`.
+    Add(u64),
+    /// `have - n`, clamped at 0.
+    Sub(u64),
+    /// `max(have, v)`, with `v` clamped at `MAX_COUNT`.
+    Max(u64),
+}
+
+impl CellOp {
+    #[inline]
+    fn apply(self, have: u64) -> (u64, bool) {
+        match self {
+            CellOp::Add(n) => match have.checked_add(n) {
+                Some(c) if c <= MAX_COUNT => (c, false),
+                _ => (MAX_COUNT, true),
+            },
+            CellOp::Sub(n) => match have.checked_sub(n) {
+                Some(c) => (c, false),
+                None => (0, true),
+            },
+            CellOp::Max(v) if v > MAX_COUNT => (MAX_COUNT, true),
+            CellOp::Max(v) => (have.max(v), false),
+        }
+    }
+}
+
 /// One slot of the ring: the window it holds and its `C` counters.
 pub(crate) struct Bucket<const C: usize> {
     /// Encoding: [`Stamp`]: generation (16 bits) | window id mod 2^48.
@@ -228,9 +258,10 @@ impl<const C: usize> Bucket<C> {
         self.retired.lock().unwrap().clone()
     }
 
-    /// Adds `n` to cell `i` for generation `gen` (as returned by `enter`).
+    /// Applies `op` to cell `i` for generation `gen` (as returned by
+    /// `enter`).
     #[inline]
-    pub(crate) fn add(&self, gen: u16, i: usize, n: u64) -> Result<(), AddError> {
+    pub(crate) fn update(&self, gen: u16, i: usize, op: CellOp) -> Result<(), AddError> {
         let Some(cell) = self.cells.get(i) else {
             return Err(AddError::NoSuchCounter);
         };
@@ -246,19 +277,16 @@ impl<const C: usize> Bucket<C> {
                 cur.count()
             } else if d < 0 {
                 // Older generation (sealed by the roll-over to `gen`):
-                // this is the first add of the window.
+                // this is the first update of the window.
                 0
             } else {
                 // The bucket has moved past `gen`.
                 return Err(AddError::Stale);
             };
-            let (count, saturated) = match have.checked_add(n) {
-                Some(c) if c <= MAX_COUNT => (c, false),
-                _ => (MAX_COUNT, true),
-            };
+            let (count, saturated) = op.apply(have);
             let new = Cell::new(gen, false, count);
             if new == cur {
-                // Nothing to write (n == 0, or already at the maximum).
+                // Nothing to write (no change, or already saturated).
                 return if saturated {
                     Err(AddError::Saturated)
                 } else {

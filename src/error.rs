@@ -23,9 +23,14 @@ pub enum AddError {
     Stale,
     /// The counter index is not below the array's `C`. Nothing was counted.
     NoSuchCounter,
-    /// The count reached [`MAX_COUNT`](crate::MAX_COUNT): it now holds
-    /// exactly `MAX_COUNT` (it never wraps), so part of `n` was not counted.
+    /// The count reached [`MAX_COUNT`](crate::MAX_COUNT) (or, for
+    /// [`sub`](crate::LeapArray::sub), 0): it now holds exactly that bound
+    /// (it never wraps), so part of `n` was not counted.
     Saturated,
+    /// The time is outside what the operation accepts: a borrowed
+    /// ([`Metric::add_waiting`](crate::Metric::add_waiting)) window must start
+    /// after `now` and at most `N` windows ahead. Nothing was counted.
+    OutOfRange,
 }
 
 impl fmt::Display for AddError {
@@ -35,7 +40,8 @@ impl fmt::Display for AddError {
                 "the window of this time has been retired (its slot holds a newer window)"
             }
             AddError::NoSuchCounter => "counter index out of range",
-            AddError::Saturated => "count saturated at MAX_COUNT",
+            AddError::Saturated => "count saturated at MAX_COUNT (or at 0 for sub)",
+            AddError::OutOfRange => "time outside the range this operation accepts",
         })
     }
 }

@@ -44,3 +44,27 @@ pub(crate) const fn atomic_u64(v: u64) -> AtomicU64 {
 pub(crate) fn atomic_u64(v: u64) -> AtomicU64 {
     AtomicU64::new(v)
 }
+
+/// Declares a `const fn`, or a plain `fn` under loom (whose atomics are not
+/// const-constructible), from one body.
+macro_rules! const_fn_unless_loom {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        #[cfg(not(loom))]
+        $vis const fn $name($self $(, $arg: $ty)*) -> $ret $body
+
+        $(#[$meta])*
+        #[cfg(loom)]
+        $vis fn $name($self $(, $arg: $ty)*) -> $ret $body
+    };
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        #[cfg(not(loom))]
+        $vis const fn $name($($arg: $ty),*) -> $ret $body
+
+        $(#[$meta])*
+        #[cfg(loom)]
+        $vis fn $name($($arg: $ty),*) -> $ret $body
+    };
+}
+pub(crate) use const_fn_unless_loom;

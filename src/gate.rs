@@ -1,0 +1,284 @@
+//! The flow gate: Sentinel's `DefaultController`, with exact admission.
+//!
+//! # Exact admission
+//!
+//! Sentinel checks, then acts ("contention may exist here, but it's okay"):
+//!
+//! ```text
+//!  Thread 1                           Thread 2            (limit 10, 9 passed)
+//!  ---------------------------------  ---------------------------------
+//!  pass() = 9; 9 + 1 <= 10: admit
+//!                                     pass() = 9; 9 + 1 <= 10: admit
+//!  addPass(1)                         addPass(1)          -> 11 passed
+//! ```
+//!
+//! A [`Gate`] books first and checks second: it adds the `n` permits to the
+//! window of `now`, then reads the load (the passes of the live windows plus
+//! every pass booked for a future window), and if that exceeds the limit it
+//! takes its own booking back and refuses. Of any set of admitted requests,
+//! the one whose booking came last read every other's booking (its read
+//! follows its booking, which follows theirs), and it saw a load within the
+//! limit: so at most `limit` permits are ever admitted in an interval, as seen
+//! at the admitting call's `now`, with any number of threads
+//! (`loom-tests/tests/gate.rs` checks it).
+//!
+//! The price is **false rejections under contention**: between a booking and
+//! its rollback, others count it. A request is refused although it would have
+//! fit only if, while it read the load, other requests' bookings that they then
+//! took back pushed the load over the limit; so only when the load is within
+//! `(concurrent callers - 1) * n` of the limit, and never when one thread calls
+//! at a time.
+//!
+//! Blocked requests are recorded as [`Event::Block`]; passes are recorded by
+//! their booking. Borrowed passes (prioritized requests that must wait) are
+//! booked for their future window and recorded as [`Event::OccupiedPass`] in
+//! the window of `now`.
+
+use core::num::NonZeroU64;
+
+use crate::error::AddError;
+use crate::event::Event;
+use crate::limiter::Limiter;
+use crate::metric::Metric;
+use crate::sync::const_fn_unless_loom;
+
+/// What a [`Gate`] decided.
+///
+/// ```
+/// use leaparray::gate::Decision;
+/// assert_ne!(Decision::Pass, Decision::Wait(3));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Decision {
+    /// Admitted now.
+    Pass,
+    /// Admitted in a future window: come back after this many ticks. The
+    /// permit is already booked (Sentinel's `PriorityWaitException`).
+    Wait(u64),
+    /// Refused.
+    Block,
+}
+
+/// At most `limit` permits per sliding interval of `N` windows, decided
+/// exactly under any concurrency.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::gate::{Decision, Gate};
+///
+/// // 100 per second: two windows of 500 ms, time in ms.
+/// static GATE: Gate<2> = Gate::new(NonZeroU64::new(500).unwrap(), 100);
+///
+/// assert_eq!(GATE.try_acquire(0, 80), Decision::Pass);
+/// assert_eq!(GATE.try_acquire(600, 30), Decision::Block); // 110 > 100
+/// assert_eq!(GATE.try_acquire(600, 20), Decision::Pass);
+/// assert_eq!(GATE.try_acquire(1_000, 80), Decision::Pass); // the 80 slid out
+/// ```
+pub struct Gate<const N: usize> {
+    metric: Metric<N>,
+    limit: u64,
+    occupy_timeout: u64,
+}
+
+impl<const N: usize> Gate<N> {
+    const_fn_unless_loom! {
+        /// A gate admitting at most `limit` permits per interval of `N`
+        /// windows of `window` ticks. Prioritized requests may wait up to one
+        /// window for a future one (Sentinel's default occupy timeout of
+        /// 500 ms with 500 ms windows); see
+        /// [`with_occupy_timeout`](Self::with_occupy_timeout).
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// let g = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
+        /// assert_eq!((g.limit(), g.occupy_timeout()), (100, 500));
+        /// ```
+        #[must_use]
+        pub fn new(window: NonZeroU64, limit: u64) -> Self {
+            Gate {
+                metric: Metric::new(window),
+                limit,
+                occupy_timeout: window.get(),
+            }
+        }
+    }
+
+    const_fn_unless_loom! {
+        /// The same gate with prioritized requests waiting less than `ticks`
+        /// for a future window (0: never).
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// let g = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100)
+        ///     .with_occupy_timeout(200);
+        /// assert_eq!(g.occupy_timeout(), 200);
+        /// ```
+        #[must_use]
+        pub fn with_occupy_timeout(self, ticks: u64) -> Self {
+            let Gate { metric, limit, .. } = self;
+            Gate {
+                metric,
+                limit,
+                occupy_timeout: ticks,
+            }
+        }
+    }
+
+    /// The most permits admitted per interval.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::gate::Gate::<2>::new(NonZeroU64::new(1).unwrap(), 7).limit(), 7);
+    /// ```
+    #[must_use]
+    pub const fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// How long a prioritized request may be told to wait, exclusive.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::gate::Gate::<2>::new(NonZeroU64::new(9).unwrap(), 7).occupy_timeout(), 9);
+    /// ```
+    #[must_use]
+    pub const fn occupy_timeout(&self) -> u64 {
+        self.occupy_timeout
+    }
+
+    /// The statistics the gate keeps (passes, blocks, occupied passes,
+    /// borrowed passes), for logs and dashboards.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{gate::Gate, Event};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+    /// g.try_acquire(0, 1);
+    /// g.try_acquire(0, 1);
+    /// assert_eq!((g.metric().pass(0), g.metric().block(0)), (1, 1));
+    /// ```
+    #[must_use]
+    pub const fn metric(&self) -> &Metric<N> {
+        &self.metric
+    }
+
+    /// Admits `n` permits at `now` if the interval ending at `now` then
+    /// holds at most `limit` (all or nothing): [`Decision::Pass`] or
+    /// [`Decision::Block`]. `n == 0` always passes and books nothing. A
+    /// `now` whose window has been retired (a clock far behind) is refused.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::gate::{Decision, Gate};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3);
+    /// assert_eq!(g.try_acquire(0, 2), Decision::Pass);
+    /// assert_eq!(g.try_acquire(0, 2), Decision::Block);
+    /// assert_eq!(g.try_acquire(0, 1), Decision::Pass);
+    /// ```
+    pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
+        if self.admit(now, n) {
+            Decision::Pass
+        } else {
+            self.block(now, n)
+        }
+    }
+
+    /// Like [`try_acquire`](Self::try_acquire), but when the interval is
+    /// full, borrows room in a future window (Sentinel's prioritized
+    /// requests, `tryOccupyNext`): [`Decision::Wait`] with the ticks until
+    /// that window starts, if that is less than the occupy timeout and the
+    /// future interval then stays within the limit. The borrowed permits
+    /// are booked in the future window (its passes include them when it
+    /// starts) and recorded as [`Event::OccupiedPass`] now.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::gate::{Decision, Gate};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// assert_eq!(g.try_acquire(100, 7), Decision::Pass); // window [0, 500)
+    /// assert_eq!(g.try_acquire(600, 3), Decision::Pass); // full
+    /// assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
+    /// assert_eq!(g.metric().pass(1_000), 3 + 5); // the 7 slid out
+    /// ```
+    pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> Decision {
+        if self.admit(now, n) {
+            return Decision::Pass;
+        }
+        if n <= self.limit {
+            let wait = self
+                .metric
+                .try_occupy_next(now, n, self.limit, self.occupy_timeout);
+            if wait < self.occupy_timeout {
+                let future = now + wait;
+                if self.metric.add_waiting(now, future, n).is_ok() {
+                    if self.metric.load_at(now, future) <= self.limit {
+                        let _ = self.metric.add(now, Event::OccupiedPass, n);
+                        return Decision::Wait(wait);
+                    }
+                    // Others booked first: take ours back.
+                    let _ = self.metric.sub_waiting(now, future, n);
+                }
+            }
+        }
+        self.block(now, n)
+    }
+
+    /// Books `n` passes at `now`, then keeps them if the load is within the
+    /// limit, else takes them back.
+    fn admit(&self, now: u64, n: u64) -> bool {
+        if n == 0 {
+            return true;
+        }
+        if n > self.limit {
+            return false;
+        }
+        if self.metric.add(now, Event::Pass, n).is_err() {
+            // Stale: the window of `now` is retired. Saturated: the count is
+            // at MAX_COUNT, far over any limit below it; nothing to undo
+            // that would not remove others' passes.
+            return false;
+        }
+        if self.metric.load_at(now, now) <= self.limit {
+            return true;
+        }
+        // Stale here means the window has been retired since: nothing left
+        // to undo.
+        let _ = self.metric.sub(now, Event::Pass, n);
+        false
+    }
+
+    fn block(&self, now: u64, n: u64) -> Decision {
+        let _ = self.metric.add(now, Event::Block, n);
+        Decision::Block
+    }
+}
+
+impl<const N: usize> Limiter for Gate<N> {
+    fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
+        self.metric.add(now, Event::Pass, n)
+    }
+
+    fn count(&self, now: u64) -> u64 {
+        self.metric.pass(now)
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn try_acquire(&self, now: u64, n: u64) -> Decision {
+        Gate::try_acquire(self, now, n)
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Gate<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Gate")
+            .field("buckets", &N)
+            .field("window", &self.metric.window())
+            .field("limit", &self.limit)
+            .field("occupy_timeout", &self.occupy_timeout)
+            .finish_non_exhaustive()
+    }
+}

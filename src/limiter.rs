@@ -1,0 +1,57 @@
+//! [`Limiter`]: the smallest surface a rate limiter built on this crate needs.
+
+use crate::error::AddError;
+use crate::gate::Decision;
+
+/// A sliding-window limiter driven by the caller's clock: record, observe,
+/// try to acquire. [`Gate`](crate::gate::Gate) implements it; other crates
+/// can implement it, or wrap one (it is implemented for references too).
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::gate::{Decision, Gate};
+/// use leaparray::Limiter;
+///
+/// fn serve(l: &impl Limiter, now: u64) -> bool {
+///     l.try_acquire(now, 1) == Decision::Pass
+/// }
+/// let gate = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 2);
+/// assert!(serve(&gate, 0) && serve(&gate, 1));
+/// assert!(!serve(&gate, 2));
+/// assert_eq!((gate.count(2), gate.remaining(2)), (2, 0));
+/// ```
+pub trait Limiter {
+    /// Records `n` admissions at `now` without checking the limit (for
+    /// work admitted elsewhere that must still count).
+    fn record(&self, now: u64, n: u64) -> Result<(), AddError>;
+
+    /// How many were admitted in the sliding interval ending at `now`;
+    /// observes without consuming.
+    fn count(&self, now: u64) -> u64;
+
+    /// The most that may be admitted in any interval.
+    fn limit(&self) -> u64;
+
+    /// Admits `n` at `now` (all or nothing), or refuses.
+    fn try_acquire(&self, now: u64, n: u64) -> Decision;
+
+    /// How many more could be admitted at `now` (as of this read).
+    fn remaining(&self, now: u64) -> u64 {
+        self.limit().saturating_sub(self.count(now))
+    }
+}
+
+impl<L: Limiter + ?Sized> Limiter for &L {
+    fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
+        (**self).record(now, n)
+    }
+    fn count(&self, now: u64) -> u64 {
+        (**self).count(now)
+    }
+    fn limit(&self) -> u64 {
+        (**self).limit()
+    }
+    fn try_acquire(&self, now: u64, n: u64) -> Decision {
+        (**self).try_acquire(now, n)
+    }
+}

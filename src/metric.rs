@@ -1,0 +1,674 @@
+//! [`Metric`]: Sentinel's `ArrayMetric` over `MetricBucket`s, with occupy
+//! (borrowing future windows, `OccupiableBucketLeapArray`).
+
+use core::num::NonZeroU64;
+use core::ops::RangeInclusive;
+
+use crate::array::LeapArray;
+use crate::error::AddError;
+use crate::event::Event;
+use crate::sync::const_fn_unless_loom;
+use crate::word::MAX_COUNT;
+
+/// Cells of the main array: the six events, then two per-window extremes.
+const EVENTS: usize = Event::ALL.len();
+/// The window's minimum RT, stored as `MAX_COUNT - rt` and kept with a
+/// per-window maximum, so the cell's initial 0 means "no RT yet" and the
+/// update is one exact CAS under the window's generation tag.
+const MIN_RT: usize = EVENTS;
+/// The window's peak concurrency (a per-window maximum).
+const MAX_CONCURRENCY: usize = EVENTS + 1;
+const CELLS: usize = EVENTS + 2;
+
+/// Per-window statistics of one resource: the six [`Event`] counts, the
+/// exact minimum response time and the peak concurrency of each window, and
+/// passes borrowed from future windows.
+///
+/// Every update is one lock-free, exact operation on a
+/// [`LeapArray`]; see the crate documentation for the contract. Time is the
+/// caller's tick count; RT is in the same ticks.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{Event, Metric};
+///
+/// static M: Metric<2> = Metric::new(NonZeroU64::new(500).unwrap());
+/// M.add(100, Event::Pass, 3).unwrap();
+/// M.add_rt(120, 40).unwrap();
+/// M.add_rt(130, 10).unwrap();
+/// assert_eq!(M.pass(200), 3);
+/// assert_eq!(M.success(200), 2);
+/// assert_eq!(M.min_rt(200), Some(10));
+/// assert_eq!(M.avg_rt(200), 25.0);
+/// ```
+pub struct Metric<const N: usize> {
+    counts: LeapArray<N, CELLS>,
+    /// Passes borrowed for future windows. Window `k` is kept in
+    /// `borrowed[(k / N) % 2]`, so the `2N` consecutive windows around `now`
+    /// (the live ones and the ones that may be borrowed) never share a
+    /// bucket: a borrow never retires a live window's borrowed count.
+    borrowed: [LeapArray<N, 1>; 2],
+}
+
+/// One window of a [`Metric`], as a metric log line wants it.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{Event, Metric};
+///
+/// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+/// m.add(100, Event::Block, 2).unwrap();
+/// let d = m.details(100)[0];
+/// assert_eq!((d.start, d.get(Event::Block), d.min_rt), (0, 2, None));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WindowDetail {
+    /// The window's start time.
+    pub start: u64,
+    /// Each event's count, indexed by [`Event::index`]. `Pass` includes the
+    /// passes borrowed for this window.
+    pub counts: [u64; EVENTS],
+    /// The smallest RT recorded in the window, if any.
+    pub min_rt: Option<u64>,
+    /// The peak concurrency recorded in the window.
+    pub max_concurrency: u64,
+}
+
+impl WindowDetail {
+    /// The count of `event`.
+    ///
+    /// ```
+    /// # use leaparray::{Event, WindowDetail};
+    /// let d = WindowDetail { start: 0, counts: [1, 2, 3, 4, 5, 6], min_rt: None, max_concurrency: 0 };
+    /// assert_eq!(d.get(Event::Success), 4);
+    /// ```
+    #[must_use]
+    pub const fn get(&self, event: Event) -> u64 {
+        self.counts[event.index()]
+    }
+}
+
+fn min_rt_of(stored: u64) -> Option<u64> {
+    (stored != 0).then(|| MAX_COUNT - stored)
+}
+
+impl<const N: usize> Metric<N> {
+    const_fn_unless_loom! {
+        /// An empty metric of `N` windows of `window` ticks (`const`, so it
+        /// can live in a `static`).
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// let m = leaparray::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
+        /// assert_eq!(m.interval(), 60_000);
+        /// ```
+        #[must_use]
+        pub fn new(window: NonZeroU64) -> Self {
+            Metric {
+                counts: LeapArray::new(window),
+                borrowed: [LeapArray::new(window), LeapArray::new(window)],
+            }
+        }
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap()).window(), 500);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.counts.window()
+    }
+
+    /// The sliding interval, `N * window` ticks (saturating).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap()).interval(), 1_000);
+    /// ```
+    #[must_use]
+    pub const fn interval(&self) -> u64 {
+        self.counts.interval()
+    }
+
+    /// The underlying array of event counts (cells `0..6` are the events by
+    /// [`Event::index`]; cell 6 holds `MAX_COUNT - min RT`, cell 7 the peak
+    /// concurrency). Borrowed passes are not in it.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Exception, 1).unwrap();
+    /// assert_eq!(m.array().sum(0, Event::Exception.index()), 1);
+    /// ```
+    #[must_use]
+    pub const fn array(&self) -> &LeapArray<N, 8> {
+        &self.counts
+    }
+
+    /// Adds `n` to `event` in the window of `now`. Errors as
+    /// [`LeapArray::add`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Pass, 2).unwrap();
+    /// assert_eq!(m.total(0, Event::Pass), 2);
+    /// ```
+    #[inline]
+    pub fn add(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
+        self.counts.add(now, event.index(), n)
+    }
+
+    /// Removes `n` from `event` in the window of `now` (stopping at 0): the
+    /// undo of an [`add`](Self::add) with the same `now`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Pass, 2).unwrap();
+    /// m.sub(0, Event::Pass, 1).unwrap();
+    /// assert_eq!(m.pass(0), 1);
+    /// ```
+    #[inline]
+    pub fn sub(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
+        self.counts.sub(now, event.index(), n)
+    }
+
+    /// Records one completed request that took `rt` ticks: `Success + 1`,
+    /// `Rt + rt` and the window's minimum RT (Sentinel's
+    /// `addRtAndSuccess(rt, 1)`).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt(0, 7).unwrap();
+    /// assert_eq!((m.success(0), m.rt(0), m.min_rt(0)), (1, 7, Some(7)));
+    /// ```
+    pub fn add_rt(&self, now: u64, rt: u64) -> Result<(), AddError> {
+        self.add_rt_and_success(now, rt, 1)
+    }
+
+    /// Records `success` completed requests whose response times add up to
+    /// `rt` ticks, and `rt` as a candidate for the window's minimum RT
+    /// (Sentinel's `addRtAndSuccess`). All three updates are attempted; the
+    /// first error is returned.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt_and_success(0, 30, 3).unwrap();
+    /// assert_eq!(m.avg_rt(0), 10.0);
+    /// ```
+    pub fn add_rt_and_success(&self, now: u64, rt: u64, success: u64) -> Result<(), AddError> {
+        let s = self.counts.add(now, Event::Success.index(), success);
+        let r = self.counts.add(now, Event::Rt.index(), rt);
+        let m = self
+            .counts
+            .update_max(now, MIN_RT, MAX_COUNT - rt.min(MAX_COUNT - 1));
+        s.and(r).and(m)
+    }
+
+    /// Records `concurrency` as a candidate for the window's peak.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.record_concurrency(0, 4).unwrap();
+    /// m.record_concurrency(1, 2).unwrap();
+    /// assert_eq!(m.max_concurrency(1), 4);
+    /// ```
+    pub fn record_concurrency(&self, now: u64, concurrency: u64) -> Result<(), AddError> {
+        self.counts.update_max(now, MAX_CONCURRENCY, concurrency)
+    }
+
+    /// Passes borrowed for window `id`.
+    fn borrowed_in(&self, id: u64) -> u64 {
+        let half = (id / N as u64 % 2) as usize;
+        self.borrowed[half].count_in(id, 0).unwrap_or(0)
+    }
+
+    fn borrowed_over(&self, ids: RangeInclusive<u64>) -> u64 {
+        ids.map(|id| self.borrowed_in(id))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Pass of window `id`: its own count plus what was borrowed for it.
+    fn pass_in(&self, id: u64) -> u64 {
+        let own = self.counts.count_in(id, Event::Pass.index()).unwrap_or(0);
+        own.saturating_add(self.borrowed_in(id))
+    }
+
+    /// Total of `event` over the live windows at `now`. `Pass` includes the
+    /// passes borrowed for windows that have started.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Pass, 1).unwrap();
+    /// m.add(600, Event::Pass, 2).unwrap();
+    /// assert_eq!(m.total(700, Event::Pass), 3);
+    /// ```
+    #[must_use]
+    pub fn total(&self, now: u64, event: Event) -> u64 {
+        let own = self.counts.sum(now, event.index());
+        if event == Event::Pass {
+            own.saturating_add(self.borrowed_over(self.counts.live(now)))
+        } else {
+            own
+        }
+    }
+
+    /// Passes over the live windows (borrowed passes included once their
+    /// window has started).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Pass, 1).unwrap();
+    /// assert_eq!(m.pass(0), 1);
+    /// ```
+    #[must_use]
+    pub fn pass(&self, now: u64) -> u64 {
+        self.total(now, Event::Pass)
+    }
+
+    /// Blocked requests over the live windows.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Block, 1).unwrap();
+    /// assert_eq!(m.block(0), 1);
+    /// ```
+    #[must_use]
+    pub fn block(&self, now: u64) -> u64 {
+        self.total(now, Event::Block)
+    }
+
+    /// Exceptions over the live windows.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Exception, 1).unwrap();
+    /// assert_eq!(m.exception(0), 1);
+    /// ```
+    #[must_use]
+    pub fn exception(&self, now: u64) -> u64 {
+        self.total(now, Event::Exception)
+    }
+
+    /// Completed requests over the live windows.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt(0, 5).unwrap();
+    /// assert_eq!(m.success(0), 1);
+    /// ```
+    #[must_use]
+    pub fn success(&self, now: u64) -> u64 {
+        self.total(now, Event::Success)
+    }
+
+    /// Sum of response times over the live windows, in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt(0, 5).unwrap();
+    /// assert_eq!(m.rt(0), 5);
+    /// ```
+    #[must_use]
+    pub fn rt(&self, now: u64) -> u64 {
+        self.total(now, Event::Rt)
+    }
+
+    /// Occupied (borrowing) passes over the live windows.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::OccupiedPass, 1).unwrap();
+    /// assert_eq!(m.occupied_pass(0), 1);
+    /// ```
+    #[must_use]
+    pub fn occupied_pass(&self, now: u64) -> u64 {
+        self.total(now, Event::OccupiedPass)
+    }
+
+    /// The smallest RT recorded in the live windows, or `None` if none was.
+    /// (Sentinel reports its `statisticMaxRt` there; `min_rt(now).unwrap_or(max)`
+    /// does the same.) Exact: each window's minimum is one atomic update.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(m.min_rt(0), None);
+    /// m.add_rt(0, 9).unwrap();
+    /// m.add_rt(600, 4).unwrap();
+    /// assert_eq!(m.min_rt(700), Some(4));
+    /// ```
+    #[must_use]
+    pub fn min_rt(&self, now: u64) -> Option<u64> {
+        self.details(now).iter().filter_map(|d| d.min_rt).min()
+    }
+
+    /// Average RT over the live windows: `rt / success`, `0.0` without
+    /// successes (as Sentinel).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(m.avg_rt(0), 0.0);
+    /// m.add_rt_and_success(0, 9, 2).unwrap();
+    /// assert_eq!(m.avg_rt(0), 4.5);
+    /// ```
+    #[must_use]
+    pub fn avg_rt(&self, now: u64) -> f64 {
+        let s = self.counts.sums(now);
+        let success = s[Event::Success.index()];
+        if success == 0 {
+            0.0
+        } else {
+            s[Event::Rt.index()] as f64 / success as f64
+        }
+    }
+
+    /// The largest per-window success count among the live windows (0 if
+    /// none; Sentinel's `maxSuccess` reports at least 1).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt_and_success(0, 1, 3).unwrap();
+    /// m.add_rt_and_success(600, 1, 5).unwrap();
+    /// assert_eq!(m.max_success(700), 5);
+    /// ```
+    #[must_use]
+    pub fn max_success(&self, now: u64) -> u64 {
+        self.details(now)
+            .iter()
+            .map(|d| d.get(Event::Success))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The peak concurrency recorded among the live windows.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.record_concurrency(0, 3).unwrap();
+    /// assert_eq!(m.max_concurrency(0), 3);
+    /// ```
+    #[must_use]
+    pub fn max_concurrency(&self, now: u64) -> u64 {
+        self.details(now)
+            .iter()
+            .map(|d| d.max_concurrency)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Passes of the window before `now`'s (borrowed included), 0 if its
+    /// bucket no longer holds it.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(100, Event::Pass, 3).unwrap();
+    /// assert_eq!(m.previous_window_pass(600), 3);
+    /// ```
+    #[must_use]
+    pub fn previous_window_pass(&self, now: u64) -> u64 {
+        (now / self.window())
+            .checked_sub(1)
+            .map_or(0, |id| self.pass_in(id))
+    }
+
+    /// Blocks of the window before `now`'s, 0 if its bucket no longer holds it.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(100, Event::Block, 2).unwrap();
+    /// assert_eq!(m.previous_window_block(600), 2);
+    /// ```
+    #[must_use]
+    pub fn previous_window_block(&self, now: u64) -> u64 {
+        self.counts
+            .previous(now)
+            .map_or(0, |w| w.counts[Event::Block.index()])
+    }
+
+    /// Passes of the window containing `t` (borrowed included), 0 if its
+    /// bucket no longer holds it (Sentinel's `getWindowPass`).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(100, Event::Pass, 3).unwrap();
+    /// assert_eq!(m.window_pass(499), 3);
+    /// assert_eq!(m.window_pass(500), 0);
+    /// ```
+    #[must_use]
+    pub fn window_pass(&self, t: u64) -> u64 {
+        self.pass_in(t / self.window())
+    }
+
+    /// `event` per second over the live windows, given the tick rate:
+    /// `total * ticks_per_second / interval`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// // Two 500 ms windows, time in ms.
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(100, Event::Pass, 30).unwrap();
+    /// assert_eq!(m.per_second(100, Event::Pass, 1_000), 30.0);
+    /// ```
+    #[must_use]
+    pub fn per_second(&self, now: u64, event: Event, ticks_per_second: u64) -> f64 {
+        self.total(now, event) as f64 * ticks_per_second as f64 / self.interval() as f64
+    }
+
+    /// One record per live window that holds data, oldest first: every
+    /// event count (borrowed passes included), the minimum RT and the peak
+    /// concurrency. For metric logs.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(100, Event::Pass, 1).unwrap();
+    /// m.add_rt(600, 3).unwrap();
+    /// let d = m.details(700);
+    /// assert_eq!(d.len(), 2);
+    /// assert_eq!((d[0].get(Event::Pass), d[1].min_rt), (1, Some(3)));
+    /// ```
+    #[must_use]
+    pub fn details(&self, now: u64) -> heapless::Vec<WindowDetail, N> {
+        let mut out = heapless::Vec::new();
+        for id in self.counts.live(now) {
+            let own = self.counts.read_window(id);
+            let borrowed = self.borrowed_in(id);
+            if own.is_none() && borrowed == 0 {
+                continue;
+            }
+            let cells = own.map_or([0; CELLS], |w| w.counts);
+            let mut counts = [0; EVENTS];
+            counts.copy_from_slice(&cells[..EVENTS]);
+            counts[Event::Pass.index()] = counts[Event::Pass.index()].saturating_add(borrowed);
+            // At most N live ids: never over capacity.
+            let _ = out.push(WindowDetail {
+                start: id.saturating_mul(self.window()),
+                counts,
+                min_rt: min_rt_of(cells[MIN_RT]),
+                max_concurrency: cells[MAX_CONCURRENCY],
+            });
+        }
+        out
+    }
+
+    /// Books `n` passes for the future window containing `future`, which must
+    /// start after `now`'s window and at most `N` windows after it
+    /// ([`AddError::OutOfRange`] otherwise). When that window starts, its
+    /// pass count already includes them.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{AddError, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_waiting(100, 600, 2).unwrap();
+    /// assert_eq!(m.waiting(100), 2);
+    /// assert_eq!(m.pass(100), 0);
+    /// assert_eq!(m.pass(600), 2); // the borrowed window has started
+    /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(AddError::OutOfRange));
+    /// ```
+    pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.waiting_op(now, future, n, false)
+    }
+
+    /// Takes back `n` passes booked with [`add_waiting`](Self::add_waiting)
+    /// for the window of `future` (stopping at 0).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_waiting(100, 600, 2).unwrap();
+    /// m.sub_waiting(100, 600, 2).unwrap();
+    /// assert_eq!(m.waiting(100), 0);
+    /// ```
+    pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.waiting_op(now, future, n, true)
+    }
+
+    fn waiting_op(&self, now: u64, future: u64, n: u64, undo: bool) -> Result<(), AddError> {
+        let (current, id) = (now / self.window(), future / self.window());
+        if id <= current || id - current > N as u64 {
+            return Err(AddError::OutOfRange);
+        }
+        let half = &self.borrowed[(id / N as u64 % 2) as usize];
+        if undo {
+            half.sub(future, 0, n)
+        } else {
+            half.add(future, 0, n)
+        }
+    }
+
+    /// Passes booked for windows that have not started yet at `now`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_waiting(0, 500, 1).unwrap();
+    /// m.add_waiting(0, 1_000, 2).unwrap();
+    /// assert_eq!(m.waiting(0), 3);
+    /// assert_eq!(m.waiting(500), 2);
+    /// ```
+    #[must_use]
+    pub fn waiting(&self, now: u64) -> u64 {
+        let current = now / self.window();
+        self.borrowed_over(current.saturating_add(1)..=current.saturating_add(N as u64))
+    }
+
+    /// Sentinel's `tryOccupyNext`: how long a request for `n` permits must
+    /// wait for a future window in which, counting everything already
+    /// passed and borrowed, at most `limit` would pass in the interval.
+    /// Returns `timeout` when no window within `timeout` ticks has room (or
+    /// borrowing already reached `limit`). Books nothing.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(100, Event::Pass, 7).unwrap(); // window [0, 500)
+    /// m.add(600, Event::Pass, 3).unwrap(); // window [500, 1000)
+    /// // limit 10: full now; at 1000 the 7 of [0, 500) slide out.
+    /// assert_eq!(m.try_occupy_next(700, 5, 10, 500), 300);
+    /// assert_eq!(m.try_occupy_next(700, 8, 10, 500), 500); // no room in time
+    /// ```
+    #[must_use]
+    pub fn try_occupy_next(&self, now: u64, n: u64, limit: u64, timeout: u64) -> u64 {
+        let borrowed = self.waiting(now);
+        if borrowed >= limit {
+            return timeout;
+        }
+        let current = now / self.window();
+        let mut pass = self.pass(now);
+        for step in 1..=N as u64 {
+            // Window `current + step` starts in `wait` ticks; the window
+            // `current + step - N` slides out of the interval then.
+            let Some(start) = current
+                .checked_add(step)
+                .and_then(|id| id.checked_mul(self.window()))
+            else {
+                break;
+            };
+            let wait = start - now;
+            if wait >= timeout {
+                break;
+            }
+            let leaving = (current + step)
+                .checked_sub(N as u64)
+                .map_or(0, |id| self.pass_in(id));
+            let after = pass.saturating_add(borrowed).saturating_add(n);
+            if after.saturating_sub(leaving) <= limit {
+                return wait;
+            }
+            pass = pass.saturating_sub(leaving);
+        }
+        timeout
+    }
+
+    /// Passes and borrowed passes that will still be in the interval when
+    /// the window `future / window` starts, as seen at `now`: what an
+    /// admission for that window must fit under the limit.
+    pub(crate) fn load_at(&self, now: u64, future: u64) -> u64 {
+        let current = now / self.window();
+        let target = future / self.window();
+        let first = target.saturating_sub(N as u64 - 1);
+        let mut total =
+            self.borrowed_over(current.saturating_add(1)..=current.saturating_add(N as u64));
+        for id in first..=current {
+            total = total.saturating_add(self.pass_in(id));
+        }
+        total
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Metric<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Metric")
+            .field("buckets", &N)
+            .field("window", &self.window())
+            .finish_non_exhaustive()
+    }
+}
