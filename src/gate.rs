@@ -13,13 +13,16 @@
 //! ```
 //!
 //! A [`Gate`] books first and checks second: it adds the `n` permits to the
-//! window of `now`, then reads the load (the passes of the live windows plus
-//! every pass booked for a future window), and if that exceeds the limit it
-//! takes its own booking back and refuses. Of any set of admitted requests,
-//! the one whose booking came last read every other's booking (its read
-//! follows its booking, which follows theirs), and it saw a load within the
-//! limit: so at most `limit` permits are ever admitted in an interval, as seen
-//! at the admitting call's `now`, with any number of threads
+//! window of `now`, then reads the load of every interval of `N` windows that
+//! contains that window (the intervals ending `0 ..= N - 1` windows later:
+//! later windows may already hold passes from callers whose clocks run
+//! ahead, and passes borrowed for them), and if any exceeds the limit it
+//! takes its own booking back and refuses. Of the admitted requests in any
+//! interval, the one whose booking came last read every other's booking (its
+//! reads follow its booking, which follows theirs) and saw that interval
+//! within the limit: so at most `limit` permits are ever admitted in an
+//! interval, with any number of threads and clocks that disagree, as far as
+//! the windows are still held when the admitting call reads them
 //! (`loom-tests/tests/gate.rs` checks it).
 //!
 //! The price is **false rejections under contention**: between a booking and
@@ -212,7 +215,7 @@ impl<const N: usize> Gate<N> {
             if wait < self.occupy_timeout {
                 let future = now + wait;
                 if self.metric.add_waiting(now, future, n).is_ok() {
-                    if self.metric.load_at(now, future) <= self.limit {
+                    if self.metric.peak_load(future / self.metric.window()) <= self.limit {
                         let _ = self.metric.add(now, Event::OccupiedPass, n);
                         return Decision::Wait(wait);
                     }
@@ -239,7 +242,7 @@ impl<const N: usize> Gate<N> {
             // that would not remove others' passes.
             return false;
         }
-        if self.metric.load_at(now, now) <= self.limit {
+        if self.metric.peak_load(now / self.metric.window()) <= self.limit {
             return true;
         }
         // Stale here means the window has been retired since: nothing left

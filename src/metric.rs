@@ -648,19 +648,26 @@ impl<const N: usize> Metric<N> {
         timeout
     }
 
-    /// Passes and borrowed passes that will still be in the interval when
-    /// the window `future / window` starts, as seen at `now`: what an
-    /// admission for that window must fit under the limit.
-    pub(crate) fn load_at(&self, now: u64, future: u64) -> u64 {
-        let current = now / self.window();
-        let target = future / self.window();
-        let first = target.saturating_sub(N as u64 - 1);
-        let mut total =
-            self.borrowed_over(current.saturating_add(1)..=current.saturating_add(N as u64));
-        for id in first..=current {
-            total = total.saturating_add(self.pass_in(id));
+    /// The largest pass count (borrowed included) of any interval that
+    /// contains window `id`: the intervals ending at windows `id ..= id + N - 1`.
+    /// An admission into window `id` must keep all of them within the limit
+    /// (windows after `id` can hold passes from callers whose clocks are
+    /// ahead, or borrowed ones). Reads each of the `2N - 1` windows once.
+    pub(crate) fn peak_load(&self, id: u64) -> u64 {
+        let n = N as u64;
+        let mut ring = [0u64; N];
+        let (mut sum, mut peak) = (0u64, 0u64);
+        for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
+            let slot = &mut ring[(k % n) as usize];
+            let p = self.pass_in(k);
+            // Window k enters the running interval (k - N, k]; k - N leaves.
+            sum = sum.saturating_sub(*slot).saturating_add(p);
+            *slot = p;
+            if k >= id {
+                peak = peak.max(sum);
+            }
         }
-        total
+        peak
     }
 }
 

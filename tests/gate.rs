@@ -1,0 +1,280 @@
+//! The gate: Sentinel's DefaultController scenarios, a property test against
+//! a brute-force sliding count, and real threads racing for the last permits.
+
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+
+use leaparray::gate::{Decision, Gate};
+use leaparray::{Event, Limiter};
+use proptest::prelude::*;
+
+fn nz(v: u64) -> NonZeroU64 {
+    NonZeroU64::new(v).unwrap()
+}
+
+#[test]
+fn admits_up_to_the_limit_per_sliding_interval() {
+    let g = Gate::<2>::new(nz(500), 100);
+    assert_eq!(g.try_acquire(0, 20), Decision::Pass);
+    assert_eq!(g.try_acquire(600, 80), Decision::Pass);
+    assert_eq!(g.try_acquire(700, 1), Decision::Block);
+    // At 1000 the first window slides out: 20 free.
+    assert_eq!(g.try_acquire(1_000, 21), Decision::Block);
+    assert_eq!(g.try_acquire(1_000, 20), Decision::Pass);
+    assert_eq!(g.metric().pass(1_000), 100);
+    assert_eq!(
+        g.metric().block(1_000),
+        22,
+        "1 at 700 and 21 at 1000, both live"
+    );
+    assert_eq!(g.metric().block(700), 1);
+}
+
+#[test]
+fn all_or_nothing_and_edge_sizes() {
+    let g = Gate::<2>::new(nz(500), 10);
+    assert_eq!(
+        g.try_acquire(0, 0),
+        Decision::Pass,
+        "nothing asked, nothing booked"
+    );
+    assert_eq!(g.metric().pass(0), 0);
+    assert_eq!(
+        g.try_acquire(0, 11),
+        Decision::Block,
+        "more than the limit never passes"
+    );
+    assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
+    assert_eq!(g.try_acquire(0, 10), Decision::Pass);
+    assert_eq!(g.try_acquire(0, 1), Decision::Block);
+    assert_eq!(
+        g.metric().pass(0),
+        10,
+        "a refused request leaves no pass behind"
+    );
+    let zero = Gate::<2>::new(nz(500), 0);
+    assert_eq!(zero.try_acquire(0, 1), Decision::Block);
+    assert_eq!(zero.try_acquire_prioritized(0, 1), Decision::Block);
+}
+
+#[test]
+fn stale_clock_is_refused() {
+    let g = Gate::<2>::new(nz(500), 10);
+    assert_eq!(g.try_acquire(5_000, 1), Decision::Pass);
+    assert_eq!(
+        g.try_acquire(4_000, 1),
+        Decision::Block,
+        "window 8's bucket holds window 10"
+    );
+    assert_eq!(g.metric().pass(5_000), 1);
+}
+
+#[test]
+fn prioritized_borrows_the_next_window() {
+    let g = Gate::<2>::new(nz(500), 10);
+    assert_eq!(g.try_acquire(100, 7), Decision::Pass);
+    assert_eq!(g.try_acquire(600, 3), Decision::Pass);
+    // Full. A plain request is refused; a prioritized one waits for 1000,
+    // when the 7 of [0, 500) slide out.
+    assert_eq!(g.try_acquire(700, 5), Decision::Block);
+    assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
+    assert_eq!(g.metric().waiting(700), 5);
+    assert_eq!(g.metric().occupied_pass(700), 5);
+    // Only 2 more fit in the future interval [500, 1500): 3 + 5 + 2.
+    assert_eq!(g.try_acquire_prioritized(700, 3), Decision::Block);
+    assert_eq!(g.try_acquire_prioritized(700, 2), Decision::Wait(300));
+    // When the borrowed window starts, its passes are there, and the
+    // interval is exactly full.
+    assert_eq!(g.metric().pass(1_000), 10);
+    assert_eq!(g.try_acquire(1_000, 1), Decision::Block);
+    // Plain requests also respect what was borrowed for the future.
+    let g = Gate::<2>::new(nz(500), 10);
+    assert_eq!(g.try_acquire(600, 10), Decision::Pass);
+    assert_eq!(
+        g.try_acquire_prioritized(700, 4),
+        Decision::Block,
+        "no window frees room in time"
+    );
+}
+
+#[test]
+fn occupy_timeout_bounds_the_wait() {
+    let g = Gate::<2>::new(nz(500), 10).with_occupy_timeout(200);
+    g.try_acquire(100, 7);
+    g.try_acquire(600, 3);
+    assert_eq!(
+        g.try_acquire_prioritized(700, 5),
+        Decision::Block,
+        "300 ticks >= 200"
+    );
+    assert_eq!(g.try_acquire_prioritized(850, 5), Decision::Wait(150));
+    let never = Gate::<2>::new(nz(500), 10).with_occupy_timeout(0);
+    never.try_acquire(0, 10);
+    assert_eq!(never.try_acquire_prioritized(400, 1), Decision::Block);
+}
+
+#[test]
+fn limiter_trait() {
+    let g = Gate::<4>::new(nz(250), 5);
+    let l: &dyn Limiter = &g;
+    assert_eq!(l.try_acquire(0, 3), Decision::Pass);
+    l.record(0, 1).unwrap();
+    assert_eq!((l.count(0), l.limit(), l.remaining(0)), (4, 5, 1));
+    fn via_reference(l: impl Limiter) -> Decision {
+        l.try_acquire(0, 2)
+    }
+    assert_eq!(via_reference(&g), Decision::Block);
+    assert!(format!("{g:?}").contains("limit: 5"));
+}
+
+/// 4 threads hammer one gate at one `now`: at most `limit` pass in total,
+/// and false rejections stay rare.
+#[test]
+fn threads_at_one_now_never_exceed_the_limit() {
+    const LIMIT: u64 = 1_000;
+    const THREADS: u64 = 4;
+    let rounds = if cfg!(miri) { 2 } else { 50 };
+    for round in 0..rounds {
+        let g = Arc::new(Gate::<2>::new(nz(500), LIMIT));
+        let start = Arc::new(Barrier::new(THREADS as usize));
+        let passed = Arc::new(AtomicU64::new(0));
+        let tries = if cfg!(miri) { 300 } else { 1_000 };
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (g, start, passed) = (g.clone(), start.clone(), passed.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    for i in 0..tries {
+                        let n = 1 + (i + t) % 3;
+                        if g.try_acquire(123, n) == Decision::Pass {
+                            passed.fetch_add(n, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        let passed = passed.load(Ordering::Relaxed);
+        assert!(passed <= LIMIT, "round {round}: {passed} passed");
+        assert_eq!(
+            g.metric().pass(123),
+            passed,
+            "the pass count is exactly what passed"
+        );
+        if !cfg!(miri) {
+            assert!(
+                passed >= LIMIT - 2 * 3 * THREADS,
+                "round {round}: only {passed} passed"
+            );
+        }
+    }
+}
+
+// ---- property test: one thread, against a brute-force sliding count
+
+/// The documented semantics, the slow way: each bucket holds at most one
+/// window and its passes; a request passes if the live windows' passes plus
+/// its own stay within the limit.
+struct Model {
+    n: u64,
+    window: u64,
+    limit: u64,
+    slots: HashMap<u64, (u64, u64)>, // slot -> (window id, passes)
+}
+
+impl Model {
+    fn touch(&mut self, id: u64) -> bool {
+        let slot = self.slots.entry(id % self.n).or_insert((id, 0));
+        if slot.0 > id {
+            return false;
+        }
+        if slot.0 < id {
+            *slot = (id, 0);
+        }
+        true
+    }
+
+    fn try_acquire(&mut self, now: u64, k: u64) -> Decision {
+        if k == 0 {
+            return Decision::Pass;
+        }
+        let id = now / self.window;
+        if !self.touch(id) {
+            return Decision::Block;
+        }
+        if k > self.limit {
+            return Decision::Block;
+        }
+        if self.peak_with(id, k) <= self.limit {
+            self.slots.get_mut(&(id % self.n)).unwrap().1 += k;
+            Decision::Pass
+        } else {
+            Decision::Block
+        }
+    }
+
+    /// Passes of the held windows in `(j - N, j]`.
+    fn interval(&self, j: u64) -> u64 {
+        self.slots
+            .values()
+            .filter(|(w, _)| *w <= j && *w + self.n > j)
+            .map(|(_, p)| p)
+            .sum()
+    }
+
+    /// The largest interval containing window `id`, with `k` more in `id`.
+    fn peak_with(&self, id: u64, k: u64) -> u64 {
+        (id..id + self.n)
+            .map(|j| self.interval(j) + k)
+            .max()
+            .unwrap()
+    }
+
+    /// The largest interval anywhere.
+    fn peak(&self) -> u64 {
+        self.slots
+            .values()
+            .map(|(w, _)| self.interval(*w + self.n - 1).max(self.interval(*w)))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn gate_matches_a_sliding_count(
+        window in 1u64..200,
+        limit in 0u64..30,
+        steps in prop::collection::vec((-150i64..400, 0u64..8), 1..150),
+    ) {
+        let g = Gate::<3>::new(nz(window), limit);
+        let mut m = Model { n: 3, window, limit, slots: HashMap::new() };
+        let mut now = 10_000u64;
+        for (dt, k) in steps {
+            now = now.saturating_add_signed(dt);
+            let got = g.try_acquire(now, k);
+            prop_assert_eq!(got, m.try_acquire(now, k), "at {} for {}", now, k);
+            // Never more than the limit in any interval of held windows.
+            prop_assert!(m.peak() <= limit, "peak {} > {}", m.peak(), limit);
+            prop_assert_eq!(g.metric().pass(now), m.interval(now / window));
+        }
+    }
+}
+
+#[test]
+fn gate_records_blocks_and_passes() {
+    let g = Gate::<2>::new(nz(500), 3);
+    for _ in 0..5 {
+        g.try_acquire(10, 1);
+    }
+    assert_eq!(g.metric().total(10, Event::Pass), 3);
+    assert_eq!(g.metric().total(10, Event::Block), 2);
+}
