@@ -25,6 +25,12 @@
 //! the windows are still held when the admitting call reads them
 //! (`loom-tests/tests/gate.rs` checks it).
 //!
+//! Booking and reading touch different buckets, so two admissions form the
+//! store-buffer pattern: each writes its bucket, then reads the other's.
+//! Acquire/release orderings allow both reads to miss both writes; a
+//! `SeqCst` fence between the booking and the reads forbids it (loom caught
+//! the overshoot without it).
+//!
 //! The price is **false rejections under contention**: between a booking and
 //! its rollback, others count it. A request is refused although it would have
 //! fit only if, while it read the load, other requests' bookings that they then
@@ -43,7 +49,7 @@ use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::Metric;
-use crate::sync::const_fn_unless_loom;
+use crate::sync::{const_fn_unless_loom, fence, Ordering};
 
 /// What a [`Gate`] decided.
 ///
@@ -215,6 +221,8 @@ impl<const N: usize> Gate<N> {
             if wait < self.occupy_timeout {
                 let future = now + wait;
                 if self.metric.add_waiting(now, future, n).is_ok() {
+                    // ORDERING: SeqCst fence, as in `admit`.
+                    fence(Ordering::SeqCst);
                     if self.metric.peak_load(future / self.metric.window()) <= self.limit {
                         let _ = self.metric.add(now, Event::OccupiedPass, n);
                         return Decision::Wait(wait);
@@ -242,6 +250,10 @@ impl<const N: usize> Gate<N> {
             // that would not remove others' passes.
             return false;
         }
+        // ORDERING: SeqCst fence, pairs with the same fence in every other
+        // admission: of two callers that each book then read the other's
+        // bucket, at least one reads the other's booking.
+        fence(Ordering::SeqCst);
         if self.metric.peak_load(now / self.metric.window()) <= self.limit {
             return true;
         }

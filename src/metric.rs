@@ -198,8 +198,13 @@ impl<const N: usize> Metric<N> {
 
     /// Records `success` completed requests whose response times add up to
     /// `rt` ticks, and `rt` as a candidate for the window's minimum RT
-    /// (Sentinel's `addRtAndSuccess`). All three updates are attempted; the
-    /// first error is returned.
+    /// (Sentinel's `addRtAndSuccess`).
+    ///
+    /// The three updates are each exact but not one atomic step. They are
+    /// made in that order and stop at `Stale`: if the window is retired
+    /// between them, a prefix may have counted in it (the call reports
+    /// `Stale`). `Saturated` does not stop the others; the first error is
+    /// returned.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -209,8 +214,15 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.avg_rt(0), 10.0);
     /// ```
     pub fn add_rt_and_success(&self, now: u64, rt: u64, success: u64) -> Result<(), AddError> {
+        let stop = |r: &Result<(), AddError>| *r == Err(AddError::Stale);
         let s = self.counts.add(now, Event::Success.index(), success);
+        if stop(&s) {
+            return s;
+        }
         let r = self.counts.add(now, Event::Rt.index(), rt);
+        if stop(&r) {
+            return r;
+        }
         let m = self
             .counts
             .update_max(now, MIN_RT, MAX_COUNT - rt.min(MAX_COUNT - 1));
