@@ -79,6 +79,22 @@
 //! other thread finishes rolling (sealing is idempotent). Reads are two stamp
 //! loads and one load per cell: a bounded number of steps.
 //!
+//! # Orderings
+//!
+//! Each atomic operation names, where it stands, the acquire/release
+//! pairing the protocol itself needs. All of them except the first-guess
+//! load are nevertheless `SeqCst`, so that every stamp and counter
+//! operation of every bucket joins one total order. That is what makes
+//! "book in one bucket, then read the others" (the gate in `src/gate.rs`)
+//! safe from the store-buffer pattern, where two threads each write their
+//! own bucket and each read the other's old value. On x86-64 and AArch64 a
+//! `SeqCst` load or compare-and-swap is the same instruction as its
+//! acquire/release form, so the strengthening costs nothing there. Loom
+//! models `SeqCst` accesses as acquire/release (loom issue #180), so under
+//! `cfg(loom)` the gate adds the `SeqCst` fence that stands for that total
+//! order; everything else loom checks holds a fortiori for the stronger
+//! orderings.
+//!
 //! # Limits
 //!
 //! Generations wrap at 2^16, window ids are stored modulo 2^48:
@@ -90,7 +106,7 @@
 //!   millisecond (4,000+ years for the second).
 
 use crate::error::AddError;
-use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::sync::Ordering::{Relaxed, SeqCst};
 use crate::sync::{atomic_u64, AtomicU64};
 use crate::word::{gen_diff, Cell, Stamp, MAX_COUNT};
 
@@ -161,9 +177,10 @@ impl<const C: usize> Bucket<C> {
     }
 
     fn load_stamp(&self) -> Stamp {
-        // ORDERING: Acquire pairs with the AcqRel stamp CAS in `enter`: the
-        // seals made before that CAS are visible to everything we do next.
-        Stamp(self.stamp.load(Acquire))
+        // ORDERING: SeqCst. Acquire is what the protocol needs: it pairs with
+        // the stamp CAS in `enter`, so the seals made before that CAS are
+        // visible to everything we do next. SeqCst: see "Orderings" above.
+        Stamp(self.stamp.load(SeqCst))
     }
 
     /// The generation of `window` in this bucket, moving the bucket forward
@@ -185,10 +202,10 @@ impl<const C: usize> Bucket<C> {
             // The bucket holds an older window (or none): retire it.
             if let Some(_final_counts) = self.seal(s.generation()) {
                 let next = s.next(window);
-                // ORDERING: Release publishes the seals above to whoever
-                // acquires this stamp; Acquire on failure: we act on the
-                // winner's stamp next.
-                let won = self.stamp.compare_exchange(s.0, next.0, AcqRel, Acquire);
+                // ORDERING: SeqCst. Release publishes the seals above to
+                // whoever acquires this stamp; on failure we act on the
+                // winner's stamp (acquire). SeqCst: see "Orderings" above.
+                let won = self.stamp.compare_exchange(s.0, next.0, SeqCst, SeqCst);
                 match won {
                     Ok(_) => {
                         #[cfg(loom)]
@@ -214,12 +231,13 @@ impl<const C: usize> Bucket<C> {
     fn seal(&self, gen: u16) -> Option<[u64; C]> {
         let mut counts = [0; C];
         for (cell, count) in self.cells.iter().zip(counts.iter_mut()) {
-            // Acquire pairs with the Release CAS of whoever wrote the cell
-            // (adder or sealer): if it carries a newer generation, the stamp
-            // that writer acquired is visible to our reload of the stamp in
-            // `enter`, which therefore cannot return a stale stamp.
-            // ORDERING: Acquire, pairs with the cell writers' Release CAS.
-            let mut cur = Cell(cell.load(Acquire));
+            // Acquire is what the protocol needs: it pairs with the CAS of
+            // whoever wrote the cell (adder or sealer); if the cell carries
+            // a newer generation, the stamp that writer acquired is visible
+            // to our reload of the stamp in `enter`, which therefore cannot
+            // return a stale stamp.
+            // ORDERING: SeqCst, pairs with the cell writers' CAS (acquire).
+            let mut cur = Cell(cell.load(SeqCst));
             loop {
                 let d = gen_diff(cur.generation(), gen);
                 let sealed = if d == 0 {
@@ -234,11 +252,11 @@ impl<const C: usize> Bucket<C> {
                     return None;
                 };
                 // Release so that a later sealer that reads this value also
-                // sees the stamp we acquired; Acquire on failure as above.
+                // sees the stamp we acquired; acquire on failure as above.
                 // Adders need nothing from it: their CAS sees the seal through
                 // the cell's modification order.
-                // ORDERING: AcqRel, pairs with other sealers' Acquire loads.
-                let sealing = cell.compare_exchange_weak(cur.0, sealed.0, AcqRel, Acquire);
+                // ORDERING: SeqCst, pairs with other sealers' loads (release).
+                let sealing = cell.compare_exchange_weak(cur.0, sealed.0, SeqCst, SeqCst);
                 match sealing {
                     Ok(_) => {
                         *count = sealed.count();
@@ -293,10 +311,11 @@ impl<const C: usize> Bucket<C> {
                     Ok(())
                 };
             }
-            // ORDERING: Release pairs with readers' Acquire cell loads: a
+            // ORDERING: SeqCst. Release pairs with readers' cell loads: a
             // reader that sees this value also sees the stamp we acquired
-            // (so its second stamp load cannot show an older stamp).
-            match cell.compare_exchange_weak(cur.0, new.0, Release, Relaxed) {
+            // (so its second stamp load cannot show an older stamp). SeqCst:
+            // see "Orderings" above.
+            match cell.compare_exchange_weak(cur.0, new.0, SeqCst, Relaxed) {
                 Ok(_) => {
                     return if saturated {
                         Err(AddError::Saturated)
@@ -332,10 +351,10 @@ impl<const C: usize> Bucket<C> {
         }
         let gen = s1.generation();
         for (o, cell) in out.iter_mut().zip(self.cells.iter().skip(first)) {
-            // ORDERING: Acquire pairs with adders' Release CAS, so the
-            // second stamp load below sees any stamp those adders saw; it
-            // also keeps that load from moving before this one.
-            *o = Cell(cell.load(Acquire)).count_in(gen);
+            // ORDERING: SeqCst. Acquire pairs with adders' CAS, so the second
+            // stamp load below sees any stamp those adders saw; it also keeps
+            // that load from moving before this one. SeqCst: see "Orderings".
+            *o = Cell(cell.load(SeqCst)).count_in(gen);
         }
         // Unchanged stamp: the bucket held `window` (generation `gen`) for
         // the whole read, so every count above is a count of that window.

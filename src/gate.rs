@@ -27,9 +27,10 @@
 //!
 //! Booking and reading touch different buckets, so two admissions form the
 //! store-buffer pattern: each writes its bucket, then reads the other's.
-//! Acquire/release orderings allow both reads to miss both writes; a
-//! `SeqCst` fence between the booking and the reads forbids it (loom caught
-//! the overshoot without it).
+//! Acquire/release orderings allow both reads to miss both writes (loom
+//! caught the overshoot); the bucket protocol's operations are therefore all
+//! `SeqCst`, one total order in which that cannot happen (free on x86-64
+//! and AArch64; see "Orderings" in `src/bucket.rs`).
 //!
 //! The price is **false rejections under contention**: between a booking and
 //! its rollback, others count it. A request is refused although it would have
@@ -49,7 +50,7 @@ use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::Metric;
-use crate::sync::{const_fn_unless_loom, fence, Ordering};
+use crate::sync::{const_fn_unless_loom, loom_sc_order};
 
 /// What a [`Gate`] decided.
 ///
@@ -221,8 +222,8 @@ impl<const N: usize> Gate<N> {
             if wait < self.occupy_timeout {
                 let future = now + wait;
                 if self.metric.add_waiting(now, future, n).is_ok() {
-                    // ORDERING: SeqCst fence, as in `admit`.
-                    fence(Ordering::SeqCst);
+                    // Book, then read: as in `admit`.
+                    loom_sc_order();
                     if self.metric.peak_load(future / self.metric.window()) <= self.limit {
                         let _ = self.metric.add(now, Event::OccupiedPass, n);
                         return Decision::Wait(wait);
@@ -244,17 +245,23 @@ impl<const N: usize> Gate<N> {
         if n > self.limit {
             return false;
         }
+        let id = now / self.metric.window();
+        if self.metric.peak_load(id).saturating_add(n) > self.limit {
+            // Already full: refuse without booking (nothing to roll back).
+            return false;
+        }
         if self.metric.add(now, Event::Pass, n).is_err() {
             // Stale: the window of `now` is retired. Saturated: the count is
             // at MAX_COUNT, far over any limit below it; nothing to undo
             // that would not remove others' passes.
             return false;
         }
-        // ORDERING: SeqCst fence, pairs with the same fence in every other
-        // admission: of two callers that each book then read the other's
-        // bucket, at least one reads the other's booking.
-        fence(Ordering::SeqCst);
-        if self.metric.peak_load(now / self.metric.window()) <= self.limit {
+        // Of two callers that each book then read the other's bucket, at
+        // least one reads the other's booking: the bookings and the reads are
+        // SeqCst operations, all in one total order (`src/bucket.rs`,
+        // "Orderings"); under loom this stands for that order.
+        loom_sc_order();
+        if self.metric.peak_load(id) <= self.limit {
             return true;
         }
         // Stale here means the window has been retired since: nothing left

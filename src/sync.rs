@@ -15,10 +15,10 @@ pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 pub(crate) use loom::sync::Mutex;
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
-pub(crate) use portable_atomic::{fence, AtomicU64, Ordering};
+pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
-pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(all(
     not(loom),
@@ -68,3 +68,12 @@ macro_rules! const_fn_unless_loom {
     };
 }
 pub(crate) use const_fn_unless_loom;
+
+/// Loom builds only: a `SeqCst` fence standing for the total order that the
+/// protocol's `SeqCst` accesses provide on real targets, which loom models
+/// as acquire/release only (loom issue #180). Elsewhere: nothing.
+#[inline(always)]
+pub(crate) fn loom_sc_order() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
+}
