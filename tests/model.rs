@@ -33,6 +33,39 @@ impl Model {
     }
 
     fn add(&mut self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        self.update(now, counter, |have| {
+            let sum = have as u128 + n as u128;
+            if sum > MAX_COUNT as u128 {
+                (MAX_COUNT, true)
+            } else {
+                (sum as u64, false)
+            }
+        })
+    }
+
+    fn sub(&mut self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        self.update(now, counter, |have| match have.checked_sub(n) {
+            Some(v) => (v, false),
+            None => (0, true),
+        })
+    }
+
+    fn max(&mut self, now: u64, counter: usize, v: u64) -> Result<(), AddError> {
+        self.update(now, counter, |have| {
+            if v > MAX_COUNT {
+                (MAX_COUNT, true)
+            } else {
+                (have.max(v), false)
+            }
+        })
+    }
+
+    fn update(
+        &mut self,
+        now: u64,
+        counter: usize,
+        op: impl Fn(u64) -> (u64, bool),
+    ) -> Result<(), AddError> {
         if counter >= C {
             return Err(AddError::NoSuchCounter);
         }
@@ -44,12 +77,11 @@ impl Model {
             _ => *slot = Some((id, [0; C])),
         }
         let counts = &mut slot.as_mut().unwrap().1;
-        let sum = counts[counter] as u128 + n as u128;
-        if sum > MAX_COUNT as u128 {
-            counts[counter] = MAX_COUNT;
+        let (v, saturated) = op(counts[counter]);
+        counts[counter] = v;
+        if saturated {
             Err(AddError::Saturated)
         } else {
-            counts[counter] = sum as u64;
             Ok(())
         }
     }
@@ -105,6 +137,14 @@ enum Step {
         counter: usize,
         n: u64,
     },
+    Sub {
+        counter: usize,
+        n: u64,
+    },
+    Max {
+        counter: usize,
+        v: u64,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -118,7 +158,9 @@ fn step() -> impl Strategy<Value = Step> {
         6 => (-3_000i64..3_000).prop_map(Step::Shift),
         1 => prop_oneof![Just(0u64), Just(u64::MAX), Just(u64::MAX - 1), any::<u64>()].prop_map(Step::Jump),
         8 => (0usize..C + 1, count.clone()).prop_map(|(counter, n)| Step::Add { counter, n }),
-        3 => (0u64..5_000, 0usize..C, count).prop_map(|(lag, counter, n)| Step::LateAdd { lag, counter, n }),
+        3 => (0u64..5_000, 0usize..C, count.clone()).prop_map(|(lag, counter, n)| Step::LateAdd { lag, counter, n }),
+        2 => (0usize..C + 1, count.clone()).prop_map(|(counter, n)| Step::Sub { counter, n }),
+        2 => (0usize..C + 1, count).prop_map(|(counter, v)| Step::Max { counter, v }),
     ]
 }
 
@@ -214,6 +256,12 @@ proptest! {
                 }
                 Step::Add { counter, n } => {
                     prop_assert_eq!(a.add(clock, counter, n), m.add(clock, counter, n), "add at {}", clock);
+                }
+                Step::Sub { counter, n } => {
+                    prop_assert_eq!(a.sub(clock, counter, n), m.sub(clock, counter, n), "sub at {}", clock);
+                }
+                Step::Max { counter, v } => {
+                    prop_assert_eq!(a.update_max(clock, counter, v), m.max(clock, counter, v), "max at {}", clock);
                 }
                 Step::LateAdd { lag, counter, n } => {
                     let t = clock.saturating_sub(lag);
