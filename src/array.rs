@@ -484,3 +484,16 @@ impl<const N: usize, const C: usize> fmt::Debug for LeapArray<N, C> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const C: usize> defmt::Format for LeapArray<N, C> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "LeapArray {{ buckets: {=usize}, counters: {=usize}, window: {=u64} }}",
+            N,
+            C,
+            self.window()
+        );
+    }
+}

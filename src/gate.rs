@@ -304,3 +304,17 @@ impl<const N: usize> core::fmt::Debug for Gate<N> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for Gate<N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Gate {{ buckets: {=usize}, window: {=u64}, limit: {=u64}, occupy_timeout: {=u64} }}",
+            N,
+            self.metric.window(),
+            self.limit,
+            self.occupy_timeout
+        );
+    }
+}

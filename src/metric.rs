@@ -691,3 +691,15 @@ impl<const N: usize> core::fmt::Debug for Metric<N> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for Metric<N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Metric {{ buckets: {=usize}, window: {=u64} }}",
+            N,
+            self.window()
+        );
+    }
+}

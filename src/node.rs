@@ -511,3 +511,23 @@ impl<const S: usize, const M: usize> core::fmt::Debug for StatisticNode<S, M> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(feature = "defmt")]
+impl<const S: usize, const M: usize> defmt::Format for StatisticNode<S, M> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "StatisticNode {{ second: {}, minute: {}, concurrency: {=u64} }}",
+            self.second,
+            self.minute,
+            self.concurrency()
+        );
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const S: usize, const M: usize> defmt::Format for ConcurrencyGuard<'_, S, M> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ConcurrencyGuard");
+    }
+}

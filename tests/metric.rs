@@ -294,3 +294,21 @@ fn node_in_microseconds() {
     assert_eq!(n.pass_qps(950_000), 100.0);
     assert_eq!(n.pass_qps(1_000_000), 50.0);
 }
+
+/// Sentinel's `ClusterMetricTest.testTryOccupyNext`, the numbers that carry
+/// over: 5 windows over 25 ms, 4 passes and 1 block, 160 passes per second.
+/// (Its `tryOccupyNext` numbers belong to the cluster server's QPS-based
+/// `canOccupy`, a different algorithm from `StatisticNode.tryOccupyNext`,
+/// which `Metric::try_occupy_next` ports; they do not apply.)
+#[test]
+fn cluster_metric_numbers() {
+    let m = Metric::<5>::new(nz(5));
+    let t = NOW;
+    for n in [1, 2, 1] {
+        m.add(t, Event::Pass, n).unwrap();
+    }
+    m.add(t, Event::Block, 1).unwrap();
+    assert_eq!(m.pass(t), 4);
+    assert_eq!(m.block(t), 1);
+    assert_eq!(m.per_second(t, Event::Pass, 1_000), 160.0);
+}
