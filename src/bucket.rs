@@ -332,12 +332,14 @@ impl<const C: usize> Bucket<C> {
     /// the whole read (the one-cell case of [`Bucket::read`]).
     #[inline]
     pub(crate) fn read_one(&self, window: u64, i: usize) -> Option<u64> {
-        let mut out = [0];
-        if self.read(window, i, &mut out) {
-            Some(out[0])
-        } else {
-            None
+        let s1 = self.load_stamp();
+        if !s1.holds(window) {
+            return None;
         }
+        let cell = self.cells.get(i)?;
+        // ORDERING: SeqCst, as the cell loads in `read`.
+        let count = Cell(cell.load(SeqCst)).count_in(s1.generation());
+        (self.load_stamp() == s1).then_some(count)
     }
 
     /// Reads the cells `first..first + out.len()` of `window` into `out`.

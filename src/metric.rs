@@ -7,7 +7,7 @@ use core::ops::RangeInclusive;
 use crate::array::LeapArray;
 use crate::error::AddError;
 use crate::event::Event;
-use crate::sync::const_fn_unless_loom;
+use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 use crate::word::MAX_COUNT;
 
 /// Cells of the main array: the six events, then two per-window extremes.
@@ -48,6 +48,9 @@ pub struct Metric<const N: usize> {
     /// (the live ones and the ones that may be borrowed) never share a
     /// bucket: a borrow never retires a live window's borrowed count.
     borrowed: [LeapArray<N, 1>; 2],
+    /// 0 until the first borrow, then 1 for good: lets readers skip the
+    /// borrowed arrays of a metric that never borrowed.
+    ever_borrowed: AtomicU64,
 }
 
 /// One window of a [`Metric`], as a metric log line wants it.
@@ -108,6 +111,7 @@ impl<const N: usize> Metric<N> {
             Metric {
                 counts: LeapArray::new(window),
                 borrowed: [LeapArray::new(window), LeapArray::new(window)],
+                ever_borrowed: atomic_u64(0),
             }
         }
     }
@@ -243,6 +247,16 @@ impl<const N: usize> Metric<N> {
         self.counts.update_max(now, MAX_CONCURRENCY, concurrency)
     }
 
+    /// Whether anything was ever borrowed: until then the borrowed arrays
+    /// are all empty and readers skip them.
+    fn ever_borrowed(&self) -> bool {
+        // ORDERING: SeqCst, in the same total order as the bucket protocol:
+        // a borrower sets it before booking, so a reader that reads 0 here
+        // precedes that booking and the borrower's own check (which follows
+        // its booking) sees the reader's passes.
+        self.ever_borrowed.load(Ordering::SeqCst) != 0
+    }
+
     /// Passes borrowed for window `id`.
     fn borrowed_in(&self, id: u64) -> u64 {
         let half = (id / N as u64 % 2) as usize;
@@ -250,14 +264,22 @@ impl<const N: usize> Metric<N> {
     }
 
     fn borrowed_over(&self, ids: RangeInclusive<u64>) -> u64 {
+        if !self.ever_borrowed() {
+            return 0;
+        }
         ids.map(|id| self.borrowed_in(id))
             .fold(0, u64::saturating_add)
     }
 
-    /// Pass of window `id`: its own count plus what was borrowed for it.
-    fn pass_in(&self, id: u64) -> u64 {
+    /// Pass of window `id`: its own count plus, if `borrowed`, what was
+    /// borrowed for it.
+    fn pass_in(&self, id: u64, borrowed: bool) -> u64 {
         let own = self.counts.count_in(id, Event::Pass.index()).unwrap_or(0);
-        own.saturating_add(self.borrowed_in(id))
+        if borrowed {
+            own.saturating_add(self.borrowed_in(id))
+        } else {
+            own
+        }
     }
 
     /// Total of `event` over the live windows at `now`. `Pass` includes the
@@ -458,7 +480,7 @@ impl<const N: usize> Metric<N> {
     pub fn previous_window_pass(&self, now: u64) -> u64 {
         (now / self.window())
             .checked_sub(1)
-            .map_or(0, |id| self.pass_in(id))
+            .map_or(0, |id| self.pass_in(id, self.ever_borrowed()))
     }
 
     /// Blocks of the window before `now`'s, 0 if its bucket no longer holds it.
@@ -490,7 +512,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn window_pass(&self, t: u64) -> u64 {
-        self.pass_in(t / self.window())
+        self.pass_in(t / self.window(), self.ever_borrowed())
     }
 
     /// `event` per second over the live windows, given the tick rate:
@@ -526,9 +548,14 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn details(&self, now: u64) -> heapless::Vec<WindowDetail, N> {
         let mut out = heapless::Vec::new();
+        let any_borrowed = self.ever_borrowed();
         for id in self.counts.live(now) {
             let own = self.counts.read_window(id);
-            let borrowed = self.borrowed_in(id);
+            let borrowed = if any_borrowed {
+                self.borrowed_in(id)
+            } else {
+                0
+            };
             if own.is_none() && borrowed == 0 {
                 continue;
             }
@@ -587,6 +614,10 @@ impl<const N: usize> Metric<N> {
             return Err(AddError::OutOfRange);
         }
         let half = &self.borrowed[(id / N as u64 % 2) as usize];
+        if !undo {
+            // ORDERING: SeqCst, see `ever_borrowed`: set before the booking.
+            self.ever_borrowed.store(1, Ordering::SeqCst);
+        }
         if undo {
             half.sub(future, 0, n)
         } else {
@@ -635,6 +666,7 @@ impl<const N: usize> Metric<N> {
         }
         let current = now / self.window();
         let mut pass = self.pass(now);
+        let any_borrowed = self.ever_borrowed();
         for step in 1..=N as u64 {
             // Window `current + step` starts in `wait` ticks; the window
             // `current + step - N` slides out of the interval then.
@@ -650,7 +682,7 @@ impl<const N: usize> Metric<N> {
             }
             let leaving = (current + step)
                 .checked_sub(N as u64)
-                .map_or(0, |id| self.pass_in(id));
+                .map_or(0, |id| self.pass_in(id, any_borrowed));
             let after = pass.saturating_add(borrowed).saturating_add(n);
             if after.saturating_sub(leaving) <= limit {
                 return wait;
@@ -667,11 +699,12 @@ impl<const N: usize> Metric<N> {
     /// ahead, or borrowed ones). Reads each of the `2N - 1` windows once.
     pub(crate) fn peak_load(&self, id: u64) -> u64 {
         let n = N as u64;
+        let borrowed = self.ever_borrowed();
         let mut ring = [0u64; N];
         let (mut sum, mut peak) = (0u64, 0u64);
         for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
             let slot = &mut ring[(k % n) as usize];
-            let p = self.pass_in(k);
+            let p = self.pass_in(k, borrowed);
             // Window k enters the running interval (k - N, k]; k - N leaves.
             sum = sum.saturating_sub(*slot).saturating_add(p);
             *slot = p;
