@@ -3,7 +3,7 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::bucket::{Bucket, CellOp};
+use crate::bucket::{Bucket, CellOp, Retired};
 use crate::error::{AddError, SpanError};
 use crate::window::Window;
 
@@ -276,6 +276,12 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
     /// The count of `counter` (`< C`) in window `id`, if its bucket holds it.
     pub(crate) fn count_in(&self, id: u64, counter: usize) -> Option<u64> {
         self.bucket(id).read_one(id, counter)
+    }
+
+    /// The count of `counter` (`< C`) in window `id`: 0 if it was never
+    /// created, `Err` if its bucket has moved on to a newer window.
+    pub(crate) fn count_or_retired(&self, id: u64, counter: usize) -> Result<u64, Retired> {
+        self.bucket(id).count_or_retired(id, counter)
     }
 
     /// Total of `counter` (`< C`) over the windows `ids`, a run of

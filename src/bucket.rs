@@ -140,6 +140,10 @@ impl CellOp {
     }
 }
 
+/// A window whose bucket has moved on to a newer window: its counts are gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Retired;
+
 /// One slot of the ring: the window it holds and its `C` counters.
 pub(crate) struct Bucket<const C: usize> {
     /// Encoding: [`Stamp`]: generation (16 bits) | window id mod 2^48.
@@ -340,6 +344,33 @@ impl<const C: usize> Bucket<C> {
         // ORDERING: SeqCst, as the cell loads in `read`.
         let count = Cell(cell.load(SeqCst)).count_in(s1.generation());
         (self.load_stamp() == s1).then_some(count)
+    }
+
+    /// The count of cell `i` (`< C`) in `window` for a reader that must
+    /// know it exactly: `Ok(count)` if the bucket holds `window` for the
+    /// whole read, `Ok(0)` if it holds an older window or none (nothing was
+    /// ever counted in `window`), `Err(Retired)` if it holds a newer one
+    /// (before or during the read): `window`'s count is gone.
+    #[inline]
+    pub(crate) fn count_or_retired(&self, window: u64, i: usize) -> Result<u64, Retired> {
+        let s1 = self.load_stamp();
+        if s1.is_empty() || s1.window_diff(window) > 0 {
+            return Ok(0);
+        }
+        if s1.window_diff(window) < 0 {
+            return Err(Retired);
+        }
+        let Some(cell) = self.cells.get(i) else {
+            return Ok(0);
+        };
+        // ORDERING: SeqCst, as the cell loads in `read`.
+        let count = Cell(cell.load(SeqCst)).count_in(s1.generation());
+        // A changed stamp names a newer window: retired during the read.
+        if self.load_stamp() == s1 {
+            Ok(count)
+        } else {
+            Err(Retired)
+        }
     }
 
     /// Reads the cells `first..first + out.len()` of `window` into `out`.

@@ -21,9 +21,12 @@
 //! interval, the one whose booking came last read every other's booking (its
 //! reads follow its booking, which follows theirs) and saw that interval
 //! within the limit: so at most `limit` permits are ever admitted in an
-//! interval, with any number of threads and clocks that disagree, as far as
-//! the windows are still held when the admitting call reads them
-//! (`loom-tests/tests/gate.rs` checks it).
+//! interval, with any number of threads (or interrupt handlers) and clocks
+//! that disagree (`loom-tests/tests/gate.rs` checks it, and the firmware in
+//! `examples/firmware` checks it against a SysTick handler on real Cortex-M
+//! code under QEMU). For that, a call must read every window of those
+//! intervals: if one has already been retired (another caller's clock is
+//! `N` windows past it, so its count is gone), the call is refused.
 //!
 //! Booking and reading touch different buckets, so two admissions form the
 //! store-buffer pattern: each writes its bucket, then reads the other's.
@@ -224,7 +227,11 @@ impl<const N: usize> Gate<N> {
                 if self.metric.add_waiting(now, future, n).is_ok() {
                     // Book, then read: as in `admit`.
                     loom_sc_order();
-                    if self.metric.peak_load(future / self.metric.window()) <= self.limit {
+                    if self
+                        .metric
+                        .peak_load(future / self.metric.window())
+                        .is_some_and(|load| load <= self.limit)
+                    {
                         let _ = self.metric.add(now, Event::OccupiedPass, n);
                         return Decision::Wait(wait);
                     }
@@ -246,7 +253,11 @@ impl<const N: usize> Gate<N> {
             return false;
         }
         let id = now / self.metric.window();
-        if self.metric.peak_load(id).saturating_add(n) > self.limit {
+        if self
+            .metric
+            .peak_load(id)
+            .is_none_or(|load| load.saturating_add(n) > self.limit)
+        {
             // Already full: refuse without booking (nothing to roll back).
             return false;
         }
@@ -261,7 +272,11 @@ impl<const N: usize> Gate<N> {
         // SeqCst operations, all in one total order (`src/bucket.rs`,
         // "Orderings"); under loom this stands for that order.
         loom_sc_order();
-        if self.metric.peak_load(id) <= self.limit {
+        if self
+            .metric
+            .peak_load(id)
+            .is_some_and(|load| load <= self.limit)
+        {
             return true;
         }
         // Stale here means the window has been retired since: nothing left

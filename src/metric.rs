@@ -697,14 +697,17 @@ impl<const N: usize> Metric<N> {
     /// An admission into window `id` must keep all of them within the limit
     /// (windows after `id` can hold passes from callers whose clocks are
     /// ahead, or borrowed ones). Reads each of the `2N - 1` windows once.
-    pub(crate) fn peak_load(&self, id: u64) -> u64 {
+    /// `None` if one of those windows has been retired (a caller's clock is
+    /// already past it): its count is gone, so the intervals cannot be
+    /// checked, and the admission must be refused.
+    pub(crate) fn peak_load(&self, id: u64) -> Option<u64> {
         let n = N as u64;
         let borrowed = self.ever_borrowed();
         let mut ring = [0u64; N];
         let (mut sum, mut peak) = (0u64, 0u64);
         for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
             let slot = &mut ring[(k % n) as usize];
-            let p = self.pass_in(k, borrowed);
+            let p = self.exact_pass_in(k, borrowed)?;
             // Window k enters the running interval (k - N, k]; k - N leaves.
             sum = sum.saturating_sub(*slot).saturating_add(p);
             *slot = p;
@@ -712,7 +715,19 @@ impl<const N: usize> Metric<N> {
                 peak = peak.max(sum);
             }
         }
-        peak
+        Some(peak)
+    }
+
+    /// Pass of window `id` (borrowed included if `borrowed`), or `None` if
+    /// its bucket, or its borrowed bucket, has moved on to a newer window.
+    fn exact_pass_in(&self, id: u64, borrowed: bool) -> Option<u64> {
+        let own = self.counts.count_or_retired(id, Event::Pass.index()).ok()?;
+        if !borrowed {
+            return Some(own);
+        }
+        let half = (id / N as u64 % 2) as usize;
+        let lent = self.borrowed[half].count_or_retired(id, 0).ok()?;
+        Some(own.saturating_add(lent))
     }
 }
 

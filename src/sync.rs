@@ -32,6 +32,28 @@ compile_error!(
      `critical-section` implementation."
 );
 
+// portable-atomic's `AtomicU64` on a target that has 32-bit compare-and-swap
+// but no 64-bit atomics (thumbv7m, thumbv7em, riscv32imac) is, by default, a
+// global spin lock: an interrupt handler that touches the array while the
+// code it interrupted holds the lock spins forever (reproduced in QEMU).
+// Refuse to build that unless the binary made it interrupt-safe or the user
+// says, by name, that no interrupt handler uses the crate.
+#[cfg(all(
+    not(loom),
+    feature = "portable-atomic",
+    target_has_atomic = "32",
+    not(feature = "portable-atomic-fallback-not-interrupt-safe")
+))]
+const _: () = assert!(
+    AtomicU64::is_always_lock_free(),
+    "leaparray: on this target portable-atomic's AtomicU64 is a global spin lock, and an \
+     interrupt handler that uses the array while the interrupted code holds the lock \
+     deadlocks. In the final binary enable portable-atomic's `unsafe-assume-single-core` \
+     feature (single-core chips in privileged mode: operations mask interrupts instead) or \
+     `unsafe-assume-privileged`; or, if no interrupt handler ever uses leaparray, enable \
+     leaparray's `portable-atomic-fallback-not-interrupt-safe` feature."
+);
+
 /// `AtomicU64::new`, usable in a `const fn` outside loom (loom's atomics
 /// are not const-constructible).
 #[cfg(not(loom))]

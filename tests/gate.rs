@@ -207,6 +207,16 @@ impl Model {
         if k > self.limit {
             return Decision::Block;
         }
+        // A window of an interval containing `id` already retired by a
+        // newer one: that interval cannot be checked, refuse.
+        let retired = (id.saturating_sub(self.n - 1)..=id + self.n - 1).any(|w| {
+            self.slots
+                .get(&(w % self.n))
+                .is_some_and(|(held, _)| *held > w)
+        });
+        if retired {
+            return Decision::Block;
+        }
         if self.peak_with(id, k) <= self.limit {
             self.slots.get_mut(&(id % self.n)).unwrap().1 += k;
             Decision::Pass
