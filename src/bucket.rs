@@ -315,10 +315,10 @@ impl<const C: usize> Bucket<C> {
                     Ok(())
                 };
             }
-            // ORDERING: SeqCst. Release pairs with readers' cell loads: a
-            // reader that sees this value also sees the stamp we acquired
-            // (so its second stamp load cannot show an older stamp). SeqCst:
-            // see "Orderings" above.
+            // Release pairs with readers' cell loads: a reader that sees this
+            // value also sees the stamp we acquired (so its second stamp load
+            // cannot show an older stamp). SeqCst: see "Orderings" above.
+            // ORDERING: SeqCst, pairs with readers' cell loads (release).
             match cell.compare_exchange_weak(cur.0, new.0, SeqCst, Relaxed) {
                 Ok(_) => {
                     return if saturated {

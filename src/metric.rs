@@ -250,10 +250,10 @@ impl<const N: usize> Metric<N> {
     /// Whether anything was ever borrowed: until then the borrowed arrays
     /// are all empty and readers skip them.
     fn ever_borrowed(&self) -> bool {
-        // ORDERING: SeqCst, in the same total order as the bucket protocol:
-        // a borrower sets it before booking, so a reader that reads 0 here
-        // precedes that booking and the borrower's own check (which follows
-        // its booking) sees the reader's passes.
+        // In the same total order as the bucket protocol: a borrower sets it
+        // before booking, so a reader that reads 0 here precedes that booking
+        // and the borrower's own check (after its booking) sees the reader's.
+        // ORDERING: SeqCst, pairs with the SeqCst store in `waiting_op`.
         self.ever_borrowed.load(Ordering::SeqCst) != 0
     }
 
