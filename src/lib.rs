@@ -68,6 +68,7 @@ extern crate std;
 
 mod array;
 mod bucket;
+pub mod clock;
 mod error;
 mod event;
 pub mod gate;

@@ -7,7 +7,8 @@
 //! - `loom` (`RUSTFLAGS="--cfg loom"`, model checking in `loom-tests/`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+#[allow(unused_imports)] // AtomicBool: only the std clocks use it
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// Loom builds only: the mutex behind the retirement log that lets the
 /// models check the final count of every retired window.
@@ -15,10 +16,12 @@ pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 pub(crate) use loom::sync::Mutex;
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
-pub(crate) use portable_atomic::{AtomicU64, Ordering};
+#[allow(unused_imports)] // AtomicBool: only the std clocks use it
+pub(crate) use portable_atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
-pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
+#[allow(unused_imports)] // AtomicBool: only the std clocks use it
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[cfg(all(
     not(loom),
