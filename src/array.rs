@@ -222,6 +222,22 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         self.update(now, counter, CellOp::Max(value))
     }
 
+    /// `add` for an array that only the calling thread ever writes (a
+    /// claimed shard): no read-modify-write. See `Bucket::add_single_writer`.
+    #[inline]
+    pub(crate) fn add_single_writer(
+        &self,
+        now: u64,
+        counter: usize,
+        n: u64,
+    ) -> Result<(), AddError> {
+        if counter >= C {
+            return Err(AddError::NoSuchCounter);
+        }
+        let id = now / self.window;
+        self.bucket(id).add_single_writer(id, counter, n)
+    }
+
     #[inline]
     fn update(&self, now: u64, counter: usize, op: CellOp) -> Result<(), AddError> {
         if counter >= C {

@@ -106,7 +106,7 @@
 //!   millisecond (4,000+ years for the second).
 
 use crate::error::AddError;
-use crate::sync::Ordering::{Relaxed, SeqCst};
+use crate::sync::Ordering::{Relaxed, Release, SeqCst};
 use crate::sync::{atomic_u64, AtomicU64};
 use crate::word::{gen_diff, Cell, Stamp, MAX_COUNT};
 
@@ -329,6 +329,66 @@ impl<const C: usize> Bucket<C> {
                 }
                 Err(v) => cur = Cell(v),
             }
+        }
+    }
+
+    /// Single-writer add: `n` to cell `i` of `window`, with no
+    /// read-modify-write at all. **Only for a bucket that no other thread
+    /// writes** (a claimed shard, `crate::shard`); readers may race it.
+    ///
+    /// The writer owns the stamp and every cell, so it needs no seal:
+    ///
+    /// ```text
+    ///  writer (roll-over to window k')           reader of window k
+    ///  ----------------------------------------  ----------------------------------
+    ///                                            s1 = load stamp      -> (g, k)
+    ///  store stamp (g+1, k')      (release)
+    ///  store every cell (g+1, 0)  (release)
+    ///                                            load cell -> (g+1, 0): tag != g, 0
+    ///                                            s2 = load stamp -> (g+1, k') != s1
+    ///                                            -> window k retired: reported absent
+    /// ```
+    ///
+    /// The stamp is stored before the cells are reset, so a reader that sees
+    /// a reset cell also sees the new stamp and rejects its read; a reader
+    /// that loaded the new stamp first sees cells tagged `g` (count 0 for the
+    /// new window) or `g+1`. Resetting every cell on each roll-over keeps all
+    /// tags within one generation of the stamp, as the seal does for shared
+    /// buckets. An add is then a relaxed load of the stamp and of the cell and
+    /// a release store of the cell.
+    #[inline]
+    pub(crate) fn add_single_writer(&self, window: u64, i: usize, n: u64) -> Result<(), AddError> {
+        let Some(cell) = self.cells.get(i) else {
+            return Err(AddError::NoSuchCounter);
+        };
+        // ORDERING: Relaxed: only this thread writes the stamp.
+        let s = Stamp(self.stamp.load(Relaxed));
+        let gen = if !s.is_empty() && s.window_diff(window) == 0 {
+            s.generation()
+        } else if !s.is_empty() && s.window_diff(window) < 0 {
+            return Err(AddError::Stale);
+        } else {
+            let next = s.next(window);
+            // ORDERING: Release, pairs with readers' stamp loads: stored
+            // before the cells are reset (see the table above).
+            self.stamp.store(next.0, Release);
+            for c in &self.cells {
+                // ORDERING: Release, pairs with readers' cell loads: a reader
+                // that sees the reset also sees the new stamp.
+                c.store(Cell::new(next.generation(), false, 0).0, Release);
+            }
+            next.generation()
+        };
+        // ORDERING: Relaxed: only this thread writes the cell.
+        let cur = Cell(cell.load(Relaxed));
+        let (count, saturated) = CellOp::Add(n).apply(cur.count_in(gen));
+        // ORDERING: Release, pairs with readers' cell loads (the stamp this
+        // count belongs to was stored before it).
+        cell.store(Cell::new(gen, false, count).0, Release);
+        if saturated {
+            Err(AddError::Saturated)
+        } else {
+            Ok(())
         }
     }
 

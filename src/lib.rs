@@ -75,6 +75,7 @@ pub mod gate;
 mod limiter;
 mod metric;
 mod node;
+pub mod shard;
 mod sync;
 mod window;
 mod word;

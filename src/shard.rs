@@ -1,0 +1,438 @@
+//! [`Sharded`]: one array per core or queue, merged by readers.
+//!
+//! A packet loop cannot afford a contended atomic per packet. A `Sharded`
+//! array holds `S` rings, each on its own cache lines, and readers merge
+//! them into the same sums and windows a single [`LeapArray`] gives. A
+//! shard is written in one of two ways, fixed by the first writer:
+//!
+//! - **claimed** by one writer ([`Sharded::claim`]): its [`ShardWriter`]
+//!   adds with a plain load and store, no read-modify-write (the
+//!   single-writer protocol in `src/bucket.rs`); the handle is `Send` but
+//!   neither `Clone` nor `Sync`, and dropping it returns the shard;
+//! - **shared** ([`Sharded::add`] with a hint such as a CPU or queue id):
+//!   any thread, through the exact compare-and-swap path of `LeapArray::add`.
+//!
+//! Each shard's state word makes the two exclusive: a claim succeeds only on
+//! a shard no shared add has used, and a shared add skips claimed shards.
+
+use core::marker::PhantomData;
+use core::num::NonZeroU64;
+
+use crate::array::LeapArray;
+use crate::error::AddError;
+use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
+use crate::window::Window;
+
+/// The shard has never been written.
+const FRESH: u64 = 0;
+/// A [`ShardWriter`] owns the shard.
+const CLAIMED: u64 = 1;
+/// Shared adds have used the shard; it can no longer be claimed.
+const SHARED: u64 = 2;
+
+/// One ring, alone on its cache lines (the padding
+/// `crossbeam_utils::CachePadded` chooses: 128 bytes where adjacent-line
+/// prefetch pairs lines, 64 elsewhere, 32 on small cores).
+#[cfg_attr(
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "powerpc64"
+    ),
+    repr(align(128))
+)]
+#[cfg_attr(
+    any(
+        target_arch = "arm",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "riscv32",
+        target_arch = "riscv64",
+        target_arch = "sparc",
+        target_arch = "hexagon"
+    ),
+    repr(align(32))
+)]
+#[cfg_attr(target_arch = "s390x", repr(align(256)))]
+#[cfg_attr(
+    not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "powerpc64",
+        target_arch = "arm",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "riscv32",
+        target_arch = "riscv64",
+        target_arch = "sparc",
+        target_arch = "hexagon",
+        target_arch = "s390x"
+    )),
+    repr(align(64))
+)]
+struct Shard<const N: usize, const C: usize> {
+    array: LeapArray<N, C>,
+    /// `FRESH`, `CLAIMED` or `SHARED`. Invariant: while `CLAIMED`, only the
+    /// one `ShardWriter` writes `array`; once `SHARED`, never `CLAIMED`.
+    state: AtomicU64,
+}
+
+/// Why [`Sharded::claim`] refused.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::shard::{ClaimError, Sharded};
+///
+/// let s = Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
+/// let _w = s.claim(0).unwrap();
+/// assert_eq!(s.claim(0).err(), Some(ClaimError::Claimed));
+/// assert_eq!(s.claim(2).err(), Some(ClaimError::NoSuchShard));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ClaimError {
+    /// The index is not below `S`.
+    NoSuchShard,
+    /// Another writer holds the shard.
+    Claimed,
+    /// Shared adds have used the shard; it stays shared.
+    Shared,
+}
+
+/// `S` sliding-window arrays of `N` windows and `C` counters, one per core
+/// or queue, read as one.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::shard::Sharded;
+///
+/// // Two queues, packets and bytes, one second of 100 ms windows (µs ticks).
+/// static TRAFFIC: Sharded<10, 2, 2> = Sharded::new(NonZeroU64::new(100_000).unwrap());
+///
+/// let q0 = TRAFFIC.claim(0).unwrap();
+/// let q1 = TRAFFIC.claim(1).unwrap();
+/// q0.add(1_000, 0, 1).unwrap();
+/// q0.add(1_000, 1, 1_500).unwrap();
+/// q1.add(2_000, 0, 1).unwrap();
+/// q1.add(2_000, 1, 60).unwrap();
+/// assert_eq!(TRAFFIC.sums(2_000), [2, 1_560]);
+/// ```
+pub struct Sharded<const N: usize, const C: usize, const S: usize> {
+    shards: [Shard<N, C>; S],
+}
+
+impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
+    const SHAPE: () = assert!(S > 0, "Sharded<N, C, S> needs S >= 1 shards");
+
+    /// `S` empty shards of `N` windows of `window` ticks (`const`, except
+    /// under loom).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 4>::new(NonZeroU64::new(10).unwrap());
+    /// assert_eq!((s.shards(), s.interval()), (4, 20));
+    /// ```
+    #[cfg(not(loom))]
+    #[must_use]
+    pub const fn new(window: NonZeroU64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE;
+        // Shards have no drop glue, so a const fn may overwrite them.
+        let mut shards = [const { Shard::new(NonZeroU64::MIN) }; S];
+        let mut i = 0;
+        while i < S {
+            shards[i] = Shard::new(window);
+            i += 1;
+        }
+        Sharded { shards }
+    }
+
+    /// `S` empty shards (loom's atomics are not const-constructible).
+    #[cfg(loom)]
+    #[must_use]
+    pub fn new(window: NonZeroU64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE;
+        Sharded {
+            shards: core::array::from_fn(|_| Shard::new(window)),
+        }
+    }
+
+    /// The number of shards, `S`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::shard::Sharded::<2, 1, 3>::new(NonZeroU64::new(1).unwrap()).shards(), 3);
+    /// ```
+    #[must_use]
+    pub const fn shards(&self) -> usize {
+        S
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::shard::Sharded::<2, 1, 3>::new(NonZeroU64::new(7).unwrap()).window(), 7);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.shards[0].array.window()
+    }
+
+    /// The sliding interval, `N * window` (saturating).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::shard::Sharded::<2, 1, 3>::new(NonZeroU64::new(7).unwrap()).interval(), 14);
+    /// ```
+    #[must_use]
+    pub const fn interval(&self) -> u64 {
+        self.shards[0].array.interval()
+    }
+
+    /// Claims shard `index` for one writer. The returned handle adds without
+    /// any read-modify-write; dropping it (or [`ShardWriter::release`])
+    /// returns the shard. Fails if the shard is held, has been used by
+    /// shared adds, or does not exist; never blocks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::shard::{ClaimError, Sharded};
+    /// let s = Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
+    /// let w = s.claim(1).unwrap();
+    /// assert_eq!(w.index(), 1);
+    /// drop(w);
+    /// assert!(s.claim(1).is_ok(), "returned on drop");
+    /// s.add(0, 5, 0, 1).unwrap(); // a shared add takes shard 0
+    /// assert_eq!(s.claim(0).err(), Some(ClaimError::Shared));
+    /// ```
+    pub fn claim(&self, index: usize) -> Result<ShardWriter<'_, N, C>, ClaimError> {
+        let shard = self.shards.get(index).ok_or(ClaimError::NoSuchShard)?;
+        // ORDERING: Acquire on success pairs with the Release store of the
+        // previous writer's `release`: its last adds happen before ours.
+        match shard
+            .state
+            .compare_exchange(FRESH, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => Ok(ShardWriter {
+                shard,
+                index,
+                _not_sync: PhantomData,
+            }),
+            Err(CLAIMED) => Err(ClaimError::Claimed),
+            Err(_) => Err(ClaimError::Shared),
+        }
+    }
+
+    /// Shared add from any thread: `n` to `counter` in the window of `now`,
+    /// in the shard `hint % S` (a CPU or queue id spreads threads over the
+    /// shards), or the next one not claimed by a writer. The exact
+    /// compare-and-swap path of [`LeapArray::add`], with its errors;
+    /// [`AddError::OutOfRange`] if every shard is claimed.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 4>::new(NonZeroU64::new(10).unwrap());
+    /// s.add(7, 0, 0, 2).unwrap(); // shard 3
+    /// s.add(8, 1, 0, 3).unwrap(); // shard 0
+    /// assert_eq!(s.sum(1, 0), 5);
+    /// ```
+    pub fn add(&self, hint: usize, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        for k in 0..S {
+            let shard = &self.shards[(hint % S + k) % S];
+            // ORDERING: Acquire pairs with a `release` that handed the shard
+            // back (its writer's adds happen before ours); a shard seen
+            // CLAIMED is skipped.
+            let mut state = shard.state.load(Ordering::Acquire);
+            if state == FRESH {
+                // ORDERING: Acquire, as above; on failure we read the winner.
+                state = match shard.state.compare_exchange(
+                    FRESH,
+                    SHARED,
+                    Ordering::Acquire,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => SHARED,
+                    Err(now_state) => now_state,
+                };
+            }
+            if state == SHARED {
+                return shard.array.add(now, counter, n);
+            }
+        }
+        Err(AddError::OutOfRange)
+    }
+
+    /// Total of `counter` over the live windows at `now`, all shards.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
+    /// let w = s.claim(0).unwrap();
+    /// w.add(3, 0, 4).unwrap();
+    /// s.add(1, 5, 0, 1).unwrap();
+    /// assert_eq!(s.sum(9, 0), 5);
+    /// ```
+    #[must_use]
+    pub fn sum(&self, now: u64, counter: usize) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.array.sum(now, counter))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Totals of every counter over the live windows at `now`, all shards.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 2, 2>::new(NonZeroU64::new(10).unwrap());
+    /// s.add(0, 1, 1, 9).unwrap();
+    /// assert_eq!(s.sums(1), [0, 9]);
+    /// ```
+    #[must_use]
+    pub fn sums(&self, now: u64) -> [u64; C] {
+        let mut totals = [0u64; C];
+        for shard in &self.shards {
+            for (t, v) in totals.iter_mut().zip(shard.array.sums(now)) {
+                *t = t.saturating_add(v);
+            }
+        }
+        totals
+    }
+
+    /// The live windows at `now` that any shard holds, oldest first, each
+    /// with the counts of all shards added up.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
+    /// s.add(0, 3, 0, 1).unwrap();
+    /// s.add(1, 14, 0, 2).unwrap();
+    /// s.add(0, 15, 0, 3).unwrap();
+    /// let w = s.windows(15);
+    /// assert_eq!((w[0].start, w[0].counts, w[1].start, w[1].counts), (0, [1], 10, [5]));
+    /// ```
+    #[must_use]
+    pub fn windows(&self, now: u64) -> heapless::Vec<Window<C>, N> {
+        let mut out: heapless::Vec<Window<C>, N> = heapless::Vec::new();
+        for id in self.shards[0].array.live(now) {
+            let mut merged: Option<Window<C>> = None;
+            for shard in &self.shards {
+                if let Some(w) = shard.array.read_window(id) {
+                    let m = merged.get_or_insert(Window {
+                        start: w.start,
+                        counts: [0; C],
+                    });
+                    for (t, v) in m.counts.iter_mut().zip(w.counts) {
+                        *t = t.saturating_add(v);
+                    }
+                }
+            }
+            if let Some(w) = merged {
+                // At most N live ids: never over capacity.
+                let _ = out.push(w);
+            }
+        }
+        out
+    }
+}
+
+impl<const N: usize, const C: usize> Shard<N, C> {
+    const_fn_unless_loom! {
+        fn new(window: NonZeroU64) -> Self {
+            Shard {
+                array: LeapArray::new(window),
+                state: atomic_u64(FRESH),
+            }
+        }
+    }
+}
+
+/// The single writer of one claimed shard. `Send` (move it to the thread
+/// that owns the queue), not `Clone` and not `Sync`: exactly one thread can
+/// add through it. Dropping it returns the shard.
+///
+/// ```compile_fail
+/// # use core::num::NonZeroU64;
+/// fn needs_sync<T: Sync>(_: &T) {}
+/// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(1).unwrap());
+/// let w = s.claim(0).unwrap();
+/// needs_sync(&w); // a ShardWriter is not Sync
+/// ```
+pub struct ShardWriter<'a, const N: usize, const C: usize> {
+    shard: &'a Shard<N, C>,
+    index: usize,
+    /// `Send` but not `Sync`.
+    _not_sync: PhantomData<core::cell::Cell<()>>,
+}
+
+impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
+    /// Adds `n` to `counter` of the window of `now` in this shard, with a
+    /// plain load and store (no read-modify-write). The same results as
+    /// [`LeapArray::add`]: `Stale` if the shard already holds a newer window
+    /// in that bucket, `NoSuchCounter`, `Saturated`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(10).unwrap());
+    /// let w = s.claim(0).unwrap();
+    /// w.add(25, 0, 1).unwrap();
+    /// assert_eq!(w.add(5, 0, 1), Err(leaparray::AddError::Stale));
+    /// assert_eq!(s.sum(25, 0), 1);
+    /// ```
+    #[inline]
+    pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        self.shard.array.add_single_writer(now, counter, n)
+    }
+
+    /// The index of the claimed shard.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 2>::new(NonZeroU64::new(1).unwrap());
+    /// assert_eq!(s.claim(1).unwrap().index(), 1);
+    /// ```
+    #[must_use]
+    pub const fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Returns the shard (the same as dropping the handle).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(1).unwrap());
+    /// s.claim(0).unwrap().release();
+    /// assert!(s.claim(0).is_ok());
+    /// ```
+    pub fn release(self) {}
+}
+
+impl<const N: usize, const C: usize> Drop for ShardWriter<'_, N, C> {
+    fn drop(&mut self) {
+        // ORDERING: Release, pairs with the Acquire of the next `claim` or
+        // shared add: this writer's adds happen before theirs.
+        self.shard.state.store(FRESH, Ordering::Release);
+    }
+}
+
+impl<const N: usize, const C: usize> core::fmt::Debug for ShardWriter<'_, N, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ShardWriter")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const N: usize, const C: usize, const S: usize> core::fmt::Debug for Sharded<N, C, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Sharded")
+            .field("shards", &S)
+            .field("buckets", &N)
+            .field("counters", &C)
+            .field("window", &self.window())
+            .finish_non_exhaustive()
+    }
+}
