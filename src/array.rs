@@ -222,20 +222,25 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         self.update(now, counter, CellOp::Max(value))
     }
 
-    /// `add` for an array that only the calling thread ever writes (a
-    /// claimed shard): no read-modify-write. See `Bucket::add_single_writer`.
+    /// For an array that only the calling thread ever writes (a claimed
+    /// shard): moves the bucket of window `id` to it if needed, and returns
+    /// the generation to add under. See `Bucket::enter_single_writer`.
     #[inline]
+    pub(crate) fn enter_single_writer(&self, id: u64) -> Result<u16, AddError> {
+        self.bucket(id).enter_single_writer(id)
+    }
+
+    /// The single writer's add of `n` to `counter` of window `id`, whose
+    /// generation `gen` came from `enter_single_writer`.
+    #[inline(always)]
     pub(crate) fn add_single_writer(
         &self,
-        now: u64,
+        id: u64,
+        gen: u16,
         counter: usize,
         n: u64,
     ) -> Result<(), AddError> {
-        if counter >= C {
-            return Err(AddError::NoSuchCounter);
-        }
-        let id = now / self.window;
-        self.bucket(id).add_single_writer(id, counter, n)
+        self.bucket(id).add_single_writer(gen, counter, n)
     }
 
     #[inline]

@@ -355,32 +355,49 @@ impl<const C: usize> Bucket<C> {
     /// new window) or `g+1`. Resetting every cell on each roll-over keeps all
     /// tags within one generation of the stamp, as the seal does for shared
     /// buckets. An add is then a relaxed load of the stamp and of the cell and
-    /// a release store of the cell.
+    /// a release store of the cell; a writer that remembers its current
+    /// window (`ShardWriter`) skips the stamp load too.
+    ///
+    /// This function moves the bucket to `window` if needed and returns the
+    /// generation to add under; [`Bucket::add_single_writer`] adds.
     #[inline]
-    pub(crate) fn add_single_writer(&self, window: u64, i: usize, n: u64) -> Result<(), AddError> {
+    pub(crate) fn enter_single_writer(&self, window: u64) -> Result<u16, AddError> {
+        // ORDERING: Relaxed: only this thread writes the stamp.
+        let s = Stamp(self.stamp.load(Relaxed));
+        if !s.is_empty() && s.window_diff(window) == 0 {
+            return Ok(s.generation());
+        }
+        if !s.is_empty() && s.window_diff(window) < 0 {
+            return Err(AddError::Stale);
+        }
+        let next = s.next(window);
+        // ORDERING: Release, pairs with readers' stamp loads: stored before
+        // the cells are reset (see the table above).
+        self.stamp.store(next.0, Release);
+        for c in &self.cells {
+            // ORDERING: Release, pairs with readers' cell loads: a reader
+            // that sees the reset also sees the new stamp.
+            c.store(Cell::new(next.generation(), false, 0).0, Release);
+        }
+        Ok(next.generation())
+    }
+
+    /// The single writer's add to cell `i` of generation `gen` (as returned
+    /// by [`Bucket::enter_single_writer`] and still current: only this
+    /// writer moves the stamp).
+    #[inline(always)]
+    pub(crate) fn add_single_writer(&self, gen: u16, i: usize, n: u64) -> Result<(), AddError> {
         let Some(cell) = self.cells.get(i) else {
             return Err(AddError::NoSuchCounter);
         };
-        // ORDERING: Relaxed: only this thread writes the stamp.
-        let s = Stamp(self.stamp.load(Relaxed));
-        let gen = if !s.is_empty() && s.window_diff(window) == 0 {
-            s.generation()
-        } else if !s.is_empty() && s.window_diff(window) < 0 {
-            return Err(AddError::Stale);
-        } else {
-            let next = s.next(window);
-            // ORDERING: Release, pairs with readers' stamp loads: stored
-            // before the cells are reset (see the table above).
-            self.stamp.store(next.0, Release);
-            for c in &self.cells {
-                // ORDERING: Release, pairs with readers' cell loads: a reader
-                // that sees the reset also sees the new stamp.
-                c.store(Cell::new(next.generation(), false, 0).0, Release);
-            }
-            next.generation()
-        };
         // ORDERING: Relaxed: only this thread writes the cell.
         let cur = Cell(cell.load(Relaxed));
+        if let Some(new) = cur.plus(gen, n) {
+            // ORDERING: Release, pairs with readers' cell loads (the stamp
+            // this count belongs to was stored before it).
+            cell.store(new.0, Release);
+            return Ok(());
+        }
         let (count, saturated) = CellOp::Add(n).apply(cur.count_in(gen));
         // ORDERING: Release, pairs with readers' cell loads (the stamp this
         // count belongs to was stored before it).

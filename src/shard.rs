@@ -15,7 +15,6 @@
 //! Each shard's state word makes the two exclusive: a claim succeeds only on
 //! a shard no shared add has used, and a shared add skips claimed shards.
 
-use core::marker::PhantomData;
 use core::num::NonZeroU64;
 
 use crate::array::LeapArray;
@@ -219,7 +218,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
             Ok(_) => Ok(ShardWriter {
                 shard,
                 index,
-                _not_sync: PhantomData,
+                current: core::cell::Cell::new(Current::NONE),
             }),
             Err(CLAIMED) => Err(ClaimError::Claimed),
             Err(_) => Err(ClaimError::Shared),
@@ -364,8 +363,29 @@ impl<const N: usize, const C: usize> Shard<N, C> {
 pub struct ShardWriter<'a, const N: usize, const C: usize> {
     shard: &'a Shard<N, C>,
     index: usize,
-    /// `Send` but not `Sync`.
-    _not_sync: PhantomData<core::cell::Cell<()>>,
+    /// The window this writer last added to: `[start, end)`, its id and
+    /// generation. Only this writer moves the shard's stamps, so while `now`
+    /// stays in that window the add needs no division and no stamp load.
+    /// (`Cell` also makes the handle `Send` but not `Sync`.)
+    current: core::cell::Cell<Current>,
+}
+
+#[derive(Clone, Copy)]
+struct Current {
+    start: u64,
+    end: u64,
+    id: u64,
+    gen: u16,
+}
+
+impl Current {
+    /// Matches no time.
+    const NONE: Current = Current {
+        start: 1,
+        end: 0,
+        id: 0,
+        gen: 0,
+    };
 }
 
 impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
@@ -382,9 +402,34 @@ impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
     /// assert_eq!(w.add(5, 0, 1), Err(leaparray::AddError::Stale));
     /// assert_eq!(s.sum(25, 0), 1);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
-        self.shard.array.add_single_writer(now, counter, n)
+        let c = self.current.get();
+        if now >= c.start && now < c.end && counter < C {
+            return self.shard.array.add_single_writer(c.id, c.gen, counter, n);
+        }
+        self.add_in_new_window(now, counter, n)
+    }
+
+    /// `add` when `now` is not in the writer's current window: find (and
+    /// if needed roll to) its window, remember it, add.
+    #[cold]
+    #[inline(never)]
+    fn add_in_new_window(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        if counter >= C {
+            return Err(AddError::NoSuchCounter);
+        }
+        let window = self.shard.array.window();
+        let id = now / window;
+        let gen = self.shard.array.enter_single_writer(id)?;
+        let start = id * window;
+        self.current.set(Current {
+            start,
+            end: start.saturating_add(window),
+            id,
+            gen,
+        });
+        self.shard.array.add_single_writer(id, gen, counter, n)
     }
 
     /// The index of the claimed shard.

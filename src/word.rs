@@ -112,6 +112,25 @@ impl Cell {
         self.0 & MAX_COUNT
     }
 
+    /// `self` plus `n`, if `self` is an open cell of generation `gen` and
+    /// the sum stays within `MAX_COUNT`: one add on the whole word (the tag
+    /// and the sealed bit are above the count and do not change), so the
+    /// single writer's store depends on its load through one instruction.
+    #[inline]
+    pub(crate) const fn plus(self, gen: u16, n: u64) -> Option<Cell> {
+        // Tag == gen and not sealed, in one comparison of the top 17 bits.
+        if self.0 >> COUNT_BITS != (gen as u64) << 1 || n > MAX_COUNT {
+            return None;
+        }
+        // No carry can reach past bit 47: count < 2^47 and n < 2^47.
+        let sum = self.0 + n;
+        if sum & SEALED != 0 {
+            None
+        } else {
+            Some(Cell(sum))
+        }
+    }
+
     /// The count this cell contributes to the window of generation `gen`:
     /// its count when tagged `gen`, else 0 (an older tag means nothing has
     /// been added in `gen` yet).
@@ -165,6 +184,22 @@ mod tests {
         assert!(!c.is_sealed());
         assert_eq!(c.count(), 42);
         assert_eq!(gen_diff(0, u16::MAX), 1);
+        assert_eq!(
+            Cell::new(3, false, 40).plus(3, 2),
+            Some(Cell::new(3, false, 42))
+        );
+        assert_eq!(Cell::new(3, false, 40).plus(4, 2), None, "other generation");
+        assert_eq!(Cell::new(3, true, 40).plus(3, 2), None, "sealed");
+        assert_eq!(
+            Cell::new(3, false, MAX_COUNT).plus(3, 1),
+            None,
+            "would overflow"
+        );
+        assert_eq!(
+            Cell::new(3, false, MAX_COUNT - 1).plus(3, 1),
+            Some(Cell::new(3, false, MAX_COUNT))
+        );
+        assert_eq!(Cell::new(3, false, 0).plus(3, u64::MAX), None);
         assert_eq!(gen_diff(u16::MAX, 1), -2);
     }
 }

@@ -1,0 +1,176 @@
+//! Packet-path benchmarks, side by side in one run: `cargo bench --bench shard`.
+//!
+//! - `one_thread/*`: one add per call, against the physical floor of a
+//!   single writer (a relaxed load and store of its own word) and a raw
+//!   `fetch_add`; a `Mutex`-protected ring is the naive baseline.
+//! - `two_threads/*`: aggregate time per add with two threads, each on its
+//!   own shard (single-writer handles, or shared adds with the thread's
+//!   index as the hint), against two threads on one `fetch_add` word.
+//!
+//! `now` is passed in and advances one tick per add (1,000-tick windows).
+
+use std::hint::black_box;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use leaparray::shard::Sharded;
+use leaparray::LeapArray;
+
+const WINDOW: NonZeroU64 = match NonZeroU64::new(1_000) {
+    Some(w) => w,
+    None => panic!(),
+};
+
+/// The naive sliding window: a ring of (window id, count) under a mutex.
+struct MutexRing {
+    ring: Mutex<[(u64, u64); 2]>,
+}
+
+impl MutexRing {
+    fn add(&self, now: u64, n: u64) {
+        let id = now / WINDOW.get();
+        let mut r = self.ring.lock().unwrap();
+        let slot = &mut r[(id % 2) as usize];
+        if slot.0 != id {
+            *slot = (id, 0);
+        }
+        slot.1 += n;
+    }
+}
+
+fn one_thread(c: &mut Criterion) {
+    let mut g = c.benchmark_group("one_thread");
+    let word = AtomicU64::new(0);
+    g.bench_function("raw_load_store", |b| {
+        b.iter(|| {
+            let v = word.load(Ordering::Relaxed);
+            word.store(v + black_box(1), Ordering::Relaxed);
+        })
+    });
+    g.bench_function("raw_fetch_add", |b| {
+        b.iter(|| word.fetch_add(black_box(1), Ordering::Relaxed))
+    });
+    let s = Sharded::<2, 2, 2>::new(WINDOW);
+    let w = s.claim(0).unwrap();
+    let mut now = 0u64;
+    g.bench_function("shard_writer_add", |b| {
+        b.iter(|| {
+            now += 1;
+            w.add(black_box(now), 0, black_box(1))
+        })
+    });
+    let mut now = 0u64;
+    g.bench_function("sharded_shared_add", |b| {
+        b.iter(|| {
+            now += 1;
+            s.add(black_box(1), black_box(now), 0, black_box(1))
+        })
+    });
+    let a = LeapArray::<2, 2>::new(WINDOW);
+    let mut now = 0u64;
+    g.bench_function("leaparray_add", |b| {
+        b.iter(|| {
+            now += 1;
+            a.add(black_box(now), 0, black_box(1))
+        })
+    });
+    let m = MutexRing {
+        ring: Mutex::new([(0, 0); 2]),
+    };
+    let mut now = 0u64;
+    g.bench_function("mutex_ring_add", |b| {
+        b.iter(|| {
+            now += 1;
+            m.add(black_box(now), black_box(1))
+        })
+    });
+    g.finish();
+}
+
+/// Runs `op(thread, i)` for `iters` operations split over `threads` threads
+/// started together; returns the wall time (aggregate time per operation).
+fn on_threads(threads: u64, iters: u64, op: impl Fn(u64, u64) + Send + Sync + 'static) -> Duration {
+    let op = Arc::new(op);
+    let start = Arc::new(Barrier::new(threads as usize + 1));
+    let per = iters / threads;
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (op, start) = (op.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                for i in 0..per {
+                    op(t, i);
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let t0 = Instant::now();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    t0.elapsed()
+}
+
+fn two_threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("two_threads");
+    let word = Arc::new(AtomicU64::new(0));
+    g.bench_function("raw_fetch_add_one_word", |b| {
+        b.iter_custom(|iters| {
+            let word = word.clone();
+            on_threads(2, iters, move |_, _| {
+                word.fetch_add(black_box(1), Ordering::Relaxed);
+            })
+        })
+    });
+    let s: &'static Sharded<2, 2, 2> = Box::leak(Box::new(Sharded::new(WINDOW)));
+    let mut clock = 0u64;
+    g.bench_function("shard_writer_add", |b| {
+        b.iter_custom(|iters| {
+            let base = clock;
+            clock += iters;
+            // Each thread claims its own shard for the sample.
+            let start = Arc::new(Barrier::new(3));
+            let per = iters / 2;
+            let hs: Vec<_> = (0..2)
+                .map(|t| {
+                    let start = start.clone();
+                    thread::spawn(move || {
+                        let w = s.claim(t).unwrap();
+                        start.wait();
+                        for i in 0..per {
+                            let _ = w.add(black_box(base + i), 0, 1);
+                        }
+                    })
+                })
+                .collect();
+            start.wait();
+            let t0 = Instant::now();
+            hs.into_iter().for_each(|h| h.join().unwrap());
+            t0.elapsed()
+        })
+    });
+    let shared: &'static Sharded<2, 2, 2> = Box::leak(Box::new(Sharded::new(WINDOW)));
+    let mut clock = 0u64;
+    g.bench_function("sharded_shared_add", |b| {
+        b.iter_custom(|iters| {
+            let base = clock;
+            clock += iters;
+            on_threads(2, iters, move |t, i| {
+                let _ = shared.add(t as usize, black_box(base + i), 0, 1);
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = one_thread, two_threads
+}
+criterion_main!(benches);
