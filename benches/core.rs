@@ -13,11 +13,12 @@
 use std::hint::black_box;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+mod common;
+use common::on_threads;
 use leaparray::LeapArray;
 
 /// 500-tick windows: one roll-over every 500 adds in the loops below.
@@ -100,32 +101,6 @@ fn sum(c: &mut Criterion) {
     g.finish();
 }
 
-/// Runs `op(thread, i)` `iters` times split over `threads` threads, all
-/// started together; returns the wall time (so the result is the aggregate
-/// time per operation).
-fn on_threads(threads: u64, iters: u64, op: impl Fn(u64, u64) + Send + Sync + 'static) -> Duration {
-    let op = Arc::new(op);
-    let start = Arc::new(Barrier::new(threads as usize + 1));
-    let per = iters / threads;
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (op, start) = (op.clone(), start.clone());
-            thread::spawn(move || {
-                start.wait();
-                for i in 0..per {
-                    op(t, i);
-                }
-            })
-        })
-        .collect();
-    start.wait();
-    let t0 = Instant::now();
-    for h in handles {
-        h.join().unwrap();
-    }
-    t0.elapsed()
-}
-
 fn add_2_threads(c: &mut Criterion) {
     let mut g = c.benchmark_group("add_2_threads");
     let raw = Arc::new(AtomicU64::new(0));
@@ -172,9 +147,7 @@ fn add_2_threads(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    config = common::config();
     targets = add, sum, add_2_threads
 }
 criterion_main!(benches);

@@ -12,9 +12,10 @@
 
 use std::hint::black_box;
 use std::num::{NonZeroU32, NonZeroU64};
-use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+mod common;
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 use leaparray::gate::{Decision, Gate};
@@ -58,9 +59,7 @@ fn refuse(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    config = common::config();
     targets = admit, refuse
 }
 criterion_main!(benches);

@@ -18,6 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+mod common;
+use common::on_threads;
 use leaparray::LeapArray;
 use sentinel_core::base::{MetricEvent, ReadStat, ResourceType, WriteStat};
 use sentinel_core::stat::get_or_create_resource_node;
@@ -69,11 +72,51 @@ fn add_and_sum(c: &mut Criterion) {
     let _ = ticker.join();
 }
 
+/// The same pair from two threads on one array (or node, or limiter):
+/// aggregate time per operation.
+fn two_threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("add+sum_2_threads");
+    let node = get_or_create_resource_node(&"bench2".to_string(), &ResourceType::Common);
+    g.bench_function("sentinel_core_resource_node", |b| {
+        b.iter_custom(|iters| {
+            let node = node.clone();
+            on_threads(2, iters, move |_, _| {
+                node.add_count(MetricEvent::Pass, 1);
+                black_box(node.sum(MetricEvent::Pass));
+            })
+        })
+    });
+    let a: &'static LeapArray<2> =
+        Box::leak(Box::new(LeapArray::new(NonZeroU64::new(500).unwrap())));
+    let mut clock = 0u64;
+    g.bench_function("leaparray_now_passed_in", |b| {
+        b.iter_custom(|iters| {
+            let base = clock;
+            clock += iters;
+            on_threads(2, iters, move |_, i| {
+                let _ = a.add(black_box(base + 2 * i), 0, 1);
+                black_box(a.sum(base + 2 * i, 0));
+            })
+        })
+    });
+    let quota = governor::Quota::per_second(std::num::NonZeroU32::MAX);
+    let fake: &'static _ = Box::leak(Box::new(governor::RateLimiter::direct_with_clock(
+        quota,
+        governor::clock::FakeRelativeClock::default(),
+    )));
+    g.bench_function("governor_check_fake_clock", |b| {
+        b.iter_custom(|iters| {
+            on_threads(2, iters, move |_, _| {
+                let _ = black_box(fake.check());
+            })
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
-    targets = add_and_sum
+    config = common::config();
+    targets = add_and_sum, two_threads
 }
 criterion_main!(benches);

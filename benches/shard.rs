@@ -14,9 +14,12 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+mod common;
+use common::on_threads;
 use leaparray::shard::Sharded;
 use leaparray::LeapArray;
 
@@ -91,29 +94,6 @@ fn one_thread(c: &mut Criterion) {
     g.finish();
 }
 
-/// Runs `op(thread, i)` for `iters` operations split over `threads` threads
-/// started together; returns the wall time (aggregate time per operation).
-fn on_threads(threads: u64, iters: u64, op: impl Fn(u64, u64) + Send + Sync + 'static) -> Duration {
-    let op = Arc::new(op);
-    let start = Arc::new(Barrier::new(threads as usize + 1));
-    let per = iters / threads;
-    let hs: Vec<_> = (0..threads)
-        .map(|t| {
-            let (op, start) = (op.clone(), start.clone());
-            thread::spawn(move || {
-                start.wait();
-                for i in 0..per {
-                    op(t, i);
-                }
-            })
-        })
-        .collect();
-    start.wait();
-    let t0 = Instant::now();
-    hs.into_iter().for_each(|h| h.join().unwrap());
-    t0.elapsed()
-}
-
 fn two_threads(c: &mut Criterion) {
     let mut g = c.benchmark_group("two_threads");
     let word = Arc::new(AtomicU64::new(0));
@@ -168,9 +148,7 @@ fn two_threads(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    config = common::config();
     targets = one_thread, two_threads
 }
 criterion_main!(benches);
