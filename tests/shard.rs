@@ -3,7 +3,6 @@
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use leaparray::shard::{ClaimError, Sharded};
 use leaparray::{AddError, LeapArray, MAX_COUNT};
@@ -115,11 +114,11 @@ fn one_writer_per_shard_is_exact() {
     const THREADS: usize = 4;
     const BASE: u64 = 1_000 << 30; // a window boundary
     let per = if cfg!(miri) { 200 } else { 100_000 };
-    let s: &'static Sharded<8, 2, THREADS> = Box::leak(Box::new(Sharded::new(nz(1_000))));
-    let done = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let done = done.clone();
-        std::thread::spawn(move || {
+    let s = Sharded::<8, 2, THREADS>::new(nz(1_000));
+    let done = AtomicBool::new(false);
+    let bytes: u64 = std::thread::scope(|scope| {
+        let (s, done) = (&s, &done);
+        let reader = scope.spawn(move || {
             let mut reads = 0u64;
             while !done.load(Ordering::Relaxed) {
                 for w in s.windows(BASE + 7_999) {
@@ -129,42 +128,43 @@ fn one_writer_per_shard_is_exact() {
                 reads += 1;
             }
             reads
-        })
-    };
-    let writers: Vec<_> = (0..THREADS)
-        .map(|i| {
-            let w = s.claim(i).unwrap();
-            std::thread::spawn(move || {
-                let mut bytes = 0;
-                for p in 0..per {
-                    let now = BASE + p * 8_000 / per;
-                    w.add(now, 0, 1).unwrap();
-                    w.add(now, 1, unit(now / 1_000)).unwrap();
-                    bytes += unit(now / 1_000);
-                }
-                bytes
+        });
+        let writers: Vec<_> = (0..THREADS)
+            .map(|i| {
+                let w = s.claim(i).unwrap();
+                scope.spawn(move || {
+                    let mut bytes = 0;
+                    for p in 0..per {
+                        let now = BASE + p * 8_000 / per;
+                        w.add(now, 0, 1).unwrap();
+                        w.add(now, 1, unit(now / 1_000)).unwrap();
+                        bytes += unit(now / 1_000);
+                    }
+                    bytes
+                })
             })
-        })
-        .collect();
-    let bytes: u64 = writers.into_iter().map(|h| h.join().unwrap()).sum();
-    done.store(true, Ordering::Relaxed);
-    reader.join().unwrap();
+            .collect();
+        let bytes = writers.into_iter().map(|h| h.join().unwrap()).sum();
+        done.store(true, Ordering::Relaxed);
+        reader.join().unwrap();
+        bytes
+    });
     assert_eq!(s.sums(BASE + 7_999), [THREADS as u64 * per, bytes]);
 }
 
 #[test]
 fn shared_adds_from_threads_are_exact() {
-    let s: &'static Sharded<4, 1, 2> = Box::leak(Box::new(Sharded::new(nz(100))));
+    let s = Sharded::<4, 1, 2>::new(nz(100));
     let per = if cfg!(miri) { 100 } else { 20_000 };
-    let hs: Vec<_> = (0..4)
-        .map(|t| {
-            std::thread::spawn(move || {
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let s = &s;
+            scope.spawn(move || {
                 for _ in 0..per {
                     s.add(t, 50, 0, 1).unwrap();
                 }
-            })
-        })
-        .collect();
-    hs.into_iter().for_each(|h| h.join().unwrap());
+            });
+        }
+    });
     assert_eq!(s.sum(50, 0), 4 * per);
 }
