@@ -6,6 +6,7 @@ use core::num::NonZeroU64;
 use crate::bucket::{Bucket, CellOp, Retired};
 use crate::error::{AddError, SpanError};
 use crate::window::Window;
+use crate::word::{Narrow, Wide, Width};
 
 /// Sentinel's sliding-window array: `N` buckets of `window` ticks, `C`
 /// counters each, counting exactly and without a lock.
@@ -41,21 +42,14 @@ use crate::window::Window;
 /// assert_eq!(PASSED.sum(999, 0), 100); // the last second
 /// assert_eq!(PASSED.sum(1_200, 0), 80); // [0, 500) has slid out
 /// ```
-pub struct LeapArray<const N: usize, const C: usize = 1> {
+pub struct LeapArray<const N: usize, const C: usize = 1, W: Width = Wide> {
     /// Window length in ticks; never 0.
     window: u64,
     /// Bucket `i` holds windows `k` with `k % N == i`.
-    buckets: [Bucket<C>; N],
+    buckets: [Bucket<W, C>; N],
 }
 
-impl<const N: usize, const C: usize> LeapArray<N, C> {
-    /// Evaluated by every constructor: a zero-sized ring or a bucket without
-    /// counters does not compile.
-    const SHAPE: () = assert!(
-        N > 0 && C > 0,
-        "LeapArray<N, C> needs N >= 1 buckets and C >= 1 counters"
-    );
-
+impl<const N: usize, const C: usize> LeapArray<N, C, Wide> {
     /// An empty array of `N` windows of `window` ticks each.
     ///
     /// `const`, so the array can live in a `static`.
@@ -79,7 +73,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         let () = Self::SHAPE;
         LeapArray {
             window: window.get(),
-            buckets: [const { Bucket::new() }; N],
+            buckets: [const { Bucket::<Wide, C>::new() }; N],
         }
     }
 
@@ -92,9 +86,71 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
         let () = Self::SHAPE;
         LeapArray {
             window: window.get(),
-            buckets: core::array::from_fn(|_| Bucket::new()),
+            buckets: core::array::from_fn(|_| Bucket::<Wide, C>::new()),
         }
     }
+}
+
+impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
+    /// An empty array of `N` windows of `window` ticks whose buckets are
+    /// 32-bit atomic words ([`Narrow`]): genuinely lock-free on targets with
+    /// 32-bit but no 64-bit atomics (Cortex-M3/M4/M33, riscv32imac, Xtensa),
+    /// with no interrupt masking. `const` (except under loom). The API is
+    /// the same as for [`LeapArray::new`]; the limits are narrower:
+    ///
+    /// - counts up to [`Narrow::MAX_COUNT`] = 8,388,607 per counter per
+    ///   window (saturating, as always);
+    /// - window ids are kept modulo 2^24: every time in use must be within
+    ///   2^23 windows (8,388,608) of every other: 2.3 hours of 1 ms windows,
+    ///   97 days of 1 s windows. A bucket left idle longer can be mistaken
+    ///   for a current one, so keep the window long or touch the array
+    ///   (an `add` of 0) at least that often;
+    /// - generations wrap at 2^8: a thread that stalls inside one `add`
+    ///   while its bucket rolls over 255 more times (at least `255 * N`
+    ///   windows) could count in a newer window.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{LeapArray, Narrow};
+    ///
+    /// // 2 x 500 ms, time in ms, 32-bit words.
+    /// static REQUESTS: LeapArray<2, 1, Narrow> = LeapArray::new_narrow(NonZeroU64::new(500).unwrap());
+    /// REQUESTS.add(100, 0, 3).unwrap();
+    /// REQUESTS.add(600, 0, 4).unwrap();
+    /// assert_eq!(REQUESTS.sum(999, 0), 7);
+    /// assert_eq!(core::mem::size_of::<LeapArray<2, 1, Narrow>>(), 8 + 2 * (4 + 4));
+    /// ```
+    #[cfg(not(loom))]
+    #[must_use]
+    pub const fn new_narrow(window: NonZeroU64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE;
+        LeapArray {
+            window: window.get(),
+            buckets: [const { Bucket::<Narrow, C>::new() }; N],
+        }
+    }
+
+    /// An empty array of 32-bit words (not `const` under loom).
+    #[cfg(loom)]
+    #[must_use]
+    pub fn new_narrow(window: NonZeroU64) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SHAPE;
+        LeapArray {
+            window: window.get(),
+            buckets: core::array::from_fn(|_| Bucket::<Narrow, C>::new()),
+        }
+    }
+}
+
+impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
+    /// Evaluated by every constructor: a zero-sized ring or a bucket without
+    /// counters does not compile.
+    const SHAPE: () = assert!(
+        N > 0 && C > 0,
+        "LeapArray<N, C> needs N >= 1 buckets and C >= 1 counters"
+    );
 
     /// The window length in ticks.
     ///
@@ -148,7 +204,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
     }
 
     #[inline]
-    fn bucket(&self, id: u64) -> &Bucket<C> {
+    fn bucket(&self, id: u64) -> &Bucket<W, C> {
         // In range: `id % N < N` (and `N > 0` is checked at compile time).
         &self.buckets[(id % N as u64) as usize]
     }
@@ -486,7 +542,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
 }
 
 #[cfg(loom)]
-impl<const N: usize, const C: usize> LeapArray<N, C> {
+impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     /// Loom builds only: every window retired from the bucket of `t`'s
     /// window, as `(start, final counts)`, oldest first. Lets the models
     /// check that a retired window holds exactly the adds that returned `Ok`.
@@ -500,7 +556,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C> {
     }
 }
 
-impl<const N: usize, const C: usize> fmt::Debug for LeapArray<N, C> {
+impl<const N: usize, const C: usize, W: Width> fmt::Debug for LeapArray<N, C, W> {
     /// The shape only: the counts change under concurrent use, read them
     /// with [`LeapArray::windows`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -513,7 +569,7 @@ impl<const N: usize, const C: usize> fmt::Debug for LeapArray<N, C> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const N: usize, const C: usize> defmt::Format for LeapArray<N, C> {
+impl<const N: usize, const C: usize, W: Width> defmt::Format for LeapArray<N, C, W> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,

@@ -107,11 +107,12 @@
 
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
-use crate::sync::{atomic_u64, AtomicU64};
-use crate::word::{gen_diff, Cell, Stamp, MAX_COUNT};
+use crate::sync::{atomic_u32, atomic_u64};
+use crate::word::{gen_diff, Cell, Narrow, Stamp, Wide, Width};
 
 /// What an update does to a counter's count `have` in its window: the new
-/// count, and whether it had to be clamped to `0..=MAX_COUNT`.
+/// count, and whether it had to be clamped to `0..=max` (the width's
+/// `MAX_COUNT`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum CellOp {
     /// `have + n`, clamped at `MAX_COUNT`.
@@ -124,17 +125,17 @@ pub(crate) enum CellOp {
 
 impl CellOp {
     #[inline]
-    fn apply(self, have: u64) -> (u64, bool) {
+    fn apply(self, have: u64, max: u64) -> (u64, bool) {
         match self {
             CellOp::Add(n) => match have.checked_add(n) {
-                Some(c) if c <= MAX_COUNT => (c, false),
-                _ => (MAX_COUNT, true),
+                Some(c) if c <= max => (c, false),
+                _ => (max, true),
             },
             CellOp::Sub(n) => match have.checked_sub(n) {
                 Some(c) => (c, false),
                 None => (0, true),
             },
-            CellOp::Max(v) if v > MAX_COUNT => (MAX_COUNT, true),
+            CellOp::Max(v) if v > max => (max, true),
             CellOp::Max(v) => (have.max(v), false),
         }
     }
@@ -145,14 +146,16 @@ impl CellOp {
 pub(crate) struct Retired;
 
 /// One slot of the ring: the window it holds and its `C` counters.
-pub(crate) struct Bucket<const C: usize> {
-    /// Encoding: [`Stamp`]: generation (16 bits) | window id mod 2^48.
+pub(crate) struct Bucket<W: Width, const C: usize> {
+    /// Encoding: [`Stamp`]: generation (16 bits) | window id mod 2^48
+    /// ([`Narrow`]: 8 | 24).
     /// Invariant: only ever replaced by a CAS to `self.next(newer window)`,
     /// after every cell has been sealed to the old generation.
-    stamp: AtomicU64,
-    /// Encoding: [`Cell`]: generation tag (16) | sealed (1) | count (47).
+    stamp: W::Atomic,
+    /// Encoding: [`Cell`]: generation tag (16) | sealed (1) | count (47)
+    /// ([`Narrow`]: 8 | 1 | 23).
     /// Invariant: tagged with the stamp's generation `g` or, sealed, `g - 1`.
-    cells: [AtomicU64; C],
+    cells: [W::Atomic; C],
     /// Loom builds only: `(window id, final counts)` of every window this
     /// bucket retired, written by the roller whose stamp CAS won, so the
     /// models can check that retired windows hold exactly their `Ok` adds.
@@ -160,12 +163,12 @@ pub(crate) struct Bucket<const C: usize> {
     retired: crate::sync::Mutex<std::vec::Vec<(u64, [u64; C])>>,
 }
 
-impl<const C: usize> Bucket<C> {
+impl<const C: usize> Bucket<Wide, C> {
     /// An empty bucket (stamp `EMPTY`, all cells `(0, open, 0)`).
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
         Bucket {
-            stamp: atomic_u64(Stamp::EMPTY.0),
+            stamp: atomic_u64(0),
             cells: [const { atomic_u64(0) }; C],
         }
     }
@@ -174,17 +177,40 @@ impl<const C: usize> Bucket<C> {
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
         Bucket {
-            stamp: atomic_u64(Stamp::EMPTY.0),
+            stamp: atomic_u64(0),
             cells: core::array::from_fn(|_| atomic_u64(0)),
             retired: crate::sync::Mutex::new(std::vec::Vec::new()),
         }
     }
+}
 
-    fn load_stamp(&self) -> Stamp {
+impl<const C: usize> Bucket<Narrow, C> {
+    /// An empty bucket of 32-bit words.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Bucket {
+            stamp: atomic_u32(0),
+            cells: [const { atomic_u32(0) }; C],
+        }
+    }
+
+    /// An empty bucket of 32-bit words (loom).
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Bucket {
+            stamp: atomic_u32(0),
+            cells: core::array::from_fn(|_| atomic_u32(0)),
+            retired: crate::sync::Mutex::new(std::vec::Vec::new()),
+        }
+    }
+}
+
+impl<W: Width, const C: usize> Bucket<W, C> {
+    fn load_stamp(&self) -> Stamp<W> {
         // ORDERING: SeqCst. Acquire is what the protocol needs: it pairs with
         // the stamp CAS in `enter`, so the seals made before that CAS are
         // visible to everything we do next. SeqCst: see "Orderings" above.
-        Stamp(self.stamp.load(SeqCst))
+        Stamp::<W>::of(W::load(&self.stamp, SeqCst))
     }
 
     /// The generation of `window` in this bucket, moving the bucket forward
@@ -209,7 +235,7 @@ impl<const C: usize> Bucket<C> {
                 // ORDERING: SeqCst. Release publishes the seals above to
                 // whoever acquires this stamp; on failure we act on the
                 // winner's stamp (acquire). SeqCst: see "Orderings" above.
-                let won = self.stamp.compare_exchange(s.0, next.0, SeqCst, SeqCst);
+                let won = W::compare_exchange(&self.stamp, s.0, next.0, SeqCst, SeqCst);
                 match won {
                     Ok(_) => {
                         #[cfg(loom)]
@@ -219,7 +245,7 @@ impl<const C: usize> Bucket<C> {
                         }
                         return Ok(next.generation());
                     }
-                    Err(cur) => s = Stamp(cur),
+                    Err(cur) => s = Stamp::<W>::of(cur),
                 }
             } else {
                 // A cell already carries a newer generation: the stamp moved.
@@ -241,17 +267,17 @@ impl<const C: usize> Bucket<C> {
             // to our reload of the stamp in `enter`, which therefore cannot
             // return a stale stamp.
             // ORDERING: SeqCst, pairs with the cell writers' CAS (acquire).
-            let mut cur = Cell(cell.load(SeqCst));
+            let mut cur = Cell::<W>::of(W::load(cell, SeqCst));
             loop {
-                let d = gen_diff(cur.generation(), gen);
+                let d = gen_diff::<W>(cur.generation(), gen);
                 let sealed = if d == 0 {
                     if cur.is_sealed() {
                         *count = cur.count();
                         break;
                     }
-                    Cell::new(gen, true, cur.count())
+                    Cell::<W>::new(gen, true, cur.count())
                 } else if d < 0 {
-                    Cell::new(gen, true, 0)
+                    Cell::<W>::new(gen, true, 0)
                 } else {
                     return None;
                 };
@@ -260,13 +286,13 @@ impl<const C: usize> Bucket<C> {
                 // Adders need nothing from it: their CAS sees the seal through
                 // the cell's modification order.
                 // ORDERING: SeqCst, pairs with other sealers' loads (release).
-                let sealing = cell.compare_exchange_weak(cur.0, sealed.0, SeqCst, SeqCst);
+                let sealing = W::compare_exchange_weak(cell, cur.0, sealed.0, SeqCst, SeqCst);
                 match sealing {
                     Ok(_) => {
                         *count = sealed.count();
                         break;
                     }
-                    Err(v) => cur = Cell(v),
+                    Err(v) => cur = Cell::<W>::of(v),
                 }
             }
         }
@@ -288,9 +314,9 @@ impl<const C: usize> Bucket<C> {
             return Err(AddError::NoSuchCounter);
         };
         // ORDERING: Relaxed: only a first guess for the CAS, which validates it.
-        let mut cur = Cell(cell.load(Relaxed));
+        let mut cur = Cell::<W>::of(W::load(cell, Relaxed));
         loop {
-            let d = gen_diff(cur.generation(), gen);
+            let d = gen_diff::<W>(cur.generation(), gen);
             let have = if d == 0 {
                 if cur.is_sealed() {
                     // The window is being retired: a roller sealed it.
@@ -305,8 +331,8 @@ impl<const C: usize> Bucket<C> {
                 // The bucket has moved past `gen`.
                 return Err(AddError::Stale);
             };
-            let (count, saturated) = op.apply(have);
-            let new = Cell::new(gen, false, count);
+            let (count, saturated) = op.apply(have, W::MAX_COUNT);
+            let new = Cell::<W>::new(gen, false, count);
             if new == cur {
                 // Nothing to write (no change, or already saturated).
                 return if saturated {
@@ -319,7 +345,7 @@ impl<const C: usize> Bucket<C> {
             // value also sees the stamp we acquired (so its second stamp load
             // cannot show an older stamp). SeqCst: see "Orderings" above.
             // ORDERING: SeqCst, pairs with readers' cell loads (release).
-            match cell.compare_exchange_weak(cur.0, new.0, SeqCst, Relaxed) {
+            match W::compare_exchange_weak(cell, cur.0, new.0, SeqCst, Relaxed) {
                 Ok(_) => {
                     return if saturated {
                         Err(AddError::Saturated)
@@ -327,7 +353,7 @@ impl<const C: usize> Bucket<C> {
                         Ok(())
                     }
                 }
-                Err(v) => cur = Cell(v),
+                Err(v) => cur = Cell::<W>::of(v),
             }
         }
     }
@@ -363,7 +389,7 @@ impl<const C: usize> Bucket<C> {
     #[inline]
     pub(crate) fn enter_single_writer(&self, window: u64) -> Result<u16, AddError> {
         // ORDERING: Relaxed: only this thread writes the stamp.
-        let s = Stamp(self.stamp.load(Relaxed));
+        let s = Stamp::<W>::of(W::load(&self.stamp, Relaxed));
         if !s.is_empty() && s.window_diff(window) == 0 {
             return Ok(s.generation());
         }
@@ -373,11 +399,11 @@ impl<const C: usize> Bucket<C> {
         let next = s.next(window);
         // ORDERING: Release, pairs with readers' stamp loads: stored before
         // the cells are reset (see the table above).
-        self.stamp.store(next.0, Release);
+        W::store(&self.stamp, next.0, Release);
         for c in &self.cells {
             // ORDERING: Release, pairs with readers' cell loads: a reader
             // that sees the reset also sees the new stamp.
-            c.store(Cell::new(next.generation(), false, 0).0, Release);
+            W::store(c, Cell::<W>::new(next.generation(), false, 0).0, Release);
         }
         Ok(next.generation())
     }
@@ -391,17 +417,17 @@ impl<const C: usize> Bucket<C> {
             return Err(AddError::NoSuchCounter);
         };
         // ORDERING: Relaxed: only this thread writes the cell.
-        let cur = Cell(cell.load(Relaxed));
+        let cur = Cell::<W>::of(W::load(cell, Relaxed));
         if let Some(new) = cur.plus(gen, n) {
             // ORDERING: Release, pairs with readers' cell loads (the stamp
             // this count belongs to was stored before it).
-            cell.store(new.0, Release);
+            W::store(cell, new.0, Release);
             return Ok(());
         }
-        let (count, saturated) = CellOp::Add(n).apply(cur.count_in(gen));
+        let (count, saturated) = CellOp::Add(n).apply(cur.count_in(gen), W::MAX_COUNT);
         // ORDERING: Release, pairs with readers' cell loads (the stamp this
         // count belongs to was stored before it).
-        cell.store(Cell::new(gen, false, count).0, Release);
+        W::store(cell, Cell::<W>::new(gen, false, count).0, Release);
         if saturated {
             Err(AddError::Saturated)
         } else {
@@ -419,7 +445,7 @@ impl<const C: usize> Bucket<C> {
         }
         let cell = self.cells.get(i)?;
         // ORDERING: SeqCst, as the cell loads in `read`.
-        let count = Cell(cell.load(SeqCst)).count_in(s1.generation());
+        let count = Cell::<W>::of(W::load(cell, SeqCst)).count_in(s1.generation());
         (self.load_stamp() == s1).then_some(count)
     }
 
@@ -441,7 +467,7 @@ impl<const C: usize> Bucket<C> {
             return Ok(0);
         };
         // ORDERING: SeqCst, as the cell loads in `read`.
-        let count = Cell(cell.load(SeqCst)).count_in(s1.generation());
+        let count = Cell::<W>::of(W::load(cell, SeqCst)).count_in(s1.generation());
         // A changed stamp names a newer window: retired during the read.
         if self.load_stamp() == s1 {
             Ok(count)
@@ -464,7 +490,7 @@ impl<const C: usize> Bucket<C> {
             // ORDERING: SeqCst. Acquire pairs with adders' CAS, so the second
             // stamp load below sees any stamp those adders saw; it also keeps
             // that load from moving before this one. SeqCst: see "Orderings".
-            *o = Cell(cell.load(SeqCst)).count_in(gen);
+            *o = Cell::<W>::of(W::load(cell, SeqCst)).count_in(gen);
         }
         // Unchanged stamp: the bucket held `window` (generation `gen`) for
         // the whole read, so every count above is a count of that window.

@@ -92,4 +92,4 @@ pub use limiter::Limiter;
 pub use metric::{Metric, WindowDetail};
 pub use node::{ConcurrencyGuard, StatisticNode};
 pub use window::Window;
-pub use word::MAX_COUNT;
+pub use word::{Narrow, Wide, Width, MAX_COUNT};

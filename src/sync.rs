@@ -8,7 +8,7 @@
 
 #[cfg(loom)]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Loom builds only: the mutex behind the retirement log that lets the
 /// models check the final count of every retired window.
@@ -17,11 +17,11 @@ pub(crate) use loom::sync::Mutex;
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
-pub(crate) use portable_atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use portable_atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
-pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(all(
     not(loom),
@@ -68,6 +68,18 @@ pub(crate) const fn atomic_u64(v: u64) -> AtomicU64 {
 #[cfg(loom)]
 pub(crate) fn atomic_u64(v: u64) -> AtomicU64 {
     AtomicU64::new(v)
+}
+
+/// `AtomicU32::new`, usable in a `const fn` outside loom.
+#[cfg(not(loom))]
+pub(crate) const fn atomic_u32(v: u32) -> AtomicU32 {
+    AtomicU32::new(v)
+}
+
+/// `AtomicU32::new` for loom.
+#[cfg(loom)]
+pub(crate) fn atomic_u32(v: u32) -> AtomicU32 {
+    AtomicU32::new(v)
 }
 
 /// Declares a `const fn`, or a plain `fn` under loom (whose atomics are not

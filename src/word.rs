@@ -1,6 +1,7 @@
 //! Bit layouts of the two kinds of atomic word a bucket holds.
 //!
-//! Both are plain `u64` values; the atomics that hold them live in
+//! Both are plain `u64` values (a [`Narrow`] word's values fit in 32 bits:
+//! generation 8 | window 24, and generation 8 | sealed 1 | count 23); the atomics that hold them live in
 //! [`crate::bucket`]. Keeping the encodings here, as `const fn`s on `Copy`
 //! newtypes, keeps the protocol code free of shifts and masks.
 //!
@@ -22,11 +23,14 @@
 //! ```
 //!
 //! Generations count the roll-overs of one bucket, wrapping at 2^16 and
-//! compared with wrapping arithmetic (`i16` difference). Window ids are
+//! compared with wrapping arithmetic (signed difference). Window ids are
 //! compared modulo 2^48, as a signed 48-bit difference, against a full
 //! 64-bit window id computed from the caller's time.
 
-/// Largest count one counter of one window can hold: `2^47 - 1`.
+use core::marker::PhantomData;
+
+/// Largest count one counter of one window of a [`LeapArray`](crate::LeapArray)
+/// (64-bit words) can hold: `2^47 - 1`.
 ///
 /// An add that would go past it leaves the counter at this value and
 /// returns [`AddError::Saturated`](crate::AddError::Saturated).
@@ -34,42 +38,192 @@
 /// ```
 /// assert_eq!(leaparray::MAX_COUNT, (1u64 << 47) - 1);
 /// ```
-pub const MAX_COUNT: u64 = (1 << COUNT_BITS) - 1;
+pub const MAX_COUNT: u64 = <Wide as Width>::MAX_COUNT;
 
-const COUNT_BITS: u32 = 47;
-const GEN_SHIFT: u32 = 48;
-const WINDOW_BITS: u32 = 48;
-const WINDOW_MASK: u64 = (1 << WINDOW_BITS) - 1;
-const SEALED: u64 = 1 << COUNT_BITS;
+/// The word width of a [`LeapArray`](crate::LeapArray)'s buckets:
+/// [`Wide`] (64-bit atomics, the default) or [`Narrow`] (32-bit atomics, for
+/// targets that have no 64-bit ones). Sealed: only these two exist.
+///
+/// ```
+/// use leaparray::{Narrow, Wide, Width};
+/// assert_eq!(Wide::MAX_COUNT, (1 << 47) - 1);
+/// assert_eq!(Narrow::MAX_COUNT, (1 << 23) - 1);
+/// assert_eq!(Narrow::WINDOW_RANGE, 1 << 23);
+/// ```
+pub trait Width: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
+    /// Bits of the generation tag in stamps and cells.
+    const GEN_BITS: u32;
+    /// Bits of the window id kept in a stamp: ids are compared modulo
+    /// `2^WINDOW_BITS`.
+    const WINDOW_BITS: u32;
+    /// Largest count of one counter in one window.
+    const MAX_COUNT: u64;
+    /// Two times in use must be fewer than this many windows apart (half the
+    /// stored id range); see the crate's limits.
+    const WINDOW_RANGE: u64;
+}
 
-/// Signed distance `a - b` between two generations (wrapping).
-pub(crate) const fn gen_diff(a: u16, b: u16) -> i16 {
-    a.wrapping_sub(b) as i16
+/// 64-bit bucket words: 16-bit generations, window ids modulo 2^48, counts
+/// up to 2^47 - 1. The default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Wide;
+
+/// 32-bit bucket words, for targets with 32-bit but no 64-bit atomics
+/// (Cortex-M3/M4/M33, riscv32imac, Xtensa): lock-free there without masking
+/// interrupts. 8-bit generations, window ids modulo 2^24, counts up to
+/// 2^23 - 1 (8,388,607) per window. See [`LeapArray::new_narrow`](crate::LeapArray::new_narrow)
+/// for the limits that follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Narrow;
+
+impl Width for Wide {
+    const GEN_BITS: u32 = 16;
+    const WINDOW_BITS: u32 = 48;
+    const MAX_COUNT: u64 = (1 << 47) - 1;
+    const WINDOW_RANGE: u64 = 1 << 47;
+}
+
+impl Width for Narrow {
+    const GEN_BITS: u32 = 8;
+    const WINDOW_BITS: u32 = 24;
+    const MAX_COUNT: u64 = (1 << 23) - 1;
+    const WINDOW_RANGE: u64 = 1 << 23;
+}
+
+pub(crate) mod sealed {
+    use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+    /// The atomic word of a width, with its operations on `u64` values
+    /// (a 32-bit word's values always fit in 32 bits).
+    pub trait Sealed {
+        /// The atomic type of one bucket word.
+        type Atomic: Send + Sync;
+        fn load(a: &Self::Atomic, o: Ordering) -> u64;
+        fn store(a: &Self::Atomic, v: u64, o: Ordering);
+        fn compare_exchange(
+            a: &Self::Atomic,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64>;
+        fn compare_exchange_weak(
+            a: &Self::Atomic,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64>;
+    }
+
+    impl Sealed for super::Wide {
+        type Atomic = AtomicU64;
+        #[inline(always)]
+        fn load(a: &AtomicU64, o: Ordering) -> u64 {
+            a.load(o)
+        }
+        #[inline(always)]
+        fn store(a: &AtomicU64, v: u64, o: Ordering) {
+            a.store(v, o);
+        }
+        #[inline(always)]
+        fn compare_exchange(
+            a: &AtomicU64,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64> {
+            a.compare_exchange(cur, new, s, f)
+        }
+        #[inline(always)]
+        fn compare_exchange_weak(
+            a: &AtomicU64,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64> {
+            a.compare_exchange_weak(cur, new, s, f)
+        }
+    }
+
+    impl Sealed for super::Narrow {
+        type Atomic = AtomicU32;
+        #[inline(always)]
+        fn load(a: &AtomicU32, o: Ordering) -> u64 {
+            u64::from(a.load(o))
+        }
+        #[inline(always)]
+        fn store(a: &AtomicU32, v: u64, o: Ordering) {
+            a.store(v as u32, o);
+        }
+        #[inline(always)]
+        fn compare_exchange(
+            a: &AtomicU32,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64> {
+            a.compare_exchange(cur as u32, new as u32, s, f)
+                .map(u64::from)
+                .map_err(u64::from)
+        }
+        #[inline(always)]
+        fn compare_exchange_weak(
+            a: &AtomicU32,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64> {
+            a.compare_exchange_weak(cur as u32, new as u32, s, f)
+                .map(u64::from)
+                .map_err(u64::from)
+        }
+    }
+}
+
+/// Signed distance `a - b` between two generations of width `W` (wrapping).
+pub(crate) const fn gen_diff<W: Width>(a: u16, b: u16) -> i64 {
+    let bits = W::GEN_BITS;
+    let d = (a.wrapping_sub(b) as u64) & ((1 << bits) - 1);
+    ((d << (64 - bits)) as i64) >> (64 - bits)
 }
 
 /// The stamp word: which window a bucket holds, and its generation.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Stamp(pub(crate) u64);
+pub(crate) struct Stamp<W>(pub(crate) u64, PhantomData<fn() -> W>);
 
-impl Stamp {
+impl<W: Width> Stamp<W> {
+    const GEN_SHIFT: u32 = W::WINDOW_BITS;
+    const WINDOW_MASK: u64 = (1 << W::WINDOW_BITS) - 1;
+    const GEN_MASK: u64 = (1 << W::GEN_BITS) - 1;
+
     /// A bucket that has never held a window.
-    pub(crate) const EMPTY: Stamp = Stamp(0);
+    pub(crate) const EMPTY: Stamp<W> = Stamp(0, PhantomData);
+
+    pub(crate) const fn of(v: u64) -> Self {
+        Stamp(v, PhantomData)
+    }
 
     pub(crate) const fn is_empty(self) -> bool {
         self.0 == Self::EMPTY.0
     }
 
     pub(crate) const fn generation(self) -> u16 {
-        (self.0 >> GEN_SHIFT) as u16
+        ((self.0 >> Self::GEN_SHIFT) & Self::GEN_MASK) as u16
     }
 
-    /// `window - (window held)` as a signed 48-bit difference: `0` when the
-    /// bucket holds `window`, positive when it holds an older window,
-    /// negative when it holds a newer one. Meaningless for `EMPTY`.
+    /// `window - (window held)` as a signed difference of `WINDOW_BITS`
+    /// bits: `0` when the bucket holds `window`, positive when it holds an
+    /// older window, negative when it holds a newer one. Meaningless for
+    /// `EMPTY`.
     pub(crate) const fn window_diff(self, window: u64) -> i64 {
-        let d = window.wrapping_sub(self.0) & WINDOW_MASK;
-        // Sign-extend bit 47.
-        ((d << (64 - WINDOW_BITS)) as i64) >> (64 - WINDOW_BITS)
+        let d = window.wrapping_sub(self.0) & Self::WINDOW_MASK;
+        let unused = 64 - W::WINDOW_BITS;
+        ((d << unused) as i64) >> unused
     }
 
     /// Whether the bucket holds `window` (and is not empty).
@@ -80,36 +234,51 @@ impl Stamp {
     /// The stamp that follows `self` when the bucket moves to `window`:
     /// the next generation, skipping the one value that would read as
     /// `EMPTY`.
-    pub(crate) const fn next(self, window: u64) -> Stamp {
-        let low = window & WINDOW_MASK;
-        let mut gen = self.generation().wrapping_add(1);
+    pub(crate) const fn next(self, window: u64) -> Self {
+        let low = window & Self::WINDOW_MASK;
+        let mut gen = (self.generation() as u64 + 1) & Self::GEN_MASK;
         if gen == 0 && low == 0 {
             gen = 1;
         }
-        Stamp(((gen as u64) << GEN_SHIFT) | low)
+        Stamp((gen << Self::GEN_SHIFT) | low, PhantomData)
     }
 }
 
 /// A counter word: generation tag, sealed flag and count.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Cell(pub(crate) u64);
+pub(crate) struct Cell<W>(pub(crate) u64, PhantomData<fn() -> W>);
 
-impl Cell {
-    pub(crate) const fn new(gen: u16, sealed: bool, count: u64) -> Cell {
-        let s = if sealed { SEALED } else { 0 };
-        Cell(((gen as u64) << GEN_SHIFT) | s | (count & MAX_COUNT))
+impl<W: Width> Cell<W> {
+    /// A word is `GEN_BITS + WINDOW_BITS` wide; a cell spends one bit on
+    /// the seal, so its count has `WINDOW_BITS - 1`.
+    const COUNT_BITS: u32 = W::WINDOW_BITS - 1;
+    const GEN_SHIFT: u32 = Self::COUNT_BITS + 1;
+    const SEALED: u64 = 1 << Self::COUNT_BITS;
+    const GEN_MASK: u64 = (1 << W::GEN_BITS) - 1;
+
+    pub(crate) const fn of(v: u64) -> Self {
+        Cell(v, PhantomData)
+    }
+
+    pub(crate) const fn new(gen: u16, sealed: bool, count: u64) -> Self {
+        let s = if sealed { Self::SEALED } else { 0 };
+        let g = (gen as u64) & Self::GEN_MASK;
+        Cell(
+            (g << Self::GEN_SHIFT) | s | (count & W::MAX_COUNT),
+            PhantomData,
+        )
     }
 
     pub(crate) const fn generation(self) -> u16 {
-        (self.0 >> GEN_SHIFT) as u16
+        ((self.0 >> Self::GEN_SHIFT) & Self::GEN_MASK) as u16
     }
 
     pub(crate) const fn is_sealed(self) -> bool {
-        self.0 & SEALED != 0
+        self.0 & Self::SEALED != 0
     }
 
     pub(crate) const fn count(self) -> u64 {
-        self.0 & MAX_COUNT
+        self.0 & W::MAX_COUNT
     }
 
     /// `self` plus `n`, if `self` is an open cell of generation `gen` and
@@ -117,17 +286,17 @@ impl Cell {
     /// and the sealed bit are above the count and do not change), so the
     /// single writer's store depends on its load through one instruction.
     #[inline]
-    pub(crate) const fn plus(self, gen: u16, n: u64) -> Option<Cell> {
-        // Tag == gen and not sealed, in one comparison of the top 17 bits.
-        if self.0 >> COUNT_BITS != (gen as u64) << 1 || n > MAX_COUNT {
+    pub(crate) const fn plus(self, gen: u16, n: u64) -> Option<Self> {
+        // Tag == gen and not sealed, in one comparison of the top bits.
+        if self.0 >> Self::COUNT_BITS != ((gen as u64) & Self::GEN_MASK) << 1 || n > W::MAX_COUNT {
             return None;
         }
-        // No carry can reach past bit 47: count < 2^47 and n < 2^47.
+        // No carry can reach past the sealed bit: count and n are below it.
         let sum = self.0 + n;
-        if sum & SEALED != 0 {
+        if sum & Self::SEALED != 0 {
             None
         } else {
-            Some(Cell(sum))
+            Some(Cell(sum, PhantomData))
         }
     }
 
@@ -147,15 +316,18 @@ impl Cell {
 mod tests {
     use super::*;
 
+    type S = Stamp<Wide>;
+    type C = Cell<Wide>;
+
     #[test]
     fn stamp_window_diff_is_signed_48_bit() {
-        let s = Stamp::EMPTY.next(10);
+        let s = S::EMPTY.next(10);
         assert_eq!(s.window_diff(10), 0);
         assert_eq!(s.window_diff(12), 2);
         assert_eq!(s.window_diff(7), -3);
         // Ids beyond 48 bits compare by their low 48 bits.
         assert_eq!(s.window_diff(10 + (1 << 48)), 0);
-        let far = Stamp::EMPTY.next(u64::MAX);
+        let far = S::EMPTY.next(u64::MAX);
         assert_eq!(far.window_diff(u64::MAX), 0);
         assert_eq!(far.window_diff(u64::MAX - 5), -5);
         assert_eq!(far.window_diff(0), 1, "wraps like the 48-bit field");
@@ -163,43 +335,77 @@ mod tests {
 
     #[test]
     fn next_stamp_never_reads_as_empty() {
-        let s = Stamp(((u16::MAX as u64) << GEN_SHIFT) | 5);
+        let s = S::of(((u16::MAX as u64) << 48) | 5);
         let n = s.next(1 << 48);
         assert!(!n.is_empty());
         assert_eq!(n.generation(), 1);
         assert!(n.holds(1 << 48));
-        assert_eq!(Stamp::EMPTY.next(0).generation(), 1);
-        assert!(!Stamp::EMPTY.holds(0));
+        assert_eq!(S::EMPTY.next(0).generation(), 1);
+        assert!(!S::EMPTY.holds(0));
     }
 
     #[test]
     fn cell_fields_round_trip() {
-        let c = Cell::new(0xBEEF, true, MAX_COUNT);
+        let c = C::new(0xBEEF, true, MAX_COUNT);
         assert_eq!(c.generation(), 0xBEEF);
         assert!(c.is_sealed());
         assert_eq!(c.count(), MAX_COUNT);
         assert_eq!(c.count_in(0xBEEF), MAX_COUNT);
         assert_eq!(c.count_in(0xBEEE), 0);
-        let c = Cell::new(3, false, 42);
+        let c = C::new(3, false, 42);
         assert!(!c.is_sealed());
         assert_eq!(c.count(), 42);
-        assert_eq!(gen_diff(0, u16::MAX), 1);
+        assert_eq!(gen_diff::<Wide>(0, u16::MAX), 1);
+        assert_eq!(C::new(3, false, 40).plus(3, 2), Some(C::new(3, false, 42)));
+        assert_eq!(C::new(3, false, 40).plus(4, 2), None, "other generation");
+        assert_eq!(C::new(3, true, 40).plus(3, 2), None, "sealed");
         assert_eq!(
-            Cell::new(3, false, 40).plus(3, 2),
-            Some(Cell::new(3, false, 42))
-        );
-        assert_eq!(Cell::new(3, false, 40).plus(4, 2), None, "other generation");
-        assert_eq!(Cell::new(3, true, 40).plus(3, 2), None, "sealed");
-        assert_eq!(
-            Cell::new(3, false, MAX_COUNT).plus(3, 1),
+            C::new(3, false, MAX_COUNT).plus(3, 1),
             None,
             "would overflow"
         );
         assert_eq!(
-            Cell::new(3, false, MAX_COUNT - 1).plus(3, 1),
-            Some(Cell::new(3, false, MAX_COUNT))
+            C::new(3, false, MAX_COUNT - 1).plus(3, 1),
+            Some(C::new(3, false, MAX_COUNT))
         );
-        assert_eq!(Cell::new(3, false, 0).plus(3, u64::MAX), None);
-        assert_eq!(gen_diff(u16::MAX, 1), -2);
+        assert_eq!(C::new(3, false, 0).plus(3, u64::MAX), None);
+        assert_eq!(gen_diff::<Wide>(u16::MAX, 1), -2);
+    }
+}
+
+#[cfg(test)]
+mod narrow_tests {
+    use super::*;
+
+    #[test]
+    fn narrow_layout() {
+        type S = Stamp<Narrow>;
+        type C = Cell<Narrow>;
+        let s = S::EMPTY.next(10);
+        assert!(s.0 < 1 << 32);
+        assert_eq!(
+            (s.generation(), s.window_diff(10), s.window_diff(13)),
+            (1, 0, 3)
+        );
+        assert_eq!(s.window_diff(10 + (1 << 24)), 0, "ids compare modulo 2^24");
+        assert_eq!(s.window_diff(9), -1);
+        let top = S::of((255 << 24) | 7);
+        assert_eq!(top.generation(), 255);
+        let n = top.next(1 << 24);
+        assert!(
+            !n.is_empty() && n.generation() == 1,
+            "skips the empty stamp"
+        );
+        let c = C::new(255, true, Narrow::MAX_COUNT);
+        assert!(c.0 < 1 << 32);
+        assert_eq!(
+            (c.generation(), c.is_sealed(), c.count()),
+            (255, true, Narrow::MAX_COUNT)
+        );
+        assert_eq!(C::new(7, false, 5).plus(7, 3), Some(C::new(7, false, 8)));
+        assert_eq!(C::new(7, false, Narrow::MAX_COUNT).plus(7, 1), None);
+        assert_eq!(gen_diff::<Narrow>(0, 255), 1);
+        assert_eq!(gen_diff::<Narrow>(255, 1), -2);
+        assert_eq!(gen_diff::<Narrow>(3, 3), 0);
     }
 }

@@ -353,3 +353,40 @@ fn times_beyond_the_id_range_are_taken_modulo_2_pow_48() {
     assert_eq!(a.window_at(1_000), None);
     assert_eq!(a.sum(1_005 + (1 << 48), 0), 2);
 }
+
+/// 32-bit words: generations wrap at 2^8 and window ids at 2^24; one bucket
+/// rolled over 1,000 times stays exact, including a never-written counter,
+/// and the roll-over that would produce the empty stamp skips it.
+#[test]
+fn narrow_generation_wraps_and_skips_the_empty_stamp() {
+    use leaparray::{Narrow, Width};
+    let a = LeapArray::<1, 2, Narrow>::new_narrow(w(1));
+    for t in 0..1_000 {
+        a.add(t, 0, t % 5 + 1).unwrap();
+        assert_eq!(a.window_at(t).unwrap().counts, [t % 5 + 1, 0], "at {t}");
+    }
+    // Generation 255 -> 0 with window id 0 mod 2^24 would read as empty.
+    let b = LeapArray::<1, 1, Narrow>::new_narrow(w(1));
+    for t in 0..253 {
+        b.add(t, 0, 1).unwrap(); // generations 1 ..= 253
+    }
+    let third = (1u64 << 24) / 3;
+    b.add(third, 0, 1).unwrap(); // 254
+    b.add(2 * third, 0, 1).unwrap(); // 255
+    let t = 1u64 << 24; // would be generation 0, window id 0 mod 2^24
+    b.add(t, 0, 9).unwrap();
+    assert_eq!(
+        b.window_at(t),
+        Some(Window {
+            start: t,
+            counts: [9]
+        })
+    );
+    // Saturation at the narrow maximum.
+    assert_eq!(b.add(t, 0, Narrow::MAX_COUNT), Err(AddError::Saturated));
+    assert_eq!(b.sum(t, 0), Narrow::MAX_COUNT);
+    assert_eq!(
+        std::mem::size_of::<LeapArray<2, 6, Narrow>>(),
+        8 + 2 * (4 + 4 * 6)
+    );
+}

@@ -10,8 +10,9 @@
 
 use std::num::NonZeroU64;
 
-use leaparray::{AddError, LeapArray, SpanError, Window, MAX_COUNT};
+use leaparray::{AddError, LeapArray, Narrow, SpanError, Wide, Width, Window, MAX_COUNT};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 const N: usize = 3;
 const C: usize = 2;
@@ -21,22 +22,26 @@ const C: usize = 2;
 #[derive(Debug)]
 struct Model {
     window: u64,
+    /// The largest count of the width under test.
+    max: u64,
     buckets: [Option<(u64, [u64; C])>; N],
 }
 
 impl Model {
-    fn new(window: u64) -> Self {
+    fn new(window: u64, max: u64) -> Self {
         Model {
             window,
+            max,
             buckets: [None; N],
         }
     }
 
     fn add(&mut self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        let max = self.max;
         self.update(now, counter, |have| {
             let sum = have as u128 + n as u128;
-            if sum > MAX_COUNT as u128 {
-                (MAX_COUNT, true)
+            if sum > max as u128 {
+                (max, true)
             } else {
                 (sum as u64, false)
             }
@@ -51,9 +56,10 @@ impl Model {
     }
 
     fn max(&mut self, now: u64, counter: usize, v: u64) -> Result<(), AddError> {
+        let max = self.max;
         self.update(now, counter, |have| {
-            if v > MAX_COUNT {
-                (MAX_COUNT, true)
+            if v > max {
+                (max, true)
             } else {
                 (have.max(v), false)
             }
@@ -152,6 +158,8 @@ fn step() -> impl Strategy<Value = Step> {
         4 => 0u64..5,
         1 => Just(MAX_COUNT),
         1 => Just(MAX_COUNT - 1),
+        1 => Just(Narrow::MAX_COUNT),
+        1 => Just(Narrow::MAX_COUNT + 1),
         1 => Just(u64::MAX),
     ];
     prop_oneof![
@@ -168,7 +176,7 @@ fn window_len() -> impl Strategy<Value = u64> {
     prop_oneof![4 => 1u64..1_000, 1 => Just(1u64), 1 => Just(u64::MAX / 2), 1 => any::<u64>().prop_map(|w| w.max(1))]
 }
 
-fn check_queries(a: &LeapArray<N, C>, m: &Model, now: u64) {
+fn check_queries<W: Width>(a: &LeapArray<N, C, W>, m: &Model, now: u64) {
     let expected = m.windows(now);
     assert_eq!(
         a.windows(now).as_slice(),
@@ -228,50 +236,89 @@ proptest! {
     #[test]
     fn matches_the_model(window in window_len(), start in any::<u64>(), steps in prop::collection::vec(step(), 1..120)) {
         let a = LeapArray::<N, C>::new(NonZeroU64::new(window).unwrap());
-        let mut m = Model::new(window);
-        let mut clock = start % (1 << 50);
-        let (mut lo, mut hi) = (clock / window, clock / window);
-        // Keeps every time within 2^47 windows of every other.
-        let mut in_range = |t: u64| {
-            let id = t / window;
-            let (l, h) = (lo.min(id), hi.max(id));
-            let ok = h - l < (1 << 47) - 1;
-            if ok {
-                (lo, hi) = (l, h);
-            }
-            ok
-        };
-        for s in steps {
-            match s {
-                Step::Shift(d) => {
-                    let t = clock.saturating_add_signed(d);
-                    if in_range(t) {
-                        clock = t;
-                    }
-                }
-                Step::Jump(t) => {
-                    if in_range(t) {
-                        clock = t;
-                    }
-                }
-                Step::Add { counter, n } => {
-                    prop_assert_eq!(a.add(clock, counter, n), m.add(clock, counter, n), "add at {}", clock);
-                }
-                Step::Sub { counter, n } => {
-                    prop_assert_eq!(a.sub(clock, counter, n), m.sub(clock, counter, n), "sub at {}", clock);
-                }
-                Step::Max { counter, v } => {
-                    prop_assert_eq!(a.update_max(clock, counter, v), m.max(clock, counter, v), "max at {}", clock);
-                }
-                Step::LateAdd { lag, counter, n } => {
-                    let t = clock.saturating_sub(lag);
-                    if !in_range(t) {
-                        continue;
-                    }
-                    prop_assert_eq!(a.add(t, counter, n), m.add(t, counter, n), "late add at {}", t);
-                }
-            }
-            check_queries(&a, &m, clock);
-        }
+        run::<Wide>(&a, window, start, steps)?;
     }
+
+    /// The same with 32-bit words, within their narrower ranges.
+    #[test]
+    fn narrow_matches_the_model(window in window_len(), start in any::<u64>(), steps in prop::collection::vec(step(), 1..120)) {
+        let a = LeapArray::<N, C, Narrow>::new_narrow(NonZeroU64::new(window).unwrap());
+        run::<Narrow>(&a, window, start, steps)?;
+    }
+}
+
+/// Drives the array and the model with the same steps, keeping every time
+/// within the width's window range, and compares every result and query.
+fn run<W: Width>(
+    a: &LeapArray<N, C, W>,
+    window: u64,
+    start: u64,
+    steps: Vec<Step>,
+) -> Result<(), TestCaseError> {
+    let mut m = Model::new(window, W::MAX_COUNT);
+    let mut clock = start % (1 << 50);
+    let (mut lo, mut hi) = (clock / window, clock / window);
+    // Keeps every time within the width's window range of every other.
+    let mut in_range = |t: u64| {
+        let id = t / window;
+        let (l, h) = (lo.min(id), hi.max(id));
+        let ok = h - l < W::WINDOW_RANGE - 1;
+        if ok {
+            (lo, hi) = (l, h);
+        }
+        ok
+    };
+    for s in steps {
+        match s {
+            Step::Shift(d) => {
+                let t = clock.saturating_add_signed(d);
+                if in_range(t) {
+                    clock = t;
+                }
+            }
+            Step::Jump(t) => {
+                if in_range(t) {
+                    clock = t;
+                }
+            }
+            Step::Add { counter, n } => {
+                prop_assert_eq!(
+                    a.add(clock, counter, n),
+                    m.add(clock, counter, n),
+                    "add at {}",
+                    clock
+                );
+            }
+            Step::Sub { counter, n } => {
+                prop_assert_eq!(
+                    a.sub(clock, counter, n),
+                    m.sub(clock, counter, n),
+                    "sub at {}",
+                    clock
+                );
+            }
+            Step::Max { counter, v } => {
+                prop_assert_eq!(
+                    a.update_max(clock, counter, v),
+                    m.max(clock, counter, v),
+                    "max at {}",
+                    clock
+                );
+            }
+            Step::LateAdd { lag, counter, n } => {
+                let t = clock.saturating_sub(lag);
+                if !in_range(t) {
+                    continue;
+                }
+                prop_assert_eq!(
+                    a.add(t, counter, n),
+                    m.add(t, counter, n),
+                    "late add at {}",
+                    t
+                );
+            }
+        }
+        check_queries(a, &m, clock);
+    }
+    Ok(())
 }

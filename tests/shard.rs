@@ -129,6 +129,9 @@ fn one_writer_per_shard_is_exact() {
             }
             reads
         });
+        // Stops the reader even if a writer panics (the scope would
+        // otherwise wait for it forever).
+        let _stop_reader = StopOnDrop(done);
         let writers: Vec<_> = (0..THREADS)
             .map(|i| {
                 let w = s.claim(i).unwrap();
@@ -167,4 +170,13 @@ fn shared_adds_from_threads_are_exact() {
         }
     });
     assert_eq!(s.sum(50, 0), 4 * per);
+}
+
+/// Sets the flag when dropped (on success or while unwinding).
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }

@@ -4,12 +4,15 @@
 //! This library holds the helpers the models share.
 #![cfg(loom)]
 
-use leaparray::LeapArray;
+use leaparray::{LeapArray, Width};
 use loom::thread;
 
 /// The final counts of the window starting at `start`: live, retired, or
 /// never created (all zero).
-pub fn final_counts<const N: usize, const C: usize>(a: &LeapArray<N, C>, start: u64) -> [u64; C] {
+pub fn final_counts<const N: usize, const C: usize, W: Width>(
+    a: &LeapArray<N, C, W>,
+    start: u64,
+) -> [u64; C] {
     if let Some(w) = a.window_at(start) {
         return w.counts;
     }
