@@ -4,7 +4,8 @@
 //! records its own events into a `static LeapArray` and asks a `static Gate`
 //! for a permit, while the main loop records its events, asks the same gate
 //! and reads sums as fast as it can. Both keep a ledger of their `Ok` adds
-//! and granted permits per window. At the end the firmware checks that every
+//! and granted permits per window; both also add to a `Narrow` (32-bit word)
+//! array. At the end the firmware checks that every
 //! window the array still holds contains exactly the ledgers' counts and that
 //! no interval of the gate admitted more than its limit, prints the result
 //! through defmt over semihosting, and exits QEMU with success or failure.
@@ -25,7 +26,7 @@ use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
 use leaparray::gate::{Decision, Gate};
-use leaparray::{AddError, LeapArray};
+use leaparray::{AddError, LeapArray, Narrow};
 
 /// The critical-section implementation defmt and portable-atomic use.
 use cortex_m as _;
@@ -48,6 +49,9 @@ const fn nz(v: u64) -> NonZeroU64 {
 }
 
 static COUNTS: LeapArray<4, 2> = LeapArray::new(nz(WINDOW));
+/// The same counts on 32-bit words: lock-free with plain 32-bit CAS on the
+/// Cortex-M3, no interrupt masking.
+static NARROW: LeapArray<4, 2, Narrow> = LeapArray::new_narrow(nz(WINDOW));
 static GATE: Gate<2> = Gate::new(nz(WINDOW), LIMIT);
 
 /// Written by the SysTick handler only.
@@ -78,6 +82,8 @@ static ISR_ADDS: Ledger = Ledger::new();
 static MAIN_PASSES: Ledger = Ledger::new();
 static ISR_PASSES: Ledger = Ledger::new();
 static ISR_STALE: AtomicU32 = AtomicU32::new(0);
+static MAIN_NARROW: Ledger = Ledger::new();
+static ISR_NARROW: Ledger = Ledger::new();
 
 #[exception]
 fn SysTick() {
@@ -88,6 +94,9 @@ fn SysTick() {
         match COUNTS.add(now, ISR, 1) {
             Ok(()) => ISR_ADDS.bump(now / WINDOW),
             Err(_) => ISR_STALE.store(ISR_STALE.load(Relaxed) + 1, Relaxed),
+        }
+        if NARROW.add(now, ISR, 1).is_ok() {
+            ISR_NARROW.bump(now / WINDOW);
         }
     }
     if GATE.try_acquire(now, 1) == Decision::Pass {
@@ -140,6 +149,9 @@ fn main() -> ! {
         if GATE.try_acquire(now, 1) == Decision::Pass {
             MAIN_PASSES.bump(now / WINDOW);
         }
+        if NARROW.add(now, MAIN, 1).is_ok() {
+            MAIN_NARROW.bump(now / WINDOW);
+        }
         let [m, i] = COUNTS.sums(now);
         if m == 0 && i == 0 && adds > 0 && now % WINDOW != 0 {
             defmt::error!("sum lost the current window at {}", now);
@@ -169,6 +181,18 @@ fn main() -> ! {
         } else if id + 4 > end / WINDOW && MAIN_ADDS.get(id) + ISR_ADDS.get(id) > 0 {
             defmt::error!("live window {} missing", id * WINDOW);
             ok = false;
+        }
+        if let Some(w) = NARROW.window_at(id * WINDOW) {
+            let want = [MAIN_NARROW.get(id), ISR_NARROW.get(id)];
+            if w.counts != want {
+                defmt::error!(
+                    "narrow window {}: array {} but ledgers {}",
+                    w.start,
+                    w.counts,
+                    want
+                );
+                ok = false;
+            }
         }
     }
     let mut peak = 0;
@@ -210,7 +234,7 @@ fn main() -> ! {
     );
     if ok && held >= 4 && adds > 0 {
         defmt::println!(
-            "FIRMWARE OK: every held window equals its ledgers; the gate never exceeded its limit"
+            "FIRMWARE OK: every held window (64- and 32-bit words) equals its ledgers; the gate never exceeded its limit"
         );
         finish(true)
     }
