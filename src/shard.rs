@@ -209,12 +209,13 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// ```
     pub fn claim(&self, index: usize) -> Result<ShardWriter<'_, N, C>, ClaimError> {
         let shard = self.shards.get(index).ok_or(ClaimError::NoSuchShard)?;
-        // ORDERING: Acquire on success pairs with the Release store of the
-        // previous writer's `release`: its last adds happen before ours.
-        match shard
-            .state
-            .compare_exchange(FRESH, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-        {
+        // The previous writer's last adds happen before ours.
+        // ORDERING: Acquire, pairs with the Release store in `Drop`.
+        let won =
+            shard
+                .state
+                .compare_exchange(FRESH, CLAIMED, Ordering::Acquire, Ordering::Relaxed);
+        match won {
             Ok(_) => Ok(ShardWriter {
                 shard,
                 index,

@@ -120,10 +120,12 @@ pub(crate) mod sealed {
         type Atomic = AtomicU64;
         #[inline(always)]
         fn load(a: &AtomicU64, o: Ordering) -> u64 {
+            // ORDERING: the caller's, forwarded unchanged.
             a.load(o)
         }
         #[inline(always)]
         fn store(a: &AtomicU64, v: u64, o: Ordering) {
+            // ORDERING: the caller's, forwarded unchanged.
             a.store(v, o);
         }
         #[inline(always)]
@@ -134,6 +136,7 @@ pub(crate) mod sealed {
             s: Ordering,
             f: Ordering,
         ) -> Result<u64, u64> {
+            // ORDERING: the caller's, forwarded unchanged.
             a.compare_exchange(cur, new, s, f)
         }
         #[inline(always)]
@@ -144,6 +147,7 @@ pub(crate) mod sealed {
             s: Ordering,
             f: Ordering,
         ) -> Result<u64, u64> {
+            // ORDERING: the caller's, forwarded unchanged.
             a.compare_exchange_weak(cur, new, s, f)
         }
     }
@@ -152,10 +156,12 @@ pub(crate) mod sealed {
         type Atomic = AtomicU32;
         #[inline(always)]
         fn load(a: &AtomicU32, o: Ordering) -> u64 {
+            // ORDERING: the caller's, forwarded unchanged.
             u64::from(a.load(o))
         }
         #[inline(always)]
         fn store(a: &AtomicU32, v: u64, o: Ordering) {
+            // ORDERING: the caller's, forwarded unchanged.
             a.store(v as u32, o);
         }
         #[inline(always)]
@@ -166,6 +172,7 @@ pub(crate) mod sealed {
             s: Ordering,
             f: Ordering,
         ) -> Result<u64, u64> {
+            // ORDERING: the caller's, forwarded unchanged.
             a.compare_exchange(cur as u32, new as u32, s, f)
                 .map(u64::from)
                 .map_err(u64::from)
@@ -178,6 +185,7 @@ pub(crate) mod sealed {
             s: Ordering,
             f: Ordering,
         ) -> Result<u64, u64> {
+            // ORDERING: the caller's, forwarded unchanged.
             a.compare_exchange_weak(cur as u32, new as u32, s, f)
                 .map(u64::from)
                 .map_err(u64::from)
