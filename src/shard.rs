@@ -209,12 +209,12 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// ```
     pub fn claim(&self, index: usize) -> Result<ShardWriter<'_, N, C>, ClaimError> {
         let shard = self.shards.get(index).ok_or(ClaimError::NoSuchShard)?;
+        let (acquire, relaxed) = (Ordering::Acquire, Ordering::Relaxed);
         // The previous writer's last adds happen before ours.
         // ORDERING: Acquire, pairs with the Release store in `Drop`.
-        let won =
-            shard
-                .state
-                .compare_exchange(FRESH, CLAIMED, Ordering::Acquire, Ordering::Relaxed);
+        let won = shard
+            .state
+            .compare_exchange(FRESH, CLAIMED, acquire, relaxed);
         match won {
             Ok(_) => Ok(ShardWriter {
                 shard,
