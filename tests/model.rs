@@ -15,6 +15,8 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 const N: usize = 3;
+/// Steps per case (fewer under Miri, which is slow).
+const STEPS: usize = if cfg!(miri) { 40 } else { 120 };
 const C: usize = 2;
 
 /// The semantics, written the slow and obvious way: each bucket holds at
@@ -223,7 +225,7 @@ fn check_queries<W: Width>(a: &LeapArray<N, C, W>, m: &Model, now: u64) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 512 },
+        cases: if cfg!(miri) { 2 } else { 512 },
         // Miri runs isolated (no file system for the regression file).
         failure_persistence: if cfg!(miri) {
             None
@@ -234,14 +236,14 @@ proptest! {
     })]
 
     #[test]
-    fn matches_the_model(window in window_len(), start in any::<u64>(), steps in prop::collection::vec(step(), 1..120)) {
+    fn matches_the_model(window in window_len(), start in any::<u64>(), steps in prop::collection::vec(step(), 1..STEPS)) {
         let a = LeapArray::<N, C>::new(NonZeroU64::new(window).unwrap());
         run::<Wide>(&a, window, start, steps)?;
     }
 
     /// The same with 32-bit words, within their narrower ranges.
     #[test]
-    fn narrow_matches_the_model(window in window_len(), start in any::<u64>(), steps in prop::collection::vec(step(), 1..120)) {
+    fn narrow_matches_the_model(window in window_len(), start in any::<u64>(), steps in prop::collection::vec(step(), 1..STEPS)) {
         let a = LeapArray::<N, C, Narrow>::new_narrow(NonZeroU64::new(window).unwrap());
         run::<Narrow>(&a, window, start, steps)?;
     }

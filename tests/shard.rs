@@ -113,7 +113,7 @@ fn unit(id: u64) -> u64 {
 fn one_writer_per_shard_is_exact() {
     const THREADS: usize = 4;
     const BASE: u64 = 1_000 << 30; // a window boundary
-    let per = if cfg!(miri) { 200 } else { 100_000 };
+    let per = if cfg!(miri) { 50 } else { 100_000 };
     let s = Sharded::<8, 2, THREADS>::new(nz(1_000));
     let done = AtomicBool::new(false);
     let bytes: u64 = std::thread::scope(|scope| {
