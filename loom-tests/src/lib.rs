@@ -4,7 +4,9 @@
 //! This library holds the helpers the models share.
 #![cfg(loom)]
 
-use leaparray::{LeapArray, Width};
+use core::num::NonZeroU64;
+
+use leaparray::{AddError, LeapArray, Width};
 use loom::thread;
 
 /// The final counts of the window starting at `start`: live, retired, or
@@ -64,5 +66,22 @@ impl<T: Ord + Clone + core::fmt::Debug> Seen<T> {
         for e in expected {
             assert!(set.contains(e), "no schedule produced {e:?}; seen {set:?}");
         }
+    }
+}
+
+/// Window length used by every model: 10 ticks.
+pub const W: NonZeroU64 = match NonZeroU64::new(10) {
+    Some(w) => w,
+    None => panic!(),
+};
+
+/// `n` if the add counted, 0 if it was refused as `Stale` (the only refusal
+/// the models expect).
+pub fn ok(r: Result<(), AddError>, n: u64) -> u64 {
+    if r.is_ok() {
+        n
+    } else {
+        assert_eq!(r, Err(AddError::Stale), "only Stale is expected here");
+        0
     }
 }

@@ -9,26 +9,9 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(loom)]
 
-use core::num::NonZeroU64;
-
 use leaparray::{AddError, LeapArray, Window, MAX_COUNT};
-use leaparray_loom_tests::{final_counts, spawn, Seen};
+use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};
 use loom::sync::Arc;
-
-/// Window length used by every model: 10 ticks.
-const W: NonZeroU64 = match NonZeroU64::new(10) {
-    Some(w) => w,
-    None => panic!(),
-};
-
-fn ok(r: Result<(), AddError>, n: u64) -> u64 {
-    if r.is_ok() {
-        n
-    } else {
-        assert_eq!(r, Err(AddError::Stale), "only Stale is expected here");
-        0
-    }
-}
 
 /// Two threads make the first adds to an empty array, in the same window:
 /// both create it (one rolls the empty bucket, or both try), both count.

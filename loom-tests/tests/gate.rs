@@ -5,18 +5,10 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(loom)]
 
-use core::num::NonZeroU64;
-
 use leaparray::gate::{Decision, Gate};
 use leaparray::{Event, Metric, MAX_COUNT};
-use leaparray_loom_tests::{final_counts, spawn, Seen};
+use leaparray_loom_tests::{final_counts, spawn, Seen, W};
 use loom::sync::Arc;
-
-/// Window length used by every model: 10 ticks.
-const W: NonZeroU64 = match NonZeroU64::new(10) {
-    Some(w) => w,
-    None => panic!(),
-};
 
 fn passed(d: Decision) -> u64 {
     u64::from(d == Decision::Pass)

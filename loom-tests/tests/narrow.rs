@@ -4,25 +4,9 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(loom)]
 
-use core::num::NonZeroU64;
-
 use leaparray::{AddError, LeapArray, Narrow, Width, Window};
-use leaparray_loom_tests::{final_counts, spawn, Seen};
+use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};
 use loom::sync::Arc;
-
-const W: NonZeroU64 = match NonZeroU64::new(10) {
-    Some(w) => w,
-    None => panic!(),
-};
-
-fn ok(r: Result<(), AddError>, n: u64) -> u64 {
-    if r.is_ok() {
-        n
-    } else {
-        assert_eq!(r, Err(AddError::Stale));
-        0
-    }
-}
 
 /// A late add racing the roll-over of its bucket counts in its old window
 /// or is refused; it never reaches the new one.

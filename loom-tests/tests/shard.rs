@@ -4,16 +4,9 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(loom)]
 
-use core::num::NonZeroU64;
-
 use leaparray::shard::{ClaimError, Sharded};
 use leaparray::AddError;
-use leaparray_loom_tests::{spawn, Seen};
-
-const W: NonZeroU64 = match NonZeroU64::new(10) {
-    Some(w) => w,
-    None => panic!(),
-};
+use leaparray_loom_tests::{spawn, Seen, W};
 
 /// A `'static` array for one model run (the writer handle borrows it and
 /// moves into a thread).
