@@ -350,9 +350,10 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
         self.sum_ids(self.live(now), counter)
     }
 
-    /// The count of `counter` (`< C`) in window `id`, if its bucket holds it.
-    pub(crate) fn count_in(&self, id: u64, counter: usize) -> Option<u64> {
-        self.bucket(id).read_one(id, counter)
+    /// The count of `counter` (`< C`) in window `id`: 0 if its bucket does
+    /// not hold it (never created, or retired).
+    pub(crate) fn count_in(&self, id: u64, counter: usize) -> u64 {
+        self.count_or_retired(id, counter).unwrap_or(0)
     }
 
     /// The count of `counter` (`< C`) in window `id`: 0 if it was never
@@ -368,9 +369,8 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
         let mut total = 0u64;
         let mut slot = (*ids.start() % N as u64) as usize;
         for id in ids {
-            if let Some(count) = self.buckets[slot].read_one(id, counter) {
-                total = total.saturating_add(count);
-            }
+            let count = self.buckets[slot].count_or_retired(id, counter);
+            total = total.saturating_add(count.unwrap_or(0));
             slot = if slot + 1 == N { 0 } else { slot + 1 };
         }
         total

@@ -435,20 +435,6 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         }
     }
 
-    /// The count of cell `i` in `window`, if the bucket holds `window` for
-    /// the whole read (the one-cell case of [`Bucket::read`]).
-    #[inline]
-    pub(crate) fn read_one(&self, window: u64, i: usize) -> Option<u64> {
-        let s1 = self.load_stamp();
-        if !s1.holds(window) {
-            return None;
-        }
-        let cell = self.cells.get(i)?;
-        // ORDERING: SeqCst, as the cell loads in `read`.
-        let count = Cell::<W>::of(W::load(cell, SeqCst)).count_in(s1.generation());
-        (self.load_stamp() == s1).then_some(count)
-    }
-
     /// The count of cell `i` (`< C`) in `window` for a reader that must
     /// know it exactly: `Ok(count)` if the bucket holds `window` for the
     /// whole read, `Ok(0)` if it holds an older window or none (nothing was

@@ -260,7 +260,7 @@ impl<const N: usize> Metric<N> {
     /// Passes borrowed for window `id`.
     fn borrowed_in(&self, id: u64) -> u64 {
         let half = (id / N as u64 % 2) as usize;
-        self.borrowed[half].count_in(id, 0).unwrap_or(0)
+        self.borrowed[half].count_in(id, 0)
     }
 
     fn borrowed_over(&self, ids: RangeInclusive<u64>) -> u64 {
@@ -274,7 +274,7 @@ impl<const N: usize> Metric<N> {
     /// Pass of window `id`: its own count plus, if `borrowed`, what was
     /// borrowed for it.
     fn pass_in(&self, id: u64, borrowed: bool) -> u64 {
-        let own = self.counts.count_in(id, Event::Pass.index()).unwrap_or(0);
+        let own = self.counts.count_in(id, Event::Pass.index());
         if borrowed {
             own.saturating_add(self.borrowed_in(id))
         } else {
