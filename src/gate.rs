@@ -54,6 +54,7 @@ use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::Metric;
 use crate::sync::{const_fn_unless_loom, loom_sc_order};
+use crate::word::MAX_COUNT;
 
 /// What a [`Gate`] decided.
 ///
@@ -102,16 +103,23 @@ impl<const N: usize> Gate<N> {
         /// 500 ms with 500 ms windows); see
         /// [`with_occupy_timeout`](Self::with_occupy_timeout).
         ///
+        /// A limit above [`MAX_COUNT`] (2^47 - 1) acts as `MAX_COUNT`: no
+        /// window can count more, and a booking that saturated could not be
+        /// taken back exactly (the fuzzer found a refused request leaving a
+        /// partial pass behind with such limits).
+        ///
         /// ```
         /// # use core::num::NonZeroU64;
         /// let g = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
         /// assert_eq!((g.limit(), g.occupy_timeout()), (100, 500));
+        /// let huge = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), u64::MAX);
+        /// assert_eq!(huge.limit(), leaparray::MAX_COUNT);
         /// ```
         #[must_use]
         pub fn new(window: NonZeroU64, limit: u64) -> Self {
             Gate {
                 metric: Metric::new(window),
-                limit,
+                limit: if limit > MAX_COUNT { MAX_COUNT } else { limit },
                 occupy_timeout: window.get(),
             }
         }

@@ -639,7 +639,11 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn waiting(&self, now: u64) -> u64 {
         let current = now / self.window();
-        self.borrowed_over(current.saturating_add(1)..=current.saturating_add(N as u64))
+        // The last window of time has no future (the fuzzer found that a
+        // saturating range counted `current` itself).
+        current.checked_add(1).map_or(0, |next| {
+            self.borrowed_over(next..=current.saturating_add(N as u64))
+        })
     }
 
     /// Sentinel's `tryOccupyNext`: how long a request for `n` permits must
@@ -683,8 +687,10 @@ impl<const N: usize> Metric<N> {
             let leaving = (current + step)
                 .checked_sub(N as u64)
                 .map_or(0, |id| self.pass_in(id, any_borrowed));
-            let after = pass.saturating_add(borrowed).saturating_add(n);
-            if after.saturating_sub(leaving) <= limit {
+            // In u128: a saturated sum would admit a request far over
+            // the limit (`n` near `u64::MAX`; the fuzzer found it).
+            let after = u128::from(pass) + u128::from(borrowed) + u128::from(n);
+            if after.saturating_sub(u128::from(leaving)) <= u128::from(limit) {
                 return wait;
             }
             pass = pass.saturating_sub(leaving);

@@ -312,3 +312,27 @@ fn cluster_metric_numbers() {
     assert_eq!(m.block(t), 1);
     assert_eq!(m.per_second(t, Event::Pass, 1_000), 160.0);
 }
+
+/// Found by `fuzz/` (target `metric`): with `now` in the last window of
+/// time, `waiting` counted that window's own borrowed passes as future ones.
+#[test]
+fn waiting_in_the_last_window_of_time() {
+    let m = Metric::<3>::new(nz(1));
+    m.add_waiting(u64::MAX - 1, u64::MAX, 5).unwrap();
+    assert_eq!(m.waiting(u64::MAX - 1), 5, "not started yet");
+    assert_eq!(m.waiting(u64::MAX), 0, "started: no longer waiting");
+    assert_eq!(m.pass(u64::MAX), 5, "counted as a pass of its window");
+}
+
+/// Found by `fuzz/` (target `metric`): a request for nearly `u64::MAX`
+/// permits made the saturated sum look like it fit under a limit of
+/// `u64::MAX` in the very next window.
+#[test]
+fn try_occupy_next_does_not_saturate_into_a_wait() {
+    let m = Metric::<3>::new(nz(1));
+    m.add(0, Event::Pass, 100).unwrap();
+    // Window 0's 100 passes leave the interval only at window 3.
+    assert_eq!(m.try_occupy_next(0, u64::MAX - 50, u64::MAX, 10), 3);
+    assert_eq!(m.try_occupy_next(0, u64::MAX, u64::MAX, 10), 3);
+    assert_eq!(m.try_occupy_next(0, u64::MAX, u64::MAX - 1, 10), 10);
+}
