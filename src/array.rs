@@ -25,9 +25,18 @@ use crate::word::{Narrow, Wide, Width};
 ///
 /// `N == 0` or `C == 0` is a compile-time error:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// use core::num::NonZeroU64;
 /// let a = leaparray::LeapArray::<0>::new(NonZeroU64::new(1).unwrap());
+/// ```
+///
+/// A zero window cannot be expressed: the constructors take a
+/// [`NonZeroU64`], and a `static` built from `NonZeroU64::new(0).unwrap()`
+/// fails at compile time.
+///
+/// ```compile_fail,E0080
+/// use core::num::NonZeroU64;
+/// static A: leaparray::LeapArray<2> = leaparray::LeapArray::new(NonZeroU64::new(0).unwrap());
 /// ```
 ///
 /// ```
