@@ -117,6 +117,13 @@ pub enum ClaimError {
 /// q1.add(2_000, 1, 60).unwrap();
 /// assert_eq!(TRAFFIC.sums(2_000), [2, 1_560]);
 /// ```
+///
+/// `S == 0` (like `N == 0` or `C == 0`) is a compile-time error:
+///
+/// ```compile_fail,E0080
+/// # use core::num::NonZeroU64;
+/// let s = leaparray::shard::Sharded::<2, 1, 0>::new(NonZeroU64::new(10).unwrap());
+/// ```
 pub struct Sharded<const N: usize, const C: usize, const S: usize> {
     shards: [Shard<N, C>; S],
 }
