@@ -45,7 +45,9 @@
 //! *sealed* bit; a roll-over seals the old window's counters before it moves
 //! the bucket's stamp, so an add either lands before the seal or fails. The
 //! protocol, its interleaving table and its limits are documented in the
-//! source of `src/bucket.rs`; `loom-tests/` model-checks it.
+//! source of `src/bucket.rs`; `loom-tests/` model-checks it. `GUARANTEES.md`
+//! in the repository states the whole contract: what is and is not one
+//! atomic step, progress per target, and the time and count ranges.
 //!
 //! ## Features
 //!
