@@ -48,6 +48,7 @@ fn main() {
             let mut reads = 0u64;
             while !done.load(Ordering::Relaxed) {
                 let [p, b] = TRAFFIC.sums(now_us());
+                // Holds because writers add a packet's bytes before the packet.
                 assert!(b >= p * 64, "bytes below the minimum frame size");
                 reads += 1;
             }
@@ -63,11 +64,16 @@ fn main() {
                 let mut bytes = 0u64;
                 let mut sent = 0u64;
                 while sent < PACKETS {
+                    // Bytes first, then the packet: the counters of a window
+                    // are read one by one, not as one snapshot (GUARANTEES.md,
+                    // section 2), and the reader reads packets before bytes,
+                    // so in this order a reader that sees a packet also sees
+                    // its bytes.
                     let now = now_us(); // once per batch
                     for i in 0..BATCH {
                         let len = 64 + (sent + i) % 1_437; // 64..=1500-byte frames
-                        queue.add(now, PACKETS_C, 1).expect("in-order time");
                         queue.add(now, BYTES_C, len).expect("in-order time");
+                        queue.add(now, PACKETS_C, 1).expect("in-order time");
                         bytes += len;
                     }
                     sent += BATCH;
