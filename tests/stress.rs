@@ -178,3 +178,55 @@ impl Drop for StopOnDrop {
         self.0.store(true, Ordering::Relaxed);
     }
 }
+
+/// GUARANTEES.md, section 2: a `sum` over several windows is not one atomic
+/// snapshot, but with adds only (no roll-over) it lies between the total of
+/// the adds that completed before the call and the total of the adds that
+/// had started when it returned. Three writers add into four live windows,
+/// moving forward through them; a reader brackets every `sum` with the two
+/// totals.
+#[test]
+fn sum_lies_between_adds_completed_before_and_started_after() {
+    const WRITERS: u64 = 3;
+    let adds: u64 = if cfg!(miri) { 200 } else { 100_000 };
+    let a = Arc::new(LeapArray::<4>::new(NonZeroU64::new(adds).unwrap()));
+    let started = Arc::new(AtomicU64::new(0));
+    let completed = Arc::new(AtomicU64::new(0));
+    let running = Arc::new(AtomicU64::new(WRITERS));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|t| {
+            let (a, started, completed, running) = (
+                a.clone(),
+                started.clone(),
+                completed.clone(),
+                running.clone(),
+            );
+            thread::spawn(move || {
+                for i in 0..adds {
+                    let n = 1 + (i + t) % 4;
+                    // Times 0 .. 3 * adds: windows 0..=2, all live at the
+                    // reader's time.
+                    let now = i * 3;
+                    started.fetch_add(n, Ordering::SeqCst);
+                    a.add(now, 0, n).unwrap();
+                    completed.fetch_add(n, Ordering::SeqCst);
+                }
+                running.fetch_sub(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    let reader_now = 4 * adds - 1; // window 3: windows 0..=3 are live
+    let mut reads = 0u64;
+    while running.load(Ordering::SeqCst) > 0 {
+        let low = completed.load(Ordering::SeqCst);
+        let sum = a.sum(reader_now, 0);
+        let high = started.load(Ordering::SeqCst);
+        assert!(low <= sum && sum <= high, "{low} <= {sum} <= {high}");
+        reads += 1;
+    }
+    writers.into_iter().for_each(|h| h.join().unwrap());
+    let total = completed.load(Ordering::SeqCst);
+    assert_eq!(a.sum(reader_now, 0), total, "every add counted at the end");
+    assert_eq!(total, started.load(Ordering::SeqCst));
+    assert!(reads > 0);
+}
