@@ -7,6 +7,9 @@
 //! exactly (ids compared modulo `2^Width::WINDOW_BITS`), so the targets can
 //! use any time at all, `0` and `u64::MAX` included.
 
+/// The array model lives with the crate's tests (`tests/model.rs` uses it
+/// too), so there is one of it.
+#[path = "../../tests/common/array_model.rs"]
 pub mod array;
 pub mod gate;
 pub mod input;

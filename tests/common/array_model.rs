@@ -1,5 +1,6 @@
 //! The model of one `LeapArray<N, C, W>`, and the check of every query
-//! against it.
+//! against it. Shared by `tests/model.rs` (proptest) and `fuzz/` (the
+//! `array` target, and under the metric and shard models).
 
 use leaparray::{AddError, LeapArray, SpanError, Width, Window};
 
