@@ -153,6 +153,20 @@ impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
     }
 }
 
+#[cfg(loom)]
+impl<const N: usize, const C: usize> LeapArray<N, C, crate::word::LoomTinyGen> {
+    /// Loom builds only: an array whose generations wrap at 2^3, for models
+    /// that stall a thread across half the generation range.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn new_tiny_gen(window: NonZeroU64) -> Self {
+        LeapArray {
+            window: window.get(),
+            buckets: core::array::from_fn(|_| Bucket::<crate::word::LoomTinyGen, C>::new()),
+        }
+    }
+}
+
 impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     /// Evaluated by every constructor: a zero-sized ring or a bucket without
     /// counters does not compile.

@@ -108,7 +108,7 @@
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
 use crate::sync::{atomic_u32, atomic_u64};
-use crate::word::{gen_diff, Cell, Narrow, Stamp, Wide, Width};
+use crate::word::{Cell, Narrow, Stamp, Wide, Width};
 
 /// What an update does to a counter's count `have` in its window: the new
 /// count, and whether it had to be clamped to `0..=max` (the width's
@@ -139,6 +139,17 @@ impl CellOp {
             CellOp::Max(v) => (have.max(v), false),
         }
     }
+}
+
+/// What [`Bucket::seal`] makes of a cell whose tag is neither the generation
+/// it seals nor the sealed one before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Foreign {
+    /// The bucket moved past that generation: give up, reload the stamp.
+    MovedOn,
+    /// The stamp did not move, so the tag is a recycled generation written
+    /// by a thread stalled across a whole cycle: seal over it.
+    Overwrite,
 }
 
 /// A window whose bucket has moved on to a newer window: its counts are gone.
@@ -205,6 +216,18 @@ impl<const C: usize> Bucket<Narrow, C> {
     }
 }
 
+#[cfg(loom)]
+impl<const C: usize> Bucket<crate::word::LoomTinyGen, C> {
+    /// An empty bucket with 3-bit generations (loom only).
+    pub(crate) fn new() -> Self {
+        Bucket {
+            stamp: atomic_u32(0),
+            cells: core::array::from_fn(|_| atomic_u32(0)),
+            retired: crate::sync::Mutex::new(std::vec::Vec::new()),
+        }
+    }
+}
+
 impl<W: Width, const C: usize> Bucket<W, C> {
     fn load_stamp(&self) -> Stamp<W> {
         // ORDERING: SeqCst. Acquire is what the protocol needs: it pairs with
@@ -230,35 +253,48 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                 }
             }
             // The bucket holds an older window (or none): retire it.
-            if let Some(_final_counts) = self.seal(s.generation()) {
-                let next = s.next(window);
-                // ORDERING: SeqCst. Release publishes the seals above to
-                // whoever acquires this stamp; on failure we act on the
-                // winner's stamp (acquire). SeqCst: see "Orderings" above.
-                let won = W::compare_exchange(&self.stamp, s.0, next.0, SeqCst, SeqCst);
-                match won {
-                    Ok(_) => {
-                        #[cfg(loom)]
-                        if !s.is_empty() {
-                            let old = window.wrapping_sub(s.window_diff(window) as u64);
-                            self.retired.lock().unwrap().push((old, _final_counts));
-                        }
-                        return Ok(next.generation());
-                    }
-                    Err(cur) => s = Stamp::<W>::of(cur),
+            let Some(_final_counts) = self.seal(s.generation(), Foreign::MovedOn).or_else(|| {
+                // A cell carries a tag that no roll-over from `s` can have
+                // written, so the stamp moved (a writer of a newer tag had
+                // loaded a newer stamp first)...
+                let reloaded = self.load_stamp();
+                if reloaded != s {
+                    s = reloaded;
+                    return None;
                 }
-            } else {
-                // A cell already carries a newer generation: the stamp moved.
-                s = self.load_stamp();
+                // ...unless a thread stalled across a whole generation cycle
+                // wrote a recycled tag (see "Limits"): seal over it instead
+                // of waiting for a stamp that will never move.
+                self.seal(s.generation(), Foreign::Overwrite)
+            }) else {
+                continue;
+            };
+            let next = s.next(window);
+            // ORDERING: SeqCst. Release publishes the seals above to
+            // whoever acquires this stamp; on failure we act on the
+            // winner's stamp (acquire). SeqCst: see "Orderings" above.
+            match W::compare_exchange(&self.stamp, s.0, next.0, SeqCst, SeqCst) {
+                Ok(_) => {
+                    #[cfg(loom)]
+                    if !s.is_empty() {
+                        let old = window.wrapping_sub(s.window_diff(window) as u64);
+                        self.retired.lock().unwrap().push((old, _final_counts));
+                    }
+                    return Ok(next.generation());
+                }
+                Err(cur) => s = Stamp::<W>::of(cur),
             }
         }
     }
 
     /// Seals every cell to generation `gen` and returns their (now final)
-    /// counts. `None` if a cell is already tagged with a newer generation
-    /// (someone rolled the bucket past `gen`).
+    /// counts: a cell tagged `gen` keeps its count, a sealed cell of the
+    /// generation before `gen` becomes `(gen, sealed, 0)`. Any other tag is
+    /// `foreign`: with [`Foreign::MovedOn`] the bucket has moved past `gen`
+    /// and the result is `None`; with [`Foreign::Overwrite`] the cell is
+    /// sealed to `(gen, sealed, 0)` like an older one.
     #[cold]
-    fn seal(&self, gen: u16) -> Option<[u64; C]> {
+    fn seal(&self, gen: u16, foreign: Foreign) -> Option<[u64; C]> {
         let mut counts = [0; C];
         for (cell, count) in self.cells.iter().zip(counts.iter_mut()) {
             // Acquire is what the protocol needs: it pairs with the CAS of
@@ -269,14 +305,13 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             // ORDERING: SeqCst, pairs with the cell writers' CAS (acquire).
             let mut cur = Cell::<W>::of(W::load(cell, SeqCst));
             loop {
-                let d = gen_diff::<W>(cur.generation(), gen);
-                let sealed = if d == 0 {
+                let sealed = if cur.generation() == gen {
                     if cur.is_sealed() {
                         *count = cur.count();
                         break;
                     }
                     Cell::<W>::new(gen, true, cur.count())
-                } else if d < 0 {
+                } else if cur.is_sealed_predecessor_of(gen) || foreign == Foreign::Overwrite {
                     Cell::<W>::new(gen, true, 0)
                 } else {
                     return None;
@@ -316,19 +351,19 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         // ORDERING: Relaxed: only a first guess for the CAS, which validates it.
         let mut cur = Cell::<W>::of(W::load(cell, Relaxed));
         loop {
-            let d = gen_diff::<W>(cur.generation(), gen);
-            let have = if d == 0 {
+            let have = if cur.generation() == gen {
                 if cur.is_sealed() {
                     // The window is being retired: a roller sealed it.
                     return Err(AddError::Stale);
                 }
                 cur.count()
-            } else if d < 0 {
-                // Older generation (sealed by the roll-over to `gen`):
-                // this is the first update of the window.
+            } else if cur.is_sealed_predecessor_of(gen) {
+                // Sealed by the roll-over to `gen`: this is the first
+                // update of the window.
                 0
             } else {
-                // The bucket has moved past `gen`.
+                // The bucket has moved past `gen` (any other tag, whatever
+                // its distance: see "Limits" above).
                 return Err(AddError::Stale);
             };
             let (count, saturated) = op.apply(have, W::MAX_COUNT);
@@ -482,5 +517,38 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         // the whole read, so every count above is a count of that window.
         // A changed stamp always names a newer window: `window` is retired.
         self.load_stamp() == s1
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A cell tagged with a generation the stamp's cannot explain (what a
+    /// thread stalled across a whole generation cycle leaves) is never read
+    /// as the first add of a window, and never makes a roll-over spin: the
+    /// roller reloads the stamp, finds it unchanged and seals over the cell.
+    #[test]
+    fn a_recycled_tag_is_stale_for_adds_and_sealed_over_by_rollers() {
+        let b = Bucket::<Narrow, 1>::new();
+        assert_eq!(b.enter(5), Ok(1));
+        b.update(1, 0, CellOp::Add(3)).unwrap();
+        // Generation 1's window holds 3; plant tag 4, open, as a thread
+        // that loaded generation 4 a cycle ago would write it.
+        plant(&b.cells[0], Cell::<Narrow>::new(4, false, 7).0);
+        assert_eq!(b.update(1, 0, CellOp::Add(1)), Err(AddError::Stale));
+        // Tag 4 sealed is not generation 1's predecessor either.
+        plant(&b.cells[0], Cell::<Narrow>::new(4, true, 7).0);
+        assert_eq!(b.update(1, 0, CellOp::Add(1)), Err(AddError::Stale));
+        // The roll-over to window 6 finishes (it used to spin forever).
+        assert_eq!(b.enter(6), Ok(2));
+        assert_eq!(b.update(2, 0, CellOp::Add(2)), Ok(()));
+        let mut out = [0];
+        assert!(b.read(6, 0, &mut out));
+        assert_eq!(out, [2]);
+    }
+
+    fn plant(a: &<Narrow as crate::word::sealed::Sealed>::Atomic, v: u64) {
+        <Narrow as crate::word::sealed::Sealed>::store(a, v, SeqCst);
     }
 }

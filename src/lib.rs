@@ -94,4 +94,7 @@ pub use limiter::Limiter;
 pub use metric::{Metric, WindowDetail};
 pub use node::{ConcurrencyGuard, StatisticNode};
 pub use window::Window;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use word::LoomTinyGen;
 pub use word::{Narrow, Wide, Width, MAX_COUNT};

@@ -90,6 +90,23 @@ impl Width for Narrow {
     const WINDOW_RANGE: u64 = 1 << 23;
 }
 
+/// Loom builds only: 32-bit words with **3-bit generations**, so that a
+/// model can roll a bucket past half the generation range (4 roll-overs)
+/// and up to the limit (5) while a thread is stalled, in a few steps.
+/// Window ids modulo 2^28, counts up to 2^27 - 1.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LoomTinyGen;
+
+#[cfg(loom)]
+impl Width for LoomTinyGen {
+    const GEN_BITS: u32 = 3;
+    const WINDOW_BITS: u32 = 28;
+    const MAX_COUNT: u64 = (1 << 27) - 1;
+    const WINDOW_RANGE: u64 = 1 << 27;
+}
+
 pub(crate) mod sealed {
     use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
@@ -149,6 +166,35 @@ pub(crate) mod sealed {
         ) -> Result<u64, u64> {
             // ORDERING: the caller's, forwarded unchanged.
             a.compare_exchange_weak(cur, new, s, f)
+        }
+    }
+
+    #[cfg(loom)]
+    impl Sealed for super::LoomTinyGen {
+        type Atomic = AtomicU32;
+        fn load(a: &AtomicU32, o: Ordering) -> u64 {
+            super::Narrow::load(a, o)
+        }
+        fn store(a: &AtomicU32, v: u64, o: Ordering) {
+            super::Narrow::store(a, v, o);
+        }
+        fn compare_exchange(
+            a: &AtomicU32,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64> {
+            super::Narrow::compare_exchange(a, cur, new, s, f)
+        }
+        fn compare_exchange_weak(
+            a: &AtomicU32,
+            cur: u64,
+            new: u64,
+            s: Ordering,
+            f: Ordering,
+        ) -> Result<u64, u64> {
+            super::Narrow::compare_exchange_weak(a, cur, new, s, f)
         }
     }
 
@@ -308,6 +354,20 @@ impl<W: Width> Cell<W> {
         }
     }
 
+    /// Whether this cell is sealed and tagged with the generation a bucket
+    /// had just before `gen`: `gen - 1`, or `gen - 2` when `gen` is 1 (the
+    /// roll-over from the last generation to 1 skips 0 when 0 would make the
+    /// stamp read as `EMPTY`, see [`Stamp::next`]). While a bucket's stamp
+    /// has generation `gen`, that is the only older tag its cells can carry;
+    /// any other is a generation that has come round again.
+    pub(crate) const fn is_sealed_predecessor_of(self, gen: u16) -> bool {
+        if !self.is_sealed() {
+            return false;
+        }
+        let d = gen_diff::<W>(self.generation(), gen);
+        d == -1 || (d == -2 && gen == 1)
+    }
+
     /// The count this cell contributes to the window of generation `gen`:
     /// its count when tagged `gen`, else 0 (an older tag means nothing has
     /// been added in `gen` yet).
@@ -415,5 +475,25 @@ mod narrow_tests {
         assert_eq!(gen_diff::<Narrow>(0, 255), 1);
         assert_eq!(gen_diff::<Narrow>(255, 1), -2);
         assert_eq!(gen_diff::<Narrow>(3, 3), 0);
+    }
+
+    #[test]
+    fn only_the_sealed_previous_generation_is_a_predecessor() {
+        type C = Cell<Narrow>;
+        assert!(C::new(6, true, 0).is_sealed_predecessor_of(7));
+        assert!(!C::new(6, false, 0).is_sealed_predecessor_of(7), "open");
+        assert!(!C::new(5, true, 0).is_sealed_predecessor_of(7));
+        assert!(C::new(255, true, 0).is_sealed_predecessor_of(0));
+        assert!(C::new(0, true, 0).is_sealed_predecessor_of(1));
+        assert!(
+            C::new(255, true, 0).is_sealed_predecessor_of(1),
+            "255 -> 1 skips the generation 0 that would read as EMPTY"
+        );
+        assert!(!C::new(254, true, 0).is_sealed_predecessor_of(0));
+        // Half the range away reads as older in a signed comparison; it is
+        // not the predecessor.
+        assert!(!C::new(7 + 128, true, 0).is_sealed_predecessor_of(7));
+        assert!(!C::new(7 + 129, true, 0).is_sealed_predecessor_of(7));
+        assert!(!Cell::<Wide>::new(7 + 32_768, true, 0).is_sealed_predecessor_of(7));
     }
 }

@@ -1,0 +1,89 @@
+//! Loom models of a thread stalled while its bucket rolls over past half
+//! the generation range.
+//!
+//! Generations are compared modulo 2^GEN_BITS, so a stalled thread holding
+//! generation `g` must not read a live tag `g + r` as "older" for any `r`
+//! within the documented limit (fewer than 2^GEN_BITS - 2 roll-overs). With
+//! 8- or 16-bit generations that is hundreds or tens of thousands of steps;
+//! `LoomTinyGen` (loom builds only) has 3-bit generations, so 5 roll-overs,
+//! past half the range (4) and up to the limit, fit in a model.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(loom)]
+
+use leaparray::{LeapArray, LoomTinyGen, Window};
+use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};
+use loom::sync::Arc;
+
+/// Roll-overs made while the other thread is stalled: past half of the 8
+/// generations, and the most the documented limit allows (2^3 - 3).
+const ROLLS: u64 = 5;
+
+type Tiny = LeapArray<1, 1, LoomTinyGen>;
+
+/// An add stalled between its stamp load and its cell compare-and-swap
+/// while another thread rolls the bucket 5 times: it counts in its own
+/// window or is refused, and the live window keeps its count.
+#[test]
+fn stalled_add_across_half_the_generations() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let a = Arc::new(Tiny::new_tiny_gen(W));
+        a.add(10, 0, 1).unwrap(); // window 1
+        let (b, c) = (a.clone(), a.clone());
+        let stalled = spawn(move || b.add(10, 0, 1));
+        let roller = spawn(move || {
+            for k in 2..=1 + ROLLS {
+                assert_eq!(c.add(k * 10, 0, 1), Ok(()), "window {k} is the newest");
+            }
+        });
+        let stalled = stalled.join().unwrap();
+        roller.join().unwrap();
+        assert_eq!(final_counts(&*a, 10), [1 + ok(stalled, 1)]);
+        let newest = (1 + ROLLS) * 10;
+        assert_eq!(
+            a.window_at(newest),
+            Some(Window {
+                start: newest,
+                counts: [1]
+            })
+        );
+        record(stalled.is_ok());
+    });
+    seen.assert_all(&[true, false]);
+}
+
+/// A roller stalled between its stamp load and its seal while another
+/// thread rolls the bucket 5 times: it never seals (wipes) the live window
+/// and never spins; its add counts in its window or is refused.
+#[test]
+fn stalled_roller_across_half_the_generations() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let a = Arc::new(Tiny::new_tiny_gen(W));
+        a.add(10, 0, 1).unwrap(); // window 1
+        let (b, c) = (a.clone(), a.clone());
+        let stalled = spawn(move || b.add(20, 0, 1)); // rolls to window 2
+        let roller = spawn(move || {
+            for k in 3..=2 + ROLLS {
+                assert_eq!(c.add(k * 10, 0, 1), Ok(()), "window {k} is the newest");
+            }
+        });
+        let stalled = stalled.join().unwrap();
+        roller.join().unwrap();
+        assert_eq!(final_counts(&*a, 10), [1]);
+        assert_eq!(final_counts(&*a, 20), [ok(stalled, 1)]);
+        let newest = (2 + ROLLS) * 10;
+        assert_eq!(
+            a.window_at(newest),
+            Some(Window {
+                start: newest,
+                counts: [1]
+            })
+        );
+        record(stalled.is_ok());
+    });
+    seen.assert_all(&[true, false]);
+}
