@@ -111,12 +111,16 @@ impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
     ///   window (saturating, as always);
     /// - window ids are kept modulo 2^24: every time in use must be within
     ///   2^23 windows (8,388,608) of every other: 2.3 hours of 1 ms windows,
-    ///   97 days of 1 s windows. A bucket left idle longer can be mistaken
-    ///   for a current one, so keep the window long or touch the array
-    ///   (an `add` of 0) at least that often;
-    /// - generations wrap at 2^8: a thread that stalls inside one `add`
-    ///   while its bucket rolls over 255 more times (at least `255 * N`
-    ///   windows) could count in a newer window.
+    ///   97 days of 1 s windows. This holds for **every bucket**: a bucket
+    ///   whose index goes unused for 2^23 windows can be mistaken for a
+    ///   current one. An add touches one bucket only; call
+    ///   [`refresh`](LeapArray::refresh) at least every `2^23 - N` windows
+    ///   when some indices may go unused that long;
+    /// - generations wrap at 2^8: a thread stalled inside one `add` (between
+    ///   reading its bucket's stamp and its compare-and-swap) while its
+    ///   bucket rolls over fewer than 254 times is exact; at 254 or more (at
+    ///   least `254 * N` windows) its add may count in a newer window or be
+    ///   lost. See the crate's limits.
     ///
     /// ```
     /// use core::num::NonZeroU64;
@@ -299,6 +303,49 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     #[inline]
     pub fn update_max(&self, now: u64, counter: usize, value: u64) -> Result<(), AddError> {
         self.update(now, counter, CellOp::Max(value))
+    }
+
+    /// Moves every bucket that holds a window older than the interval
+    /// ending at `now` to the live window of its index, with zero counts:
+    /// what an add of 0 would do to each bucket in turn. Buckets that hold a
+    /// live or newer window, or none, are left alone.
+    ///
+    /// Window ids are kept modulo 2^48 ([`Wide`]) or 2^24 ([`Narrow`]), and
+    /// a bucket is only moved when a time of its index is used. A bucket left
+    /// idle for half that range or more (2^23 windows for `Narrow`: 2.3 hours
+    /// of 1 ms windows) can be mistaken for a current window, or make adds
+    /// at the newest time `Stale`. An add of 0 refreshes one bucket only;
+    /// `refresh` refreshes them all. Call it at least once every
+    /// `Width::WINDOW_RANGE - N` windows (for example from a periodic task)
+    /// when some bucket indices may go unused that long; then every bucket
+    /// is always within range.
+    ///
+    /// Lock-free and never blocks; when every bucket is current it is one
+    /// load per bucket.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{LeapArray, Narrow};
+    ///
+    /// let a = LeapArray::<2, 1, Narrow>::new_narrow(NonZeroU64::new(1).unwrap());
+    /// a.add(1, 0, 5).unwrap(); // window 1, bucket 1; then only even times
+    /// for t in (1..=4).map(|j| j << 22) {
+    ///     a.refresh(t); // every 2^22 windows
+    /// }
+    /// // 2^24 + 1 has the same id as window 1 modulo 2^24: still not confused.
+    /// assert_eq!(a.window_at((1 << 24) + 1), None);
+    /// ```
+    pub fn refresh(&self, now: u64) {
+        let live = self.live(now);
+        let mut slot = (*live.start() % N as u64) as usize;
+        for id in live {
+            let bucket = &self.buckets[slot];
+            if bucket.holds_older_than(id) {
+                // `Stale` only if another thread moved it past `id` first.
+                let _ = bucket.enter(id);
+            }
+            slot = if slot + 1 == N { 0 } else { slot + 1 };
+        }
     }
 
     /// For an array that only the calling thread ever writes (a claimed

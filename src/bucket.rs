@@ -236,6 +236,12 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         Stamp::<W>::of(W::load(&self.stamp, SeqCst))
     }
 
+    /// Whether the bucket holds a window older than `window` (not none).
+    pub(crate) fn holds_older_than(&self, window: u64) -> bool {
+        let s = self.load_stamp();
+        !s.is_empty() && s.window_diff(window) > 0
+    }
+
     /// The generation of `window` in this bucket, moving the bucket forward
     /// to `window` if it holds an older one. `Err(Stale)` if it holds a
     /// newer window.

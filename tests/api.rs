@@ -390,3 +390,63 @@ fn narrow_generation_wraps_and_skips_the_empty_stamp() {
         8 + 2 * (4 + 4 * 6)
     );
 }
+
+/// A bucket whose index goes unused for half the window-id range aliases
+/// (`Narrow`: ids modulo 2^24). Touching the array every 2^22 windows at
+/// one index keeps only that bucket in range; `refresh` keeps them all.
+#[test]
+fn narrow_refresh_keeps_idle_buckets_in_range() {
+    type A = LeapArray<2, 1, leaparray::Narrow>;
+    let new = || A::new_narrow(NonZeroU64::new(1).unwrap());
+    let keep = |a: &A, t: u64| a.refresh(t);
+    // Window 1 (bucket 1) gets 5; afterwards only even times are used,
+    // with the array kept fresh every 2^22 windows.
+    let a = new();
+    a.add(1, 0, 5).unwrap();
+    for j in 1..=4u64 {
+        keep(&a, j << 22);
+    }
+    // 2^24 + 1 has window 1's id modulo 2^24: nothing was added in it.
+    let q = (1 << 24) + 1;
+    assert_eq!(
+        a.window_at(q),
+        None,
+        "window 1's count read as window {q}'s"
+    );
+    a.add(q, 0, 1).unwrap();
+    assert_eq!(
+        a.window_at(q).map(|w| w.counts),
+        Some([1]),
+        "leaked into {q}"
+    );
+    // Three refreshes in: an add at the newest time is not refused.
+    let b = new();
+    b.add(1, 0, 5).unwrap();
+    for j in 1..=3u64 {
+        keep(&b, j << 22);
+    }
+    let q = (3 << 22) + 3;
+    assert_eq!(b.add(q, 0, 1), Ok(()), "add at the newest time refused");
+    assert_eq!(b.sum(q, 0), 1);
+}
+
+/// `refresh` leaves live and newer windows alone and moves nothing on an
+/// untouched array.
+#[test]
+fn refresh_moves_only_buckets_older_than_the_interval() {
+    let a = LeapArray::<3>::new(NonZeroU64::new(10).unwrap());
+    a.refresh(1_000);
+    assert!(a.windows(1_000).is_empty(), "empty buckets stay empty");
+    a.add(5, 0, 1).unwrap(); // window 0
+    a.add(15, 0, 2).unwrap(); // window 1
+    a.add(25, 0, 3).unwrap(); // window 2
+    a.refresh(29); // all live
+    assert_eq!(a.sum(29, 0), 6);
+    a.refresh(35); // window 0 slid out: bucket 0 moves to window 3, empty
+    assert_eq!(a.sum(35, 0), 5);
+    assert_eq!(a.window_at(35).map(|w| w.counts), Some([0]));
+    a.add(45, 0, 7).unwrap(); // window 4 replaces window 1
+    a.refresh(35); // an older time: nothing moves back
+    assert_eq!(a.window_at(45).map(|w| w.counts), Some([7]));
+    assert_eq!(a.window_at(25).map(|w| w.counts), Some([3]));
+}

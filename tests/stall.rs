@@ -159,7 +159,11 @@ mod run {
             // Even steps add in the newest window (stall point 1), odd steps
             // in the one after it, rolling the bucket (stall point 2).
             let newest = NEWEST.load(SeqCst);
-            let w = if i.is_multiple_of(2) { newest } else { newest + 1 };
+            let w = if i.is_multiple_of(2) {
+                newest
+            } else {
+                newest + 1
+            };
             let bursts = BURSTS.load(SeqCst);
             IN_ADD.store(true, SeqCst);
             let r = add(w);
