@@ -12,8 +12,29 @@
 //! - **shared** ([`Sharded::add`] with a hint such as a CPU or queue id):
 //!   any thread, through the exact compare-and-swap path of `LeapArray::add`.
 //!
-//! Each shard's state word makes the two exclusive: a claim succeeds only on
-//! a shard no shared add has used, and a shared add skips claimed shards.
+//! Each shard's state word makes the two exclusive at every moment, and
+//! only for that moment: a claim succeeds only while no shared add is in
+//! flight on the shard, and a shared add skips a claimed shard. A shard
+//! that shared adds used while it was free can be claimed again as soon as
+//! they are done, so a queue whose writer restarts gets its fast path back.
+//!
+//! ```text
+//!  Thread 1: claim(0)                        Thread 2: add(hint 0, ..)
+//!  ----------------------------------------  ----------------------------------------
+//!                                            state 0 -> 1 (CAS: one add in flight)
+//!  state 0 -> CLAIMED (CAS): fails, 1
+//!  -> Err(ClaimError::Shared): retry later
+//!                                            array.add(..) on the CAS path
+//!                                            state 1 -> 0 (fetch_sub, release)
+//!  state 0 -> CLAIMED (CAS): wins; every
+//!  shared add happens before its writes
+//! ```
+//!
+//! Either order is safe: a shared add that finds the shard `CLAIMED` moves
+//! to the next shard, and the single writer never shares its shard with a
+//! compare-and-swap writer. The two protocols leave a bucket in states the
+//! other accepts: the single writer resets every cell to its stamp's
+//! generation on each roll-over, and a shared roll-over seals every cell.
 
 use core::num::NonZeroU64;
 
@@ -22,12 +43,9 @@ use crate::error::AddError;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 use crate::window::Window;
 
-/// The shard has never been written.
-const FRESH: u64 = 0;
-/// A [`ShardWriter`] owns the shard.
-const CLAIMED: u64 = 1;
-/// Shared adds have used the shard; it can no longer be claimed.
-const SHARED: u64 = 2;
+/// The value of a shard's state word while a [`ShardWriter`] owns it; any
+/// other value is the number of shared adds in flight on it.
+const CLAIMED: u64 = u64::MAX;
 
 /// One ring, alone on its cache lines (the padding
 /// `crossbeam_utils::CachePadded` chooses: 128 bytes where adjacent-line
@@ -71,8 +89,9 @@ const SHARED: u64 = 2;
 )]
 struct Shard<const N: usize, const C: usize> {
     array: LeapArray<N, C>,
-    /// `FRESH`, `CLAIMED` or `SHARED`. Invariant: while `CLAIMED`, only the
-    /// one `ShardWriter` writes `array`; once `SHARED`, never `CLAIMED`.
+    /// `CLAIMED`, or the number of shared adds in flight (0: free).
+    /// Invariant: while `CLAIMED`, only the one `ShardWriter` writes
+    /// `array`; it becomes `CLAIMED` only from 0.
     state: AtomicU64,
 }
 
@@ -95,7 +114,8 @@ pub enum ClaimError {
     NoSuchShard,
     /// Another writer holds the shard.
     Claimed,
-    /// Shared adds have used the shard; it stays shared.
+    /// A shared add ([`Sharded::add`]) is in flight on the shard right now;
+    /// the claim can succeed once it is done (retry).
     Shared,
 }
 
@@ -200,8 +220,10 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
 
     /// Claims shard `index` for one writer. The returned handle adds without
     /// any read-modify-write; dropping it (or [`ShardWriter::release`])
-    /// returns the shard. Fails if the shard is held, has been used by
-    /// shared adds, or does not exist; never blocks.
+    /// returns the shard. Fails if the shard is held, if a shared add is in
+    /// flight on it at this moment ([`ClaimError::Shared`]: retry), or if it
+    /// does not exist; never blocks. Shared adds that used the shard earlier
+    /// do not stand in the way: their counts stay, and the writer adds on.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -211,17 +233,20 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// assert_eq!(w.index(), 1);
     /// drop(w);
     /// assert!(s.claim(1).is_ok(), "returned on drop");
-    /// s.add(0, 5, 0, 1).unwrap(); // a shared add takes shard 0
-    /// assert_eq!(s.claim(0).err(), Some(ClaimError::Shared));
+    /// s.add(0, 5, 0, 1).unwrap(); // a shared add in shard 0
+    /// let w = s.claim(0).unwrap(); // done: shard 0 can be claimed
+    /// w.add(5, 0, 1).unwrap();
+    /// assert_eq!(s.sum(5, 0), 2);
     /// ```
     pub fn claim(&self, index: usize) -> Result<ShardWriter<'_, N, C>, ClaimError> {
         let shard = self.shards.get(index).ok_or(ClaimError::NoSuchShard)?;
-        let (acquire, relaxed) = (Ordering::Acquire, Ordering::Relaxed);
-        // The previous writer's last adds happen before ours.
-        // ORDERING: Acquire, pairs with the Release store in `Drop`.
+        // ORDERING: Acquire pairs with the Release of the previous writer's
+        // `Drop` and of every shared add's decrement (a release sequence:
+        // all of them read-modify-write the word), so their adds happen
+        // before ours.
         let won = shard
             .state
-            .compare_exchange(FRESH, CLAIMED, acquire, relaxed);
+            .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed);
         match won {
             Ok(_) => Ok(ShardWriter {
                 shard,
@@ -237,7 +262,8 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// in the shard `hint % S` (a CPU or queue id spreads threads over the
     /// shards), or the next one not claimed by a writer. The exact
     /// compare-and-swap path of [`LeapArray::add`], with its errors;
-    /// [`AddError::OutOfRange`] if every shard is claimed.
+    /// [`AddError::OutOfRange`] if every shard is claimed. While it runs, a
+    /// claim of its shard fails with [`ClaimError::Shared`].
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -249,24 +275,26 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     pub fn add(&self, hint: usize, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
         for k in 0..S {
             let shard = &self.shards[(hint % S + k) % S];
-            // ORDERING: Acquire pairs with a `release` that handed the shard
-            // back (its writer's adds happen before ours); a shard seen
-            // CLAIMED is skipped.
-            let mut state = shard.state.load(Ordering::Acquire);
-            if state == FRESH {
-                // ORDERING: Acquire, as above; on failure we read the winner.
-                state = match shard.state.compare_exchange(
-                    FRESH,
-                    SHARED,
+            // ORDERING: Relaxed: a first guess for the CAS below.
+            let mut state = shard.state.load(Ordering::Relaxed);
+            while state != CLAIMED {
+                // ORDERING: Acquire pairs with the Release of a writer's
+                // `Drop`: its adds happen before ours.
+                match shard.state.compare_exchange_weak(
+                    state,
+                    state + 1,
                     Ordering::Acquire,
-                    Ordering::Acquire,
+                    Ordering::Relaxed,
                 ) {
-                    Ok(_) => SHARED,
-                    Err(now_state) => now_state,
-                };
-            }
-            if state == SHARED {
-                return shard.array.add(now, counter, n);
+                    Ok(_) => {
+                        let added = shard.array.add(now, counter, n);
+                        // ORDERING: Release pairs with the Acquire of the
+                        // next `claim`: this add happens before its writes.
+                        shard.state.fetch_sub(1, Ordering::Release);
+                        return added;
+                    }
+                    Err(v) => state = v,
+                }
             }
         }
         Err(AddError::OutOfRange)
@@ -351,7 +379,7 @@ impl<const N: usize, const C: usize> Shard<N, C> {
         fn new(window: NonZeroU64) -> Self {
             Shard {
                 array: LeapArray::new(window),
-                state: atomic_u64(FRESH),
+                state: atomic_u64(0),
             }
         }
     }
@@ -467,7 +495,7 @@ impl<const N: usize, const C: usize> Drop for ShardWriter<'_, N, C> {
     fn drop(&mut self) {
         // ORDERING: Release, pairs with the Acquire of the next `claim` or
         // shared add: this writer's adds happen before theirs.
-        self.shard.state.store(FRESH, Ordering::Release);
+        self.shard.state.store(0, Ordering::Release);
     }
 }
 

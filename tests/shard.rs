@@ -24,12 +24,43 @@ fn claims_are_exclusive_and_returned() {
     let again = s.claim(0).unwrap();
     again.add(2, 0, 3).unwrap();
     assert_eq!(s.sum(2, 0), 5, "counts survive a change of writer");
-    // Shared adds skip claimed shards, and a shard they used stays shared.
+    // Shared adds skip claimed shards; once they are done, a shard they
+    // used can be claimed again.
     s.add(0, 3, 0, 1).unwrap(); // shard 0 claimed: goes to shard 1
-    assert_eq!(s.claim(1).err(), Some(ClaimError::Shared));
+    let b = s.claim(1).unwrap();
+    b.add(3, 0, 1).unwrap();
     let _c = s.claim(2).unwrap();
     drop(again);
+    assert_eq!(s.sum(3, 0), 7);
     assert!(format!("{s:?}").contains("shards: 3"));
+}
+
+/// A queue's writer that restarts can always claim its shard again, even
+/// after shared adds used it while it was free: claim, release, shared
+/// adds, claim again.
+#[test]
+fn a_released_shard_used_by_shared_adds_can_be_claimed_again() {
+    let s = Sharded::<2, 1, 2>::new(nz(10));
+    let w = s.claim(0).unwrap();
+    w.add(1, 0, 1).unwrap();
+    w.release();
+    for t in 0..40 {
+        s.add(0, t, 0, 1).unwrap(); // hint 0: shard 0, free again
+    }
+    let w = s
+        .claim(0)
+        .expect("the restarted writer gets its shard back");
+    w.add(39, 0, 1).unwrap();
+    // Shard 1 was never written: claimable all along.
+    let _v = s.claim(1).unwrap();
+    assert_eq!(s.sum(39, 0), 20 + 1, "windows 30 and 20 of 10 ticks");
+    drop(w);
+    // Never claimed, used only by shared adds: claimable as well.
+    let t = Sharded::<2, 1, 1>::new(nz(10));
+    t.add(0, 5, 0, 2).unwrap();
+    let w = t.claim(0).unwrap();
+    w.add(5, 0, 3).unwrap();
+    assert_eq!(t.sum(5, 0), 5);
 }
 
 #[test]

@@ -97,9 +97,11 @@ fn two_claims_one_winner() {
     seen.assert_all(&[false, true]);
 }
 
-/// A claim races a shared add on a one-shard array: the shard ends either
-/// claimed-then-returned or shared, and every add that returned `Ok` is
-/// counted exactly once.
+/// A claim races a shared add on a one-shard array: the claim fails only
+/// while the add is in flight, the add skips the shard only while it is
+/// claimed, and afterwards the shard can always be claimed again (a queue
+/// writer that restarts gets its shard back). Every add that returned `Ok`
+/// is counted exactly once.
 #[test]
 fn claim_racing_a_shared_add() {
     let seen = Seen::new();
@@ -120,7 +122,10 @@ fn claim_racing_a_shared_add() {
         let claimed = owner.join().unwrap();
         let shared = shared.join().unwrap();
         assert!(matches!(shared, Ok(()) | Err(AddError::OutOfRange)));
-        let want = u64::from(claimed) + if shared.is_ok() { 10 } else { 0 };
+        // Claim, release, shared add, claim again: always `Ok`.
+        let again = s.claim(0).expect("a free shard can be claimed again");
+        again.add(5, 0, 100).unwrap();
+        let want = u64::from(claimed) + if shared.is_ok() { 10 } else { 0 } + 100;
         assert_eq!(s.sum(5, 0), want);
         record((claimed, shared.is_ok()));
     });
