@@ -27,12 +27,13 @@
 //!
 //! - **Add** (window `k`, cell `i`, `n`): load the stamp. If it holds `k` with
 //!   generation `g`, CAS cell `i`: tagged `g` and open -> add `n` (saturating);
-//!   tagged older than `g` -> `(g, n)` (first add of the window); tagged `g`
-//!   but sealed, or tagged newer -> `Stale`. One load and one CAS when the
+//!   tagged with the generation before `g`, sealed -> `(g, n)` (first add of
+//!   the window); any other tag (`g` but sealed, or any other generation)
+//!   -> `Stale`. One load and one CAS when the
 //!   window is current.
 //! - **Roll-over** (the stamp holds an older window than `k`): *seal* every
-//!   cell to generation `g` (open `(g, x)` -> `(g, sealed, x)`; older tag ->
-//!   `(g, sealed, 0)`), then CAS the stamp from `(g, old)` to `(g+1, k)`. The
+//!   cell to generation `g` (open `(g, x)` -> `(g, sealed, x)`; the sealed
+//!   tag before `g` -> `(g, sealed, 0)`), then CAS the stamp from `(g, old)` to `(g+1, k)`. The
 //!   counts of the old window are final before the stamp stops naming it.
 //! - **Read** (window `k`): load the stamp; if it holds `k` with generation
 //!   `g`, load the cells (a cell tagged `g` contributes its count, any other
@@ -66,8 +67,9 @@
 //! 1. The stamp only moves forward (to a newer window, next generation), and
 //!    only by a CAS made after sealing every cell to its current generation.
 //! 2. Hence while the stamp has generation `g`, every cell is tagged `g`
-//!    (open or sealed) or `g - 1` (sealed). A cell tagged `g - 1` counts 0 for
-//!    window `g`.
+//!    (open or sealed) or the generation before `g` (sealed): `g - 1`, or
+//!    `g - 2` where the roll-over to `g = 1` skipped 0. Such a cell counts 0
+//!    for window `g`.
 //! 3. A sealed cell never changes its count; the only write to it is the
 //!    first add of the next generation, which requires the stamp to have moved.
 //!
@@ -97,13 +99,28 @@
 //!
 //! # Limits
 //!
-//! Generations wrap at 2^16, window ids are stored modulo 2^48:
-//! - a thread that stalls between its stamp load and its cell CAS while its
-//!   bucket rolls over 65,535 more times (at least `65,535 * N * window`
-//!   ticks) could see a recycled generation;
-//! - a bucket left idle for 2^47 windows or more may be mistaken for a
-//!   current one. Both are far outside any realistic use with a window of a
-//!   millisecond (4,000+ years for the second).
+//! Generations wrap at 2^16 (2^8 for `Narrow`), window ids are stored
+//! modulo 2^48 (2^24).
+//!
+//! A thread holding generation `g` accepts exactly two tags on a cell: `g`
+//! (its window, open) and the sealed predecessor of `g` (the first add of
+//! its window). Every other tag is `Stale` for an adder and "moved on" for
+//! a roller, *whatever its distance* from `g`: comparing generations as a
+//! signed distance would take a live tag `g + r`, `r >= 2^(GEN_BITS - 1)`,
+//! for an older one, and a thread stalled across that many roll-overs would
+//! overwrite the live window and make its bucket unrollable.
+//!
+//! - A thread stalled between its stamp load and its cell CAS or seal is
+//!   exact while its bucket rolls over fewer than `2^GEN_BITS - 2` times
+//!   (65,534; `Narrow` 254): the live tag, or the sealed tag of a roll-over
+//!   in progress, can equal `g` or its predecessor only after that many.
+//!   Beyond it (the exact-wrap ABA) the stalled add may count in a newer
+//!   window or be counted nowhere, and a stalled roller may seal a live
+//!   window early. It never hangs: a roller that finds a foreign tag reloads
+//!   the stamp, and if the stamp did not move (only a recycled tag explains
+//!   that) it seals over the cell.
+//! - A bucket left idle for 2^47 windows or more (2^23 for `Narrow`) may be
+//!   mistaken for a current one; `LeapArray::refresh` moves idle buckets.
 
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
@@ -165,7 +182,8 @@ pub(crate) struct Bucket<W: Width, const C: usize> {
     stamp: W::Atomic,
     /// Encoding: [`Cell`]: generation tag (16) | sealed (1) | count (47)
     /// ([`Narrow`]: 8 | 1 | 23).
-    /// Invariant: tagged with the stamp's generation `g` or, sealed, `g - 1`.
+    /// Invariant: tagged with the stamp's generation `g` or, sealed, the one
+    /// before it (see `Cell::is_sealed_predecessor_of`).
     cells: [W::Atomic; C],
     /// Loom builds only: `(window id, final counts)` of every window this
     /// bucket retired, written by the roller whose stamp CAS won, so the
