@@ -124,7 +124,7 @@
 
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
-use crate::sync::{atomic_u32, atomic_u64};
+use crate::sync::{atomic_u32, atomic_u64, AtomicWord};
 use crate::word::{Cell, Narrow, Stamp, Wide, Width};
 
 /// What an update does to a counter's count `have` in its window: the new
@@ -251,7 +251,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         // ORDERING: SeqCst. Acquire is what the protocol needs: it pairs with
         // the stamp CAS in `enter`, so the seals made before that CAS are
         // visible to everything we do next. SeqCst: see "Orderings" above.
-        Stamp::<W>::of(W::load(&self.stamp, SeqCst))
+        Stamp::<W>::of(self.stamp.load_word(SeqCst))
     }
 
     /// Whether the bucket holds a window older than `window` (not none).
@@ -297,7 +297,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             // ORDERING: SeqCst. Release publishes the seals above to
             // whoever acquires this stamp; on failure we act on the
             // winner's stamp (acquire). SeqCst: see "Orderings" above.
-            match W::compare_exchange(&self.stamp, s.0, next.0, SeqCst, SeqCst) {
+            match self.stamp.cas_word(s.0, next.0, SeqCst, SeqCst) {
                 Ok(_) => {
                     #[cfg(loom)]
                     if !s.is_empty() {
@@ -327,7 +327,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             // to our reload of the stamp in `enter`, which therefore cannot
             // return a stale stamp.
             // ORDERING: SeqCst, pairs with the cell writers' CAS (acquire).
-            let mut cur = Cell::<W>::of(W::load(cell, SeqCst));
+            let mut cur = Cell::<W>::of(cell.load_word(SeqCst));
             loop {
                 let sealed = if cur.generation() == gen {
                     if cur.is_sealed() {
@@ -345,7 +345,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                 // Adders need nothing from it: their CAS sees the seal through
                 // the cell's modification order.
                 // ORDERING: SeqCst, pairs with other sealers' loads (release).
-                let sealing = W::compare_exchange_weak(cell, cur.0, sealed.0, SeqCst, SeqCst);
+                let sealing = cell.cas_word_weak(cur.0, sealed.0, SeqCst, SeqCst);
                 match sealing {
                     Ok(_) => {
                         *count = sealed.count();
@@ -373,7 +373,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             return Err(AddError::NoSuchCounter);
         };
         // ORDERING: Relaxed: only a first guess for the CAS, which validates it.
-        let mut cur = Cell::<W>::of(W::load(cell, Relaxed));
+        let mut cur = Cell::<W>::of(cell.load_word(Relaxed));
         loop {
             let have = if cur.generation() == gen {
                 if cur.is_sealed() {
@@ -404,7 +404,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             // value also sees the stamp we acquired (so its second stamp load
             // cannot show an older stamp). SeqCst: see "Orderings" above.
             // ORDERING: SeqCst, pairs with readers' cell loads (release).
-            match W::compare_exchange_weak(cell, cur.0, new.0, SeqCst, Relaxed) {
+            match cell.cas_word_weak(cur.0, new.0, SeqCst, Relaxed) {
                 Ok(_) => {
                     return if saturated {
                         Err(AddError::Saturated)
@@ -448,7 +448,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     #[inline]
     pub(crate) fn enter_single_writer(&self, window: u64) -> Result<u16, AddError> {
         // ORDERING: Relaxed: only this thread writes the stamp.
-        let s = Stamp::<W>::of(W::load(&self.stamp, Relaxed));
+        let s = Stamp::<W>::of(self.stamp.load_word(Relaxed));
         if !s.is_empty() && s.window_diff(window) == 0 {
             return Ok(s.generation());
         }
@@ -458,11 +458,11 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         let next = s.next(window);
         // ORDERING: Release, pairs with readers' stamp loads: stored before
         // the cells are reset (see the table above).
-        W::store(&self.stamp, next.0, Release);
+        self.stamp.store_word(next.0, Release);
         for c in &self.cells {
             // ORDERING: Release, pairs with readers' cell loads: a reader
             // that sees the reset also sees the new stamp.
-            W::store(c, Cell::<W>::new(next.generation(), false, 0).0, Release);
+            c.store_word(Cell::<W>::new(next.generation(), false, 0).0, Release);
         }
         Ok(next.generation())
     }
@@ -476,17 +476,17 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             return Err(AddError::NoSuchCounter);
         };
         // ORDERING: Relaxed: only this thread writes the cell.
-        let cur = Cell::<W>::of(W::load(cell, Relaxed));
+        let cur = Cell::<W>::of(cell.load_word(Relaxed));
         if let Some(new) = cur.plus(gen, n) {
             // ORDERING: Release, pairs with readers' cell loads (the stamp
             // this count belongs to was stored before it).
-            W::store(cell, new.0, Release);
+            cell.store_word(new.0, Release);
             return Ok(());
         }
         let (count, saturated) = CellOp::Add(n).apply(cur.count_in(gen), W::MAX_COUNT);
         // ORDERING: Release, pairs with readers' cell loads (the stamp this
         // count belongs to was stored before it).
-        W::store(cell, Cell::<W>::new(gen, false, count).0, Release);
+        cell.store_word(Cell::<W>::new(gen, false, count).0, Release);
         if saturated {
             Err(AddError::Saturated)
         } else {
@@ -512,7 +512,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             return Ok(0);
         };
         // ORDERING: SeqCst, as the cell loads in `read`.
-        let count = Cell::<W>::of(W::load(cell, SeqCst)).count_in(s1.generation());
+        let count = Cell::<W>::of(cell.load_word(SeqCst)).count_in(s1.generation());
         // A changed stamp names a newer window: retired during the read.
         if self.load_stamp() == s1 {
             Ok(count)
@@ -535,7 +535,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             // ORDERING: SeqCst. Acquire pairs with adders' CAS, so the second
             // stamp load below sees any stamp those adders saw; it also keeps
             // that load from moving before this one. SeqCst: see "Orderings".
-            *o = Cell::<W>::of(W::load(cell, SeqCst)).count_in(gen);
+            *o = Cell::<W>::of(cell.load_word(SeqCst)).count_in(gen);
         }
         // Unchanged stamp: the bucket held `window` (generation `gen`) for
         // the whole read, so every count above is a count of that window.
@@ -572,7 +572,7 @@ mod tests {
         assert_eq!(out, [2]);
     }
 
-    fn plant(a: &<Narrow as crate::word::sealed::Sealed>::Atomic, v: u64) {
-        <Narrow as crate::word::sealed::Sealed>::store(a, v, SeqCst);
+    fn plant(a: &crate::sync::AtomicU32, v: u64) {
+        a.store_word(v, SeqCst);
     }
 }

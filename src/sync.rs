@@ -5,6 +5,9 @@
 //! - `core::sync::atomic` (default, targets with native 64-bit atomics),
 //! - `portable_atomic` (feature `portable-atomic`, targets without them),
 //! - `loom` (`RUSTFLAGS="--cfg loom"`, model checking in `loom-tests/`).
+//!
+//! It also holds [`AtomicWord`], the one interface through which bucket
+//! words of either width are read and written.
 
 #[cfg(loom)]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
@@ -56,6 +59,60 @@ const _: () = assert!(
      `unsafe-assume-privileged`; or, if no interrupt handler ever uses leaparray, enable \
      leaparray's `portable-atomic-fallback-not-interrupt-safe` feature."
 );
+
+/// A bucket word: an `AtomicU64` or, for 32-bit words, an `AtomicU32`,
+/// read and written as `u64` values (a 32-bit word's values always fit in
+/// 32 bits). `pub` in this private module: nameable by the sealed `Width`
+/// trait, reachable by no one outside. Each method forwards its orderings
+/// unchanged; the protocol that chooses them is argued in `crate::bucket`.
+pub trait AtomicWord: Send + Sync {
+    fn load_word(&self, o: Ordering) -> u64;
+    fn store_word(&self, v: u64, o: Ordering);
+    fn cas_word(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64>;
+    fn cas_word_weak(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64>;
+}
+
+impl AtomicWord for AtomicU64 {
+    #[inline(always)]
+    fn load_word(&self, o: Ordering) -> u64 {
+        self.load(o)
+    }
+    #[inline(always)]
+    fn store_word(&self, v: u64, o: Ordering) {
+        self.store(v, o);
+    }
+    #[inline(always)]
+    fn cas_word(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
+        self.compare_exchange(cur, new, s, f)
+    }
+    #[inline(always)]
+    fn cas_word_weak(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
+        self.compare_exchange_weak(cur, new, s, f)
+    }
+}
+
+impl AtomicWord for AtomicU32 {
+    #[inline(always)]
+    fn load_word(&self, o: Ordering) -> u64 {
+        u64::from(self.load(o))
+    }
+    #[inline(always)]
+    fn store_word(&self, v: u64, o: Ordering) {
+        self.store(v as u32, o);
+    }
+    #[inline(always)]
+    fn cas_word(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
+        self.compare_exchange(cur as u32, new as u32, s, f)
+            .map(u64::from)
+            .map_err(u64::from)
+    }
+    #[inline(always)]
+    fn cas_word_weak(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
+        self.compare_exchange_weak(cur as u32, new as u32, s, f)
+            .map(u64::from)
+            .map_err(u64::from)
+    }
+}
 
 /// `AtomicU64::new`, usable in a `const fn` outside loom (loom's atomics
 /// are not const-constructible).

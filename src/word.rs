@@ -1,8 +1,9 @@
 //! Bit layouts of the two kinds of atomic word a bucket holds.
 //!
 //! Both are plain `u64` values (a [`Narrow`] word's values fit in 32 bits:
-//! generation 8 | window 24, and generation 8 | sealed 1 | count 23); the atomics that hold them live in
-//! [`crate::bucket`]. Keeping the encodings here, as `const fn`s on `Copy`
+//! generation 8 | window 24, and generation 8 | sealed 1 | count 23); the
+//! atomics that hold them live in [`crate::bucket`], and are read and written
+//! as `u64` values through [`crate::sync::AtomicWord`]. Keeping the encodings here, as `const fn`s on `Copy`
 //! newtypes, keeps the protocol code free of shifts and masks.
 //!
 //! ```text
@@ -51,11 +52,6 @@ pub const MAX_COUNT: u64 = <Wide as Width>::MAX_COUNT;
 /// assert_eq!(Narrow::WINDOW_RANGE, 1 << 23);
 /// ```
 pub trait Width: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
-    /// Bits of the generation tag in stamps and cells.
-    const GEN_BITS: u32;
-    /// Bits of the window id kept in a stamp: ids are compared modulo
-    /// `2^WINDOW_BITS`.
-    const WINDOW_BITS: u32;
     /// Largest count of one counter in one window.
     const MAX_COUNT: u64;
     /// Two times in use must be fewer than this many windows apart (half the
@@ -77,15 +73,11 @@ pub struct Wide;
 pub struct Narrow;
 
 impl Width for Wide {
-    const GEN_BITS: u32 = 16;
-    const WINDOW_BITS: u32 = 48;
     const MAX_COUNT: u64 = (1 << 47) - 1;
     const WINDOW_RANGE: u64 = 1 << 47;
 }
 
 impl Width for Narrow {
-    const GEN_BITS: u32 = 8;
-    const WINDOW_BITS: u32 = 24;
     const MAX_COUNT: u64 = (1 << 23) - 1;
     const WINDOW_RANGE: u64 = 1 << 23;
 }
@@ -101,141 +93,42 @@ pub struct LoomTinyGen;
 
 #[cfg(loom)]
 impl Width for LoomTinyGen {
-    const GEN_BITS: u32 = 3;
-    const WINDOW_BITS: u32 = 28;
     const MAX_COUNT: u64 = (1 << 27) - 1;
     const WINDOW_RANGE: u64 = 1 << 27;
 }
 
 pub(crate) mod sealed {
-    use crate::sync::{AtomicU32, AtomicU64, Ordering};
+    use crate::sync::AtomicWord;
 
-    /// The atomic word of a width, with its operations on `u64` values
-    /// (a 32-bit word's values always fit in 32 bits).
+    /// The layout constants and atomic word of a width. Sealed: the layout
+    /// is not part of the public API.
     pub trait Sealed {
+        /// Bits of the generation tag in stamps and cells.
+        const GEN_BITS: u32;
+        /// Bits of the window id kept in a stamp: ids are compared modulo
+        /// `2^WINDOW_BITS`.
+        const WINDOW_BITS: u32;
         /// The atomic type of one bucket word.
-        type Atomic: Send + Sync;
-        fn load(a: &Self::Atomic, o: Ordering) -> u64;
-        fn store(a: &Self::Atomic, v: u64, o: Ordering);
-        fn compare_exchange(
-            a: &Self::Atomic,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64>;
-        fn compare_exchange_weak(
-            a: &Self::Atomic,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64>;
+        type Atomic: AtomicWord;
     }
 
     impl Sealed for super::Wide {
-        type Atomic = AtomicU64;
-        #[inline(always)]
-        fn load(a: &AtomicU64, o: Ordering) -> u64 {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.load(o)
-        }
-        #[inline(always)]
-        fn store(a: &AtomicU64, v: u64, o: Ordering) {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.store(v, o);
-        }
-        #[inline(always)]
-        fn compare_exchange(
-            a: &AtomicU64,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64> {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.compare_exchange(cur, new, s, f)
-        }
-        #[inline(always)]
-        fn compare_exchange_weak(
-            a: &AtomicU64,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64> {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.compare_exchange_weak(cur, new, s, f)
-        }
+        const GEN_BITS: u32 = 16;
+        const WINDOW_BITS: u32 = 48;
+        type Atomic = crate::sync::AtomicU64;
+    }
+
+    impl Sealed for super::Narrow {
+        const GEN_BITS: u32 = 8;
+        const WINDOW_BITS: u32 = 24;
+        type Atomic = crate::sync::AtomicU32;
     }
 
     #[cfg(loom)]
     impl Sealed for super::LoomTinyGen {
-        type Atomic = AtomicU32;
-        fn load(a: &AtomicU32, o: Ordering) -> u64 {
-            super::Narrow::load(a, o)
-        }
-        fn store(a: &AtomicU32, v: u64, o: Ordering) {
-            super::Narrow::store(a, v, o);
-        }
-        fn compare_exchange(
-            a: &AtomicU32,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64> {
-            super::Narrow::compare_exchange(a, cur, new, s, f)
-        }
-        fn compare_exchange_weak(
-            a: &AtomicU32,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64> {
-            super::Narrow::compare_exchange_weak(a, cur, new, s, f)
-        }
-    }
-
-    impl Sealed for super::Narrow {
-        type Atomic = AtomicU32;
-        #[inline(always)]
-        fn load(a: &AtomicU32, o: Ordering) -> u64 {
-            // ORDERING: the caller's, forwarded unchanged.
-            u64::from(a.load(o))
-        }
-        #[inline(always)]
-        fn store(a: &AtomicU32, v: u64, o: Ordering) {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.store(v as u32, o);
-        }
-        #[inline(always)]
-        fn compare_exchange(
-            a: &AtomicU32,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64> {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.compare_exchange(cur as u32, new as u32, s, f)
-                .map(u64::from)
-                .map_err(u64::from)
-        }
-        #[inline(always)]
-        fn compare_exchange_weak(
-            a: &AtomicU32,
-            cur: u64,
-            new: u64,
-            s: Ordering,
-            f: Ordering,
-        ) -> Result<u64, u64> {
-            // ORDERING: the caller's, forwarded unchanged.
-            a.compare_exchange_weak(cur as u32, new as u32, s, f)
-                .map(u64::from)
-                .map_err(u64::from)
-        }
+        const GEN_BITS: u32 = 3;
+        const WINDOW_BITS: u32 = 28;
+        type Atomic = crate::sync::AtomicU32;
     }
 }
 

@@ -32,7 +32,8 @@ impl<const N: usize, const C: usize> ArrayModel<N, C> {
         ArrayModel {
             window,
             max: W::MAX_COUNT,
-            bits: W::WINDOW_BITS,
+            // Ids are kept modulo twice the range two times may span.
+            bits: W::WINDOW_RANGE.trailing_zeros() + 1,
             slots: [None; N],
         }
     }
