@@ -31,6 +31,9 @@ pub enum AddError {
     /// ([`Metric::add_waiting`](crate::Metric::add_waiting)) window must start
     /// after `now` and at most `N` windows ahead. Nothing was counted.
     OutOfRange,
+    /// Every shard of a [`Sharded`](crate::shard::Sharded) array is claimed
+    /// by a writer: a shared add has no shard to go to. Nothing was counted.
+    NoFreeShard,
 }
 
 impl fmt::Display for AddError {
@@ -42,6 +45,7 @@ impl fmt::Display for AddError {
             AddError::NoSuchCounter => "counter index out of range",
             AddError::Saturated => "count saturated at MAX_COUNT (or at 0 for sub)",
             AddError::OutOfRange => "time outside the range this operation accepts",
+            AddError::NoFreeShard => "every shard is claimed by a writer",
         })
     }
 }

@@ -38,6 +38,8 @@
 
 use core::num::NonZeroU64;
 
+use crossbeam_utils::CachePadded;
+
 use crate::array::LeapArray;
 use crate::error::AddError;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
@@ -47,46 +49,9 @@ use crate::window::Window;
 /// other value is the number of shared adds in flight on it.
 const CLAIMED: u64 = u64::MAX;
 
-/// One ring, alone on its cache lines (the padding
-/// `crossbeam_utils::CachePadded` chooses: 128 bytes where adjacent-line
-/// prefetch pairs lines, 64 elsewhere, 32 on small cores).
-#[cfg_attr(
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "powerpc64"
-    ),
-    repr(align(128))
-)]
-#[cfg_attr(
-    any(
-        target_arch = "arm",
-        target_arch = "mips",
-        target_arch = "mips64",
-        target_arch = "riscv32",
-        target_arch = "riscv64",
-        target_arch = "sparc",
-        target_arch = "hexagon"
-    ),
-    repr(align(32))
-)]
-#[cfg_attr(target_arch = "s390x", repr(align(256)))]
-#[cfg_attr(
-    not(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "powerpc64",
-        target_arch = "arm",
-        target_arch = "mips",
-        target_arch = "mips64",
-        target_arch = "riscv32",
-        target_arch = "riscv64",
-        target_arch = "sparc",
-        target_arch = "hexagon",
-        target_arch = "s390x"
-    )),
-    repr(align(64))
-)]
+/// One ring and its state word. Each lives in a
+/// [`crossbeam_utils::CachePadded`], alone on its cache lines, so writers of
+/// different shards never share one.
 struct Shard<const N: usize, const C: usize> {
     array: LeapArray<N, C>,
     /// `CLAIMED`, or the number of shared adds in flight (0: free).
@@ -145,7 +110,10 @@ pub enum ClaimError {
 /// let s = leaparray::shard::Sharded::<2, 1, 0>::new(NonZeroU64::new(10).unwrap());
 /// ```
 pub struct Sharded<const N: usize, const C: usize, const S: usize> {
-    shards: [Shard<N, C>; S],
+    shards: [CachePadded<Shard<N, C>>; S],
+    /// Every shard's window length (kept here too: `CachePadded`'s deref is
+    /// not `const`, and `window()` is).
+    window: u64,
 }
 
 impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
@@ -165,13 +133,16 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
         #[allow(clippy::let_unit_value)]
         let () = Self::SHAPE;
         // Shards have no drop glue, so a const fn may overwrite them.
-        let mut shards = [const { Shard::new(NonZeroU64::MIN) }; S];
+        let mut shards = [const { CachePadded::new(Shard::new(NonZeroU64::MIN)) }; S];
         let mut i = 0;
         while i < S {
-            shards[i] = Shard::new(window);
+            shards[i] = CachePadded::new(Shard::new(window));
             i += 1;
         }
-        Sharded { shards }
+        Sharded {
+            shards,
+            window: window.get(),
+        }
     }
 
     /// `S` empty shards (loom's atomics are not const-constructible).
@@ -181,7 +152,8 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
         #[allow(clippy::let_unit_value)]
         let () = Self::SHAPE;
         Sharded {
-            shards: core::array::from_fn(|_| Shard::new(window)),
+            shards: core::array::from_fn(|_| CachePadded::new(Shard::new(window))),
+            window: window.get(),
         }
     }
 
@@ -204,7 +176,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
-        self.shards[0].array.window()
+        self.window
     }
 
     /// The sliding interval, `N * window` (saturating).
@@ -215,7 +187,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// ```
     #[must_use]
     pub const fn interval(&self) -> u64 {
-        self.shards[0].array.interval()
+        (N as u64).saturating_mul(self.window)
     }
 
     /// Claims shard `index` for one writer. The returned handle adds without
@@ -258,12 +230,29 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
         }
     }
 
-    /// Shared add from any thread: `n` to `counter` in the window of `now`,
-    /// in the shard `hint % S` (a CPU or queue id spreads threads over the
-    /// shards), or the next one not claimed by a writer. The exact
-    /// compare-and-swap path of [`LeapArray::add`], with its errors;
-    /// [`AddError::OutOfRange`] if every shard is claimed. While it runs, a
-    /// claim of its shard fails with [`ClaimError::Shared`].
+    /// A handle for shared adds from any thread, starting at shard
+    /// `hint % S` (a CPU or queue id spreads threads over the shards): the
+    /// counterpart of [`claim`](Self::claim) for threads that own no shard.
+    /// `Copy`, and it claims nothing: it only names where its adds start.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 4>::new(NonZeroU64::new(10).unwrap());
+    /// let cpu3 = s.shared(3);
+    /// cpu3.add(7, 0, 2).unwrap(); // shard 3
+    /// s.shared(1).add(8, 0, 3).unwrap(); // shard 1
+    /// assert_eq!(s.sum(8, 0), 5);
+    /// ```
+    #[must_use]
+    pub const fn shared(&self, hint: usize) -> SharedAdder<'_, N, C, S> {
+        SharedAdder {
+            sharded: self,
+            hint,
+        }
+    }
+
+    /// Shared add: the same as `self.shared(hint).add(now, counter, n)`
+    /// ([`SharedAdder::add`]).
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -273,31 +262,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// assert_eq!(s.sum(1, 0), 5);
     /// ```
     pub fn add(&self, hint: usize, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
-        for k in 0..S {
-            let shard = &self.shards[(hint % S + k) % S];
-            // ORDERING: Relaxed: a first guess for the CAS below.
-            let mut state = shard.state.load(Ordering::Relaxed);
-            while state != CLAIMED {
-                // ORDERING: Acquire pairs with the Release of a writer's
-                // `Drop`: its adds happen before ours.
-                match shard.state.compare_exchange_weak(
-                    state,
-                    state + 1,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
-                        let added = shard.array.add(now, counter, n);
-                        // ORDERING: Release pairs with the Acquire of the
-                        // next `claim`: this add happens before its writes.
-                        shard.state.fetch_sub(1, Ordering::Release);
-                        return added;
-                    }
-                    Err(v) => state = v,
-                }
-            }
-        }
-        Err(AddError::OutOfRange)
+        self.shared(hint).add(now, counter, n)
     }
 
     /// Total of `counter` over the live windows at `now`, all shards.
@@ -371,6 +336,116 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
             }
         }
         out
+    }
+}
+
+/// Shared adds into a [`Sharded`] array, from any thread, starting at one
+/// shard ([`Sharded::shared`]).
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// let s = leaparray::shard::Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
+/// let a = s.shared(0);
+/// let b = a; // Copy
+/// a.add(1, 0, 1).unwrap();
+/// b.add(2, 0, 1).unwrap();
+/// assert_eq!((a.hint(), s.sum(2, 0)), (0, 2));
+/// ```
+#[derive(Clone, Copy)]
+pub struct SharedAdder<'a, const N: usize, const C: usize, const S: usize> {
+    sharded: &'a Sharded<N, C, S>,
+    hint: usize,
+}
+
+impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
+    /// The hint this handle was made with.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// let s = leaparray::shard::Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
+    /// assert_eq!(s.shared(5).hint(), 5);
+    /// ```
+    #[must_use]
+    pub const fn hint(&self) -> usize {
+        self.hint
+    }
+
+    /// Adds `n` to `counter` in the window of `now`, in the shard
+    /// `hint % S`, or the next one not claimed by a writer. The exact
+    /// compare-and-swap path of [`LeapArray::add`], with its errors;
+    /// [`AddError::NoFreeShard`] if every shard is claimed. While it runs, a
+    /// claim of its shard fails with [`ClaimError::Shared`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::AddError;
+    /// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(10).unwrap());
+    /// s.shared(0).add(1, 0, 1).unwrap();
+    /// let _w = s.claim(0).unwrap();
+    /// assert_eq!(s.shared(0).add(1, 0, 1), Err(AddError::NoFreeShard));
+    /// ```
+    pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        for k in 0..S {
+            let shard = &self.sharded.shards[(self.hint % S + k) % S];
+            // ORDERING: Relaxed: a first guess for the CAS below.
+            let mut state = shard.state.load(Ordering::Relaxed);
+            while state != CLAIMED {
+                // ORDERING: Acquire pairs with the Release of a writer's
+                // `Drop`: its adds happen before ours.
+                match shard.state.compare_exchange_weak(
+                    state,
+                    state + 1,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        let added = shard.array.add(now, counter, n);
+                        // ORDERING: Release pairs with the Acquire of the
+                        // next `claim`: this add happens before its writes.
+                        shard.state.fetch_sub(1, Ordering::Release);
+                        return added;
+                    }
+                    Err(v) => state = v,
+                }
+            }
+        }
+        Err(AddError::NoFreeShard)
+    }
+}
+
+impl<const N: usize, const C: usize, const S: usize> core::fmt::Debug for SharedAdder<'_, N, C, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SharedAdder")
+            .field("hint", &self.hint)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const C: usize, const S: usize> defmt::Format for SharedAdder<'_, N, C, S> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "SharedAdder {{ hint: {=usize} }}", self.hint);
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const C: usize, const S: usize> defmt::Format for Sharded<N, C, S> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Sharded {{ shards: {=usize}, buckets: {=usize}, counters: {=usize}, window: {=u64} }}",
+            S,
+            N,
+            C,
+            self.window
+        );
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const C: usize> defmt::Format for ShardWriter<'_, N, C> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ShardWriter {{ index: {=usize} }}", self.index);
     }
 }
 

@@ -68,8 +68,8 @@ fn shared_add_needs_an_unclaimed_shard() {
     let s = Sharded::<2, 1, 2>::new(nz(10));
     let _a = s.claim(0).unwrap();
     let _b = s.claim(1).unwrap();
-    assert_eq!(s.add(0, 1, 0, 1), Err(AddError::OutOfRange));
-    assert_eq!(s.add(0, 1, 9, 1), Err(AddError::OutOfRange));
+    assert_eq!(s.add(0, 1, 0, 1), Err(AddError::NoFreeShard));
+    assert_eq!(s.add(0, 1, 9, 1), Err(AddError::NoFreeShard));
 }
 
 #[test]
@@ -210,4 +210,13 @@ impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
+}
+
+/// Each shard sits on cache lines of its own (`CachePadded`: 128 bytes on
+/// x86-64), so writers of neighbouring shards never false-share.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn shards_do_not_share_cache_lines() {
+    assert!(core::mem::size_of::<Sharded<1, 1, 2>>() >= 2 * 128);
+    assert!(core::mem::align_of::<Sharded<1, 1, 2>>() >= 128);
 }

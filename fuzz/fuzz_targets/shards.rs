@@ -106,7 +106,7 @@ fuzz_target!(|input: Input| {
                     .map(|k| (hint % S + k) % S)
                     .find(|&j| states[j] != State::Claimed);
                 let want = match target {
-                    None => Err(AddError::OutOfRange),
+                    None => Err(AddError::NoFreeShard),
                     Some(j) => arrays[j].update(t, c, Op::Add(n.value())),
                 };
                 assert_eq!(s.add(hint, t, c, n.value()), want, "shared add at {t}");
