@@ -5,6 +5,7 @@ use core::num::NonZeroU64;
 
 use crate::bucket::{Bucket, CellOp, Retired};
 use crate::error::{AddError, SpanError};
+use crate::sync::{array_of, const_fn_unless_loom};
 use crate::window::Window;
 use crate::word::{Narrow, Wide, Width};
 
@@ -59,100 +60,64 @@ pub struct LeapArray<const N: usize, const C: usize = 1, W: Width = Wide> {
 }
 
 impl<const N: usize, const C: usize> LeapArray<N, C, Wide> {
-    /// An empty array of `N` windows of `window` ticks each.
-    ///
-    /// `const`, so the array can live in a `static`.
-    ///
-    /// ```
-    /// use core::num::NonZeroU64;
-    /// use leaparray::LeapArray;
-    ///
-    /// const WINDOW: NonZeroU64 = match NonZeroU64::new(1_000) {
-    ///     Some(w) => w,
-    ///     None => panic!(),
-    /// };
-    /// static PER_MINUTE: LeapArray<60, 2> = LeapArray::new(WINDOW);
-    /// assert_eq!(PER_MINUTE.interval(), 60_000);
-    /// assert_eq!(PER_MINUTE.sum(0, 0), 0);
-    /// ```
-    #[cfg(not(loom))]
-    #[must_use]
-    pub const fn new(window: NonZeroU64) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::SHAPE;
-        LeapArray {
-            window: window.get(),
-            buckets: [const { Bucket::<Wide, C>::new() }; N],
-        }
-    }
-
-    /// An empty array of `N` windows of `window` ticks each (not `const`
-    /// under loom, whose atomics are not const-constructible).
-    #[cfg(loom)]
-    #[must_use]
-    pub fn new(window: NonZeroU64) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::SHAPE;
-        LeapArray {
-            window: window.get(),
-            buckets: core::array::from_fn(|_| Bucket::<Wide, C>::new()),
+    const_fn_unless_loom! {
+        /// An empty array of `N` windows of `window` ticks each.
+        ///
+        /// `const`, so the array can live in a `static`.
+        ///
+        /// ```
+        /// use core::num::NonZeroU64;
+        /// use leaparray::LeapArray;
+        ///
+        /// const WINDOW: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
+        /// static PER_MINUTE: LeapArray<60, 2> = LeapArray::new(WINDOW);
+        /// assert_eq!(PER_MINUTE.interval(), 60_000);
+        /// assert_eq!(PER_MINUTE.sum(0, 0), 0);
+        /// ```
+        #[must_use]
+        pub fn new(window: NonZeroU64) -> Self {
+            Self::from_buckets(window, array_of!(N, Bucket::<Wide, C>::new()))
         }
     }
 }
 
 impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
-    /// An empty array of `N` windows of `window` ticks whose buckets are
-    /// 32-bit atomic words ([`Narrow`]): genuinely lock-free on targets with
-    /// 32-bit but no 64-bit atomics (Cortex-M3/M4/M33, riscv32imac, Xtensa),
-    /// with no interrupt masking. `const` (except under loom). The API is
-    /// the same as for [`LeapArray::new`]; the limits are narrower:
-    ///
-    /// - counts up to [`Narrow::MAX_COUNT`] = 8,388,607 per counter per
-    ///   window (saturating, as always);
-    /// - window ids are kept modulo 2^24: every time in use must be within
-    ///   2^23 windows (8,388,608) of every other: 2.3 hours of 1 ms windows,
-    ///   97 days of 1 s windows. This holds for **every bucket**: a bucket
-    ///   whose index goes unused for 2^23 windows can be mistaken for a
-    ///   current one. An add touches one bucket only; call
-    ///   [`refresh`](LeapArray::refresh) at least every `2^23 - N` windows
-    ///   when some indices may go unused that long;
-    /// - generations wrap at 2^8: a thread stalled inside one `add` (between
-    ///   reading its bucket's stamp and its compare-and-swap) while its
-    ///   bucket rolls over fewer than 254 times is exact; at 254 or more (at
-    ///   least `254 * N` windows) its add may count in a newer window or be
-    ///   lost. See the crate's limits.
-    ///
-    /// ```
-    /// use core::num::NonZeroU64;
-    /// use leaparray::{LeapArray, Narrow};
-    ///
-    /// // 2 x 500 ms, time in ms, 32-bit words.
-    /// static REQUESTS: LeapArray<2, 1, Narrow> = LeapArray::new_narrow(NonZeroU64::new(500).unwrap());
-    /// REQUESTS.add(100, 0, 3).unwrap();
-    /// REQUESTS.add(600, 0, 4).unwrap();
-    /// assert_eq!(REQUESTS.sum(999, 0), 7);
-    /// assert_eq!(core::mem::size_of::<LeapArray<2, 1, Narrow>>(), 8 + 2 * (4 + 4));
-    /// ```
-    #[cfg(not(loom))]
-    #[must_use]
-    pub const fn new_narrow(window: NonZeroU64) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::SHAPE;
-        LeapArray {
-            window: window.get(),
-            buckets: [const { Bucket::<Narrow, C>::new() }; N],
-        }
-    }
-
-    /// An empty array of 32-bit words (not `const` under loom).
-    #[cfg(loom)]
-    #[must_use]
-    pub fn new_narrow(window: NonZeroU64) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::SHAPE;
-        LeapArray {
-            window: window.get(),
-            buckets: core::array::from_fn(|_| Bucket::<Narrow, C>::new()),
+    const_fn_unless_loom! {
+        /// An empty array of `N` windows of `window` ticks whose buckets are
+        /// 32-bit atomic words ([`Narrow`]): genuinely lock-free on targets with
+        /// 32-bit but no 64-bit atomics (Cortex-M3/M4/M33, riscv32imac, Xtensa),
+        /// with no interrupt masking. `const` (except under loom). The API is
+        /// the same as for [`LeapArray::new`]; the limits are narrower:
+        ///
+        /// - counts up to [`Narrow::MAX_COUNT`] = 8,388,607 per counter per
+        ///   window (saturating, as always);
+        /// - window ids are kept modulo 2^24: every time in use must be within
+        ///   2^23 windows (8,388,608) of every other: 2.3 hours of 1 ms windows,
+        ///   97 days of 1 s windows. This holds for **every bucket**: a bucket
+        ///   whose index goes unused for 2^23 windows can be mistaken for a
+        ///   current one. An add touches one bucket only; call
+        ///   [`refresh`](LeapArray::refresh) at least every `2^23 - N` windows
+        ///   when some indices may go unused that long;
+        /// - generations wrap at 2^8: a thread stalled inside one `add` (between
+        ///   reading its bucket's stamp and its compare-and-swap) while its
+        ///   bucket rolls over fewer than 254 times is exact; at 254 or more (at
+        ///   least `254 * N` windows) its add may count in a newer window or be
+        ///   lost. See the crate's limits.
+        ///
+        /// ```
+        /// use core::num::NonZeroU64;
+        /// use leaparray::{LeapArray, Narrow};
+        ///
+        /// // 2 x 500 ms, time in ms, 32-bit words.
+        /// static REQUESTS: LeapArray<2, 1, Narrow> = LeapArray::new_narrow(NonZeroU64::new(500).unwrap());
+        /// REQUESTS.add(100, 0, 3).unwrap();
+        /// REQUESTS.add(600, 0, 4).unwrap();
+        /// assert_eq!(REQUESTS.sum(999, 0), 7);
+        /// assert_eq!(core::mem::size_of::<LeapArray<2, 1, Narrow>>(), 8 + 2 * (4 + 4));
+        /// ```
+        #[must_use]
+        pub fn new_narrow(window: NonZeroU64) -> Self {
+            Self::from_buckets(window, array_of!(N, Bucket::<Narrow, C>::new()))
         }
     }
 }
@@ -164,20 +129,30 @@ impl<const N: usize, const C: usize> LeapArray<N, C, crate::word::LoomTinyGen> {
     #[doc(hidden)]
     #[must_use]
     pub fn new_tiny_gen(window: NonZeroU64) -> Self {
-        LeapArray {
-            window: window.get(),
-            buckets: core::array::from_fn(|_| Bucket::<crate::word::LoomTinyGen, C>::new()),
-        }
+        Self::from_buckets(
+            window,
+            array_of!(N, Bucket::<crate::word::LoomTinyGen, C>::new()),
+        )
     }
 }
 
 impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
-    /// Evaluated by every constructor: a zero-sized ring or a bucket without
-    /// counters does not compile.
-    const SHAPE: () = assert!(
-        N > 0 && C > 0,
-        "LeapArray<N, C> needs N >= 1 buckets and C >= 1 counters"
-    );
+    const_fn_unless_loom! {
+        /// Every constructor's last step: a zero-sized ring or a bucket
+        /// without counters does not compile.
+        fn from_buckets(window: NonZeroU64, buckets: [Bucket<W, C>; N]) -> Self {
+            const {
+                assert!(
+                    N > 0 && C > 0,
+                    "LeapArray<N, C> needs N >= 1 buckets and C >= 1 counters"
+                )
+            };
+            LeapArray {
+                window: window.get(),
+                buckets,
+            }
+        }
+    }
 
     /// The window length in ticks.
     ///
@@ -342,7 +317,7 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
             let bucket = &self.buckets[slot];
             if bucket.holds_older_than(id) {
                 // `Stale` only if another thread moved it past `id` first.
-                let _ = bucket.enter(id);
+                let _ = bucket.advance_to(id);
             }
             slot = if slot + 1 == N { 0 } else { slot + 1 };
         }
@@ -350,14 +325,14 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
 
     /// For an array that only the calling thread ever writes (a claimed
     /// shard): moves the bucket of window `id` to it if needed, and returns
-    /// the generation to add under. See `Bucket::enter_single_writer`.
+    /// the generation to add under. See `Bucket::advance_to_single_writer`.
     #[inline]
-    pub(crate) fn enter_single_writer(&self, id: u64) -> Result<u16, AddError> {
-        self.bucket(id).enter_single_writer(id)
+    pub(crate) fn advance_to_single_writer(&self, id: u64) -> Result<u16, AddError> {
+        self.bucket(id).advance_to_single_writer(id)
     }
 
     /// The single writer's add of `n` to `counter` of window `id`, whose
-    /// generation `gen` came from `enter_single_writer`.
+    /// generation `gen` came from `advance_to_single_writer`.
     #[inline(always)]
     pub(crate) fn add_single_writer(
         &self,
@@ -376,7 +351,7 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
         }
         let id = now / self.window;
         let bucket = self.bucket(id);
-        let gen = bucket.enter(id)?;
+        let gen = bucket.advance_to(id)?;
         bucket.update(gen, counter, op)
     }
 

@@ -83,9 +83,22 @@
 //!
 //! # Orderings
 //!
-//! Each atomic operation names, where it stands, the acquire/release
-//! pairing the protocol itself needs. All of them except the first-guess
-//! load are nevertheless `SeqCst`, so that every stamp and counter
+//! What each operation needs, argued once here (the code carries an
+//! `// ORDERING:` note only where a site adds something):
+//!
+//! | operation | needs | pairs with | so that |
+//! |---|---|---|---|
+//! | stamp load | acquire | a roll-over's stamp CAS | the seals made before that CAS are visible to everything the loader does next |
+//! | roll-over's stamp CAS | release; acquire on failure | stamp loads | it publishes the seals; a loser acts on the winner's stamp |
+//! | seal's cell load | acquire | the CAS of the cell's last writer | a cell tagged newer means its writer's stamp is visible to the roller's reload, which therefore never returns an older stamp |
+//! | seal's cell CAS | release; acquire on failure | later sealers' loads | a later sealer that reads the seal also sees the stamp this one acquired |
+//! | adder's first cell load | relaxed | - | it is only a guess that the CAS validates |
+//! | adder's cell CAS | release | readers' cell loads | a reader that sees the count also sees the stamp the adder loaded, so the reader's second stamp load cannot show an older one |
+//! | reader's cell loads | acquire | adders' CAS | the second stamp load stays after them and sees any stamp those adders saw |
+//! | single writer's stamp store, then cell stores | release | readers' stamp and cell loads | a reader that sees a reset cell also sees the new stamp (table at `advance_to_single_writer`) |
+//! | single writer's own loads | relaxed | - | only that thread writes those words |
+//!
+//! All of them except the relaxed ones are nevertheless `SeqCst`, so that every stamp and counter
 //! operation of every bucket joins one total order. That is what makes
 //! "book in one bucket, then read the others" (the gate in `src/gate.rs`)
 //! safe from the store-buffer pattern, where two threads each write their
@@ -124,8 +137,8 @@
 
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
-use crate::sync::{atomic_u32, atomic_u64, AtomicWord};
-use crate::word::{Cell, Narrow, Stamp, Wide, Width};
+use crate::sync::{array_of, atomic_u32, atomic_u64, const_fn_unless_loom, AtomicWord};
+use crate::word::{CellWord, Narrow, Stamp, Wide, Width};
 
 /// What an update does to a counter's count `have` in its window: the new
 /// count, and whether it had to be clamped to `0..=max` (the width's
@@ -180,10 +193,10 @@ pub(crate) struct Bucket<W: Width, const C: usize> {
     /// Invariant: only ever replaced by a CAS to `self.next(newer window)`,
     /// after every cell has been sealed to the old generation.
     stamp: W::Atomic,
-    /// Encoding: [`Cell`]: generation tag (16) | sealed (1) | count (47)
+    /// Encoding: [`CellWord`]: generation tag (16) | sealed (1) | count (47)
     /// ([`Narrow`]: 8 | 1 | 23).
     /// Invariant: tagged with the stamp's generation `g` or, sealed, the one
-    /// before it (see `Cell::is_sealed_predecessor_of`).
+    /// before it (see `CellWord::is_sealed_predecessor_of`).
     cells: [W::Atomic; C],
     /// Loom builds only: `(window id, final counts)` of every window this
     /// bucket retired, written by the roller whose stamp CAS won, so the
@@ -192,65 +205,30 @@ pub(crate) struct Bucket<W: Width, const C: usize> {
     retired: crate::sync::Mutex<std::vec::Vec<(u64, [u64; C])>>,
 }
 
-impl<const C: usize> Bucket<Wide, C> {
-    /// An empty bucket (stamp `EMPTY`, all cells `(0, open, 0)`).
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        Bucket {
-            stamp: atomic_u64(0),
-            cells: [const { atomic_u64(0) }; C],
+/// An empty bucket of each width: stamp `EMPTY`, every cell `(0, open, 0)`.
+macro_rules! empty_bucket {
+    ($width:ty, $atomic:ident) => {
+        impl<const C: usize> Bucket<$width, C> {
+            const_fn_unless_loom! {
+                pub(crate) fn new() -> Self {
+                    Bucket {
+                        stamp: $atomic(0),
+                        cells: array_of!(C, $atomic(0)),
+                        #[cfg(loom)]
+                        retired: crate::sync::Mutex::new(std::vec::Vec::new()),
+                    }
+                }
+            }
         }
-    }
-
-    /// An empty bucket (loom's atomics are not const-constructible).
-    #[cfg(loom)]
-    pub(crate) fn new() -> Self {
-        Bucket {
-            stamp: atomic_u64(0),
-            cells: core::array::from_fn(|_| atomic_u64(0)),
-            retired: crate::sync::Mutex::new(std::vec::Vec::new()),
-        }
-    }
+    };
 }
-
-impl<const C: usize> Bucket<Narrow, C> {
-    /// An empty bucket of 32-bit words.
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        Bucket {
-            stamp: atomic_u32(0),
-            cells: [const { atomic_u32(0) }; C],
-        }
-    }
-
-    /// An empty bucket of 32-bit words (loom).
-    #[cfg(loom)]
-    pub(crate) fn new() -> Self {
-        Bucket {
-            stamp: atomic_u32(0),
-            cells: core::array::from_fn(|_| atomic_u32(0)),
-            retired: crate::sync::Mutex::new(std::vec::Vec::new()),
-        }
-    }
-}
-
+empty_bucket!(Wide, atomic_u64);
+empty_bucket!(Narrow, atomic_u32);
 #[cfg(loom)]
-impl<const C: usize> Bucket<crate::word::LoomTinyGen, C> {
-    /// An empty bucket with 3-bit generations (loom only).
-    pub(crate) fn new() -> Self {
-        Bucket {
-            stamp: atomic_u32(0),
-            cells: core::array::from_fn(|_| atomic_u32(0)),
-            retired: crate::sync::Mutex::new(std::vec::Vec::new()),
-        }
-    }
-}
+empty_bucket!(crate::word::LoomTinyGen, atomic_u32);
 
 impl<W: Width, const C: usize> Bucket<W, C> {
     fn load_stamp(&self) -> Stamp<W> {
-        // ORDERING: SeqCst. Acquire is what the protocol needs: it pairs with
-        // the stamp CAS in `enter`, so the seals made before that CAS are
-        // visible to everything we do next. SeqCst: see "Orderings" above.
         Stamp::<W>::of(self.stamp.load_word(SeqCst))
     }
 
@@ -264,7 +242,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     /// to `window` if it holds an older one. `Err(Stale)` if it holds a
     /// newer window.
     #[inline]
-    pub(crate) fn enter(&self, window: u64) -> Result<u16, AddError> {
+    pub(crate) fn advance_to(&self, window: u64) -> Result<u16, AddError> {
         let mut s = self.load_stamp();
         loop {
             if !s.is_empty() {
@@ -294,9 +272,6 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                 continue;
             };
             let next = s.next(window);
-            // ORDERING: SeqCst. Release publishes the seals above to
-            // whoever acquires this stamp; on failure we act on the
-            // winner's stamp (acquire). SeqCst: see "Orderings" above.
             match self.stamp.cas_word(s.0, next.0, SeqCst, SeqCst) {
                 Ok(_) => {
                     #[cfg(loom)]
@@ -321,37 +296,28 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     fn seal(&self, gen: u16, foreign: Foreign) -> Option<[u64; C]> {
         let mut counts = [0; C];
         for (cell, count) in self.cells.iter().zip(counts.iter_mut()) {
-            // Acquire is what the protocol needs: it pairs with the CAS of
-            // whoever wrote the cell (adder or sealer); if the cell carries
-            // a newer generation, the stamp that writer acquired is visible
-            // to our reload of the stamp in `enter`, which therefore cannot
-            // return a stale stamp.
-            // ORDERING: SeqCst, pairs with the cell writers' CAS (acquire).
-            let mut cur = Cell::<W>::of(cell.load_word(SeqCst));
+            let mut cur = CellWord::<W>::of(cell.load_word(SeqCst));
             loop {
                 let sealed = if cur.generation() == gen {
                     if cur.is_sealed() {
                         *count = cur.count();
                         break;
                     }
-                    Cell::<W>::new(gen, true, cur.count())
+                    CellWord::<W>::new(gen, true, cur.count())
                 } else if cur.is_sealed_predecessor_of(gen) || foreign == Foreign::Overwrite {
-                    Cell::<W>::new(gen, true, 0)
+                    CellWord::<W>::new(gen, true, 0)
                 } else {
                     return None;
                 };
-                // Release so that a later sealer that reads this value also
-                // sees the stamp we acquired; acquire on failure as above.
-                // Adders need nothing from it: their CAS sees the seal through
-                // the cell's modification order.
-                // ORDERING: SeqCst, pairs with other sealers' loads (release).
+                // ORDERING: adders need nothing from this CAS: theirs sees
+                // the seal through the cell's modification order.
                 let sealing = cell.cas_word_weak(cur.0, sealed.0, SeqCst, SeqCst);
                 match sealing {
                     Ok(_) => {
                         *count = sealed.count();
                         break;
                     }
-                    Err(v) => cur = Cell::<W>::of(v),
+                    Err(v) => cur = CellWord::<W>::of(v),
                 }
             }
         }
@@ -366,14 +332,13 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     }
 
     /// Applies `op` to cell `i` for generation `gen` (as returned by
-    /// `enter`).
+    /// `advance_to`).
     #[inline]
     pub(crate) fn update(&self, gen: u16, i: usize, op: CellOp) -> Result<(), AddError> {
         let Some(cell) = self.cells.get(i) else {
             return Err(AddError::NoSuchCounter);
         };
-        // ORDERING: Relaxed: only a first guess for the CAS, which validates it.
-        let mut cur = Cell::<W>::of(cell.load_word(Relaxed));
+        let mut cur = CellWord::<W>::of(cell.load_word(Relaxed));
         loop {
             let have = if cur.generation() == gen {
                 if cur.is_sealed() {
@@ -391,7 +356,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                 return Err(AddError::Stale);
             };
             let (count, saturated) = op.apply(have, W::MAX_COUNT);
-            let new = Cell::<W>::new(gen, false, count);
+            let new = CellWord::<W>::new(gen, false, count);
             if new == cur {
                 // Nothing to write (no change, or already saturated).
                 return if saturated {
@@ -400,10 +365,6 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                     Ok(())
                 };
             }
-            // Release pairs with readers' cell loads: a reader that sees this
-            // value also sees the stamp we acquired (so its second stamp load
-            // cannot show an older stamp). SeqCst: see "Orderings" above.
-            // ORDERING: SeqCst, pairs with readers' cell loads (release).
             match cell.cas_word_weak(cur.0, new.0, SeqCst, Relaxed) {
                 Ok(_) => {
                     return if saturated {
@@ -412,7 +373,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                         Ok(())
                     }
                 }
-                Err(v) => cur = Cell::<W>::of(v),
+                Err(v) => cur = CellWord::<W>::of(v),
             }
         }
     }
@@ -446,8 +407,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     /// This function moves the bucket to `window` if needed and returns the
     /// generation to add under; [`Bucket::add_single_writer`] adds.
     #[inline]
-    pub(crate) fn enter_single_writer(&self, window: u64) -> Result<u16, AddError> {
-        // ORDERING: Relaxed: only this thread writes the stamp.
+    pub(crate) fn advance_to_single_writer(&self, window: u64) -> Result<u16, AddError> {
         let s = Stamp::<W>::of(self.stamp.load_word(Relaxed));
         if !s.is_empty() && s.window_diff(window) == 0 {
             return Ok(s.generation());
@@ -456,37 +416,30 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             return Err(AddError::Stale);
         }
         let next = s.next(window);
-        // ORDERING: Release, pairs with readers' stamp loads: stored before
-        // the cells are reset (see the table above).
+        // ORDERING: the stamp is stored before the cells are reset, both
+        // release: a reader that sees a reset cell sees the new stamp.
         self.stamp.store_word(next.0, Release);
         for c in &self.cells {
-            // ORDERING: Release, pairs with readers' cell loads: a reader
-            // that sees the reset also sees the new stamp.
-            c.store_word(Cell::<W>::new(next.generation(), false, 0).0, Release);
+            c.store_word(CellWord::<W>::new(next.generation(), false, 0).0, Release);
         }
         Ok(next.generation())
     }
 
     /// The single writer's add to cell `i` of generation `gen` (as returned
-    /// by [`Bucket::enter_single_writer`] and still current: only this
+    /// by [`Bucket::advance_to_single_writer`] and still current: only this
     /// writer moves the stamp).
     #[inline(always)]
     pub(crate) fn add_single_writer(&self, gen: u16, i: usize, n: u64) -> Result<(), AddError> {
         let Some(cell) = self.cells.get(i) else {
             return Err(AddError::NoSuchCounter);
         };
-        // ORDERING: Relaxed: only this thread writes the cell.
-        let cur = Cell::<W>::of(cell.load_word(Relaxed));
+        let cur = CellWord::<W>::of(cell.load_word(Relaxed));
         if let Some(new) = cur.plus(gen, n) {
-            // ORDERING: Release, pairs with readers' cell loads (the stamp
-            // this count belongs to was stored before it).
             cell.store_word(new.0, Release);
             return Ok(());
         }
-        let (count, saturated) = CellOp::Add(n).apply(cur.count_in(gen), W::MAX_COUNT);
-        // ORDERING: Release, pairs with readers' cell loads (the stamp this
-        // count belongs to was stored before it).
-        cell.store_word(Cell::<W>::new(gen, false, count).0, Release);
+        let (count, saturated) = CellOp::Add(n).apply(cur.count_for(gen), W::MAX_COUNT);
+        cell.store_word(CellWord::<W>::new(gen, false, count).0, Release);
         if saturated {
             Err(AddError::Saturated)
         } else {
@@ -511,8 +464,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         let Some(cell) = self.cells.get(i) else {
             return Ok(0);
         };
-        // ORDERING: SeqCst, as the cell loads in `read`.
-        let count = Cell::<W>::of(cell.load_word(SeqCst)).count_in(s1.generation());
+        let count = CellWord::<W>::of(cell.load_word(SeqCst)).count_for(s1.generation());
         // A changed stamp names a newer window: retired during the read.
         if self.load_stamp() == s1 {
             Ok(count)
@@ -532,10 +484,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         }
         let gen = s1.generation();
         for (o, cell) in out.iter_mut().zip(self.cells.iter().skip(first)) {
-            // ORDERING: SeqCst. Acquire pairs with adders' CAS, so the second
-            // stamp load below sees any stamp those adders saw; it also keeps
-            // that load from moving before this one. SeqCst: see "Orderings".
-            *o = Cell::<W>::of(cell.load_word(SeqCst)).count_in(gen);
+            *o = CellWord::<W>::of(cell.load_word(SeqCst)).count_for(gen);
         }
         // Unchanged stamp: the bucket held `window` (generation `gen`) for
         // the whole read, so every count above is a count of that window.
@@ -555,17 +504,17 @@ mod tests {
     #[test]
     fn a_recycled_tag_is_stale_for_adds_and_sealed_over_by_rollers() {
         let b = Bucket::<Narrow, 1>::new();
-        assert_eq!(b.enter(5), Ok(1));
+        assert_eq!(b.advance_to(5), Ok(1));
         b.update(1, 0, CellOp::Add(3)).unwrap();
         // Generation 1's window holds 3; plant tag 4, open, as a thread
         // that loaded generation 4 a cycle ago would write it.
-        plant(&b.cells[0], Cell::<Narrow>::new(4, false, 7).0);
+        plant(&b.cells[0], CellWord::<Narrow>::new(4, false, 7).0);
         assert_eq!(b.update(1, 0, CellOp::Add(1)), Err(AddError::Stale));
         // Tag 4 sealed is not generation 1's predecessor either.
-        plant(&b.cells[0], Cell::<Narrow>::new(4, true, 7).0);
+        plant(&b.cells[0], CellWord::<Narrow>::new(4, true, 7).0);
         assert_eq!(b.update(1, 0, CellOp::Add(1)), Err(AddError::Stale));
         // The roll-over to window 6 finishes (it used to spin forever).
-        assert_eq!(b.enter(6), Ok(2));
+        assert_eq!(b.advance_to(6), Ok(2));
         assert_eq!(b.update(2, 0, CellOp::Add(2)), Ok(()));
         let mut out = [0];
         assert!(b.read(6, 0, &mut out));

@@ -42,7 +42,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::array::LeapArray;
 use crate::error::AddError;
-use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
+use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 use crate::window::Window;
 
 /// The value of a shard's state word while a [`ShardWriter`] owns it; any
@@ -117,43 +117,30 @@ pub struct Sharded<const N: usize, const C: usize, const S: usize> {
 }
 
 impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
-    const SHAPE: () = assert!(S > 0, "Sharded<N, C, S> needs S >= 1 shards");
-
-    /// `S` empty shards of `N` windows of `window` ticks (`const`, except
-    /// under loom).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// let s = leaparray::shard::Sharded::<2, 1, 4>::new(NonZeroU64::new(10).unwrap());
-    /// assert_eq!((s.shards(), s.interval()), (4, 20));
-    /// ```
-    #[cfg(not(loom))]
-    #[must_use]
-    pub const fn new(window: NonZeroU64) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::SHAPE;
-        // Shards have no drop glue, so a const fn may overwrite them.
-        let mut shards = [const { CachePadded::new(Shard::new(NonZeroU64::MIN)) }; S];
-        let mut i = 0;
-        while i < S {
-            shards[i] = CachePadded::new(Shard::new(window));
-            i += 1;
-        }
-        Sharded {
-            shards,
-            window: window.get(),
-        }
-    }
-
-    /// `S` empty shards (loom's atomics are not const-constructible).
-    #[cfg(loom)]
-    #[must_use]
-    pub fn new(window: NonZeroU64) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::SHAPE;
-        Sharded {
-            shards: core::array::from_fn(|_| CachePadded::new(Shard::new(window))),
-            window: window.get(),
+    const_fn_unless_loom! {
+        /// `S` empty shards of `N` windows of `window` ticks (`const`, except
+        /// under loom).
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// let s = leaparray::shard::Sharded::<2, 1, 4>::new(NonZeroU64::new(10).unwrap());
+        /// assert_eq!((s.shards(), s.interval()), (4, 20));
+        /// ```
+        #[must_use]
+        pub fn new(window: NonZeroU64) -> Self {
+            const { assert!(S > 0, "Sharded<N, C, S> needs S >= 1 shards") };
+            // Shards have no drop glue, so a const fn may overwrite them.
+            let mut shards: [CachePadded<Shard<N, C>>; S] =
+                array_of!(S, CachePadded::new(Shard::new(NonZeroU64::MIN)));
+            let mut i = 0;
+            while i < S {
+                shards[i] = CachePadded::new(Shard::new(window));
+                i += 1;
+            }
+            Sharded {
+                shards,
+                window: window.get(),
+            }
         }
     }
 
@@ -532,7 +519,7 @@ impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
         }
         let window = self.shard.array.window();
         let id = now / window;
-        let gen = self.shard.array.enter_single_writer(id)?;
+        let gen = self.shard.array.advance_to_single_writer(id)?;
         let start = id * window;
         self.current.set(Current {
             start,

@@ -163,6 +163,20 @@ macro_rules! const_fn_unless_loom {
 }
 pub(crate) use const_fn_unless_loom;
 
+/// `[$e; $n]` for a non-`Copy` element: an inline-`const` repeat outside
+/// loom (so a `const fn` can build it), `core::array::from_fn` under loom
+/// (whose atomics are not const-constructible).
+macro_rules! array_of {
+    ($n:expr, $e:expr) => {{
+        #[cfg(not(loom))]
+        let array = [const { $e }; $n];
+        #[cfg(loom)]
+        let array = core::array::from_fn(|_| $e);
+        array
+    }};
+}
+pub(crate) use array_of;
+
 /// Loom builds only: a `SeqCst` fence standing for the total order that the
 /// protocol's `SeqCst` accesses provide on real targets, which loom models
 /// as acquire/release only (loom issue #180). Elsewhere: nothing.

@@ -14,7 +14,7 @@
 //! +----------------+-------------------------------------------------+
 //!   value 0 = EMPTY: the bucket has never held a window.
 //!
-//! Cell (one per counter per bucket)
+//! Cell word (one per counter per bucket)
 //!  63            48  47  46                                         0
 //! +----------------+----+--------------------------------------------+
 //! | generation: 16 | S  | count: 47                                  |
@@ -193,9 +193,9 @@ impl<W: Width> Stamp<W> {
 
 /// A counter word: generation tag, sealed flag and count.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Cell<W>(pub(crate) u64, PhantomData<fn() -> W>);
+pub(crate) struct CellWord<W>(pub(crate) u64, PhantomData<fn() -> W>);
 
-impl<W: Width> Cell<W> {
+impl<W: Width> CellWord<W> {
     /// A word is `GEN_BITS + WINDOW_BITS` wide; a cell spends one bit on
     /// the seal, so its count has `WINDOW_BITS - 1`.
     const COUNT_BITS: u32 = W::WINDOW_BITS - 1;
@@ -204,13 +204,13 @@ impl<W: Width> Cell<W> {
     const GEN_MASK: u64 = (1 << W::GEN_BITS) - 1;
 
     pub(crate) const fn of(v: u64) -> Self {
-        Cell(v, PhantomData)
+        CellWord(v, PhantomData)
     }
 
     pub(crate) const fn new(gen: u16, sealed: bool, count: u64) -> Self {
         let s = if sealed { Self::SEALED } else { 0 };
         let g = (gen as u64) & Self::GEN_MASK;
-        Cell(
+        CellWord(
             (g << Self::GEN_SHIFT) | s | (count & W::MAX_COUNT),
             PhantomData,
         )
@@ -243,7 +243,7 @@ impl<W: Width> Cell<W> {
         if sum & Self::SEALED != 0 {
             None
         } else {
-            Some(Cell(sum, PhantomData))
+            Some(CellWord(sum, PhantomData))
         }
     }
 
@@ -264,7 +264,7 @@ impl<W: Width> Cell<W> {
     /// The count this cell contributes to the window of generation `gen`:
     /// its count when tagged `gen`, else 0 (an older tag means nothing has
     /// been added in `gen` yet).
-    pub(crate) const fn count_in(self, gen: u16) -> u64 {
+    pub(crate) const fn count_for(self, gen: u16) -> u64 {
         if self.generation() == gen {
             self.count()
         } else {
@@ -278,7 +278,7 @@ mod tests {
     use super::*;
 
     type S = Stamp<Wide>;
-    type C = Cell<Wide>;
+    type C = CellWord<Wide>;
 
     #[test]
     fn stamp_window_diff_is_signed_48_bit() {
@@ -311,8 +311,8 @@ mod tests {
         assert_eq!(c.generation(), 0xBEEF);
         assert!(c.is_sealed());
         assert_eq!(c.count(), MAX_COUNT);
-        assert_eq!(c.count_in(0xBEEF), MAX_COUNT);
-        assert_eq!(c.count_in(0xBEEE), 0);
+        assert_eq!(c.count_for(0xBEEF), MAX_COUNT);
+        assert_eq!(c.count_for(0xBEEE), 0);
         let c = C::new(3, false, 42);
         assert!(!c.is_sealed());
         assert_eq!(c.count(), 42);
@@ -341,7 +341,7 @@ mod narrow_tests {
     #[test]
     fn narrow_layout() {
         type S = Stamp<Narrow>;
-        type C = Cell<Narrow>;
+        type C = CellWord<Narrow>;
         let s = S::EMPTY.next(10);
         assert!(s.0 < 1 << 32);
         assert_eq!(
@@ -372,7 +372,7 @@ mod narrow_tests {
 
     #[test]
     fn only_the_sealed_previous_generation_is_a_predecessor() {
-        type C = Cell<Narrow>;
+        type C = CellWord<Narrow>;
         assert!(C::new(6, true, 0).is_sealed_predecessor_of(7));
         assert!(!C::new(6, false, 0).is_sealed_predecessor_of(7), "open");
         assert!(!C::new(5, true, 0).is_sealed_predecessor_of(7));
@@ -387,6 +387,6 @@ mod narrow_tests {
         // not the predecessor.
         assert!(!C::new(7 + 128, true, 0).is_sealed_predecessor_of(7));
         assert!(!C::new(7 + 129, true, 0).is_sealed_predecessor_of(7));
-        assert!(!Cell::<Wide>::new(7 + 32_768, true, 0).is_sealed_predecessor_of(7));
+        assert!(!CellWord::<Wide>::new(7 + 32_768, true, 0).is_sealed_predecessor_of(7));
     }
 }
