@@ -1,4 +1,4 @@
-//! Packet-path benchmarks, side by side in one run: `cargo bench --bench shard`.
+//! Packet-path benchmarks, side by side in one run: `cargo bench -p leaparray-benches --bench shard`.
 //!
 //! - `one_thread/*`: one add per call, against the physical floor of a
 //!   single writer (a relaxed load and store of its own word) and a raw

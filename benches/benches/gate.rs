@@ -1,5 +1,5 @@
 //! The gate against governor, side by side in one run:
-//! `cargo bench --bench gate`.
+//! `cargo bench -p leaparray-benches --bench gate`.
 //!
 //! - `admit/*`: every call is admitted (limits far above the call count):
 //!   the cost of a decision that books a permit.

@@ -1,5 +1,5 @@
 //! Core benchmarks, every figure measured side by side in one run:
-//! `cargo bench --bench core`.
+//! `cargo bench -p leaparray-benches --bench core`.
 //!
 //! - `add/*`: one add on one thread, against the physical floor (a raw
 //!   `AtomicU64::fetch_add` on the same machine).
