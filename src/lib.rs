@@ -69,6 +69,7 @@
 extern crate std;
 
 mod array;
+mod borrow;
 mod bucket;
 pub mod clock;
 mod error;
@@ -90,7 +91,8 @@ pub use array::LeapArray;
 pub struct ReadmeDoctests;
 pub use error::{AddError, SpanError};
 pub use event::Event;
-pub use limiter::Limiter;
+pub use gate::Gate;
+pub use limiter::{Decision, Limiter};
 pub use metric::{Metric, WindowDetail};
 pub use node::{ConcurrencyGuard, StatisticNode};
 pub use window::Window;

@@ -1,13 +1,14 @@
 //! [`Metric`]: Sentinel's `ArrayMetric` over `MetricBucket`s, with occupy
-//! (borrowing future windows, `OccupiableBucketLeapArray`).
+//! (borrowing future windows, `OccupiableBucketLeapArray`; the borrowed
+//! passes are kept in `src/borrow.rs`).
 
 use core::num::NonZeroU64;
-use core::ops::RangeInclusive;
 
 use crate::array::LeapArray;
+use crate::borrow::Borrowed;
 use crate::error::AddError;
 use crate::event::Event;
-use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
+use crate::sync::const_fn_unless_loom;
 use crate::word::MAX_COUNT;
 
 /// Cells of the main array: the six events, then two per-window extremes.
@@ -43,14 +44,8 @@ const CELLS: usize = EVENTS + 2;
 /// ```
 pub struct Metric<const N: usize> {
     counts: LeapArray<N, CELLS>,
-    /// Passes borrowed for future windows. Window `k` is kept in
-    /// `borrowed[(k / N) % 2]`, so the `2N` consecutive windows around `now`
-    /// (the live ones and the ones that may be borrowed) never share a
-    /// bucket: a borrow never retires a live window's borrowed count.
-    borrowed: [LeapArray<N, 1>; 2],
-    /// 0 until the first borrow, then 1 for good: lets readers skip the
-    /// borrowed arrays of a metric that never borrowed.
-    ever_borrowed: AtomicU64,
+    /// Passes borrowed for future windows.
+    borrowed: Borrowed<N>,
 }
 
 /// One window of a [`Metric`], as a metric log line wants it.
@@ -110,8 +105,7 @@ impl<const N: usize> Metric<N> {
         pub fn new(window: NonZeroU64) -> Self {
             Metric {
                 counts: LeapArray::new(window),
-                borrowed: [LeapArray::new(window), LeapArray::new(window)],
-                ever_borrowed: atomic_u64(0),
+                borrowed: Borrowed::new(window),
             }
         }
     }
@@ -247,39 +241,21 @@ impl<const N: usize> Metric<N> {
         self.counts.update_max(now, MAX_CONCURRENCY, concurrency)
     }
 
-    /// Whether anything was ever borrowed: until then the borrowed arrays
-    /// are all empty and readers skip them.
-    fn ever_borrowed(&self) -> bool {
-        // In the same total order as the bucket protocol: a borrower sets it
-        // before booking, so a reader that reads 0 here precedes that booking
-        // and the borrower's own check (after its booking) sees the reader's.
-        // ORDERING: SeqCst, pairs with the SeqCst store in `waiting_op`.
-        self.ever_borrowed.load(Ordering::SeqCst) != 0
+    /// The event counts, for the gate's admission rule.
+    pub(crate) const fn counts(&self) -> &LeapArray<N, CELLS> {
+        &self.counts
     }
 
-    /// Passes borrowed for window `id`.
-    fn borrowed_in(&self, id: u64) -> u64 {
-        let half = (id / N as u64 % 2) as usize;
-        self.borrowed[half].count_in(id, 0)
+    /// The passes borrowed for future windows.
+    pub(crate) const fn borrowed(&self) -> &Borrowed<N> {
+        &self.borrowed
     }
 
-    fn borrowed_over(&self, ids: RangeInclusive<u64>) -> u64 {
-        if !self.ever_borrowed() {
-            return 0;
-        }
-        ids.map(|id| self.borrowed_in(id))
-            .fold(0, u64::saturating_add)
-    }
-
-    /// Pass of window `id`: its own count plus, if `borrowed`, what was
-    /// borrowed for it.
-    fn pass_in(&self, id: u64, borrowed: bool) -> u64 {
+    /// Pass of window `id`: its own count plus what was borrowed for it.
+    fn pass_in(&self, id: u64) -> u64 {
         let own = self.counts.count_in(id, Event::Pass.index());
-        if borrowed {
-            own.saturating_add(self.borrowed_in(id))
-        } else {
-            own
-        }
+        let lent = self.borrowed.lent().map_or(0, |l| l.count_in(id));
+        own.saturating_add(lent)
     }
 
     /// Total of `event` over the live windows at `now`. `Pass` includes the
@@ -297,7 +273,8 @@ impl<const N: usize> Metric<N> {
     pub fn total(&self, now: u64, event: Event) -> u64 {
         let own = self.counts.sum(now, event.index());
         if event == Event::Pass {
-            own.saturating_add(self.borrowed_over(self.counts.live(now)))
+            let lent = self.borrowed.lent();
+            own.saturating_add(lent.map_or(0, |l| l.over(self.counts.live(now))))
         } else {
             own
         }
@@ -480,7 +457,7 @@ impl<const N: usize> Metric<N> {
     pub fn previous_window_pass(&self, now: u64) -> u64 {
         (now / self.window())
             .checked_sub(1)
-            .map_or(0, |id| self.pass_in(id, self.ever_borrowed()))
+            .map_or(0, |id| self.pass_in(id))
     }
 
     /// Blocks of the window before `now`'s, 0 if its bucket no longer holds it.
@@ -512,7 +489,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn window_pass(&self, t: u64) -> u64 {
-        self.pass_in(t / self.window(), self.ever_borrowed())
+        self.pass_in(t / self.window())
     }
 
     /// `event` per second over the live windows, given the tick rate:
@@ -548,14 +525,10 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn details(&self, now: u64) -> heapless::Vec<WindowDetail, N> {
         let mut out = heapless::Vec::new();
-        let any_borrowed = self.ever_borrowed();
+        let lent = self.borrowed.lent();
         for id in self.counts.live(now) {
             let own = self.counts.read_window(id);
-            let borrowed = if any_borrowed {
-                self.borrowed_in(id)
-            } else {
-                0
-            };
+            let borrowed = lent.map_or(0, |l| l.count_in(id));
             if own.is_none() && borrowed == 0 {
                 continue;
             }
@@ -590,7 +563,7 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(AddError::OutOfRange));
     /// ```
     pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.waiting_op(now, future, n, false)
+        self.borrowed.add(now, future, n)
     }
 
     /// Takes back `n` passes booked with [`add_waiting`](Self::add_waiting)
@@ -605,24 +578,7 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.waiting(100), 0);
     /// ```
     pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.waiting_op(now, future, n, true)
-    }
-
-    fn waiting_op(&self, now: u64, future: u64, n: u64, undo: bool) -> Result<(), AddError> {
-        let (current, id) = (now / self.window(), future / self.window());
-        if id <= current || id - current > N as u64 {
-            return Err(AddError::OutOfRange);
-        }
-        let half = &self.borrowed[(id / N as u64 % 2) as usize];
-        if !undo {
-            // ORDERING: SeqCst, see `ever_borrowed`: set before the booking.
-            self.ever_borrowed.store(1, Ordering::SeqCst);
-        }
-        if undo {
-            half.sub(future, 0, n)
-        } else {
-            half.add(future, 0, n)
-        }
+        self.borrowed.sub(now, future, n)
     }
 
     /// Passes booked for windows that have not started yet at `now`.
@@ -638,12 +594,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn waiting(&self, now: u64) -> u64 {
-        let current = now / self.window();
-        // The last window of time has no future (the fuzzer found that a
-        // saturating range counted `current` itself).
-        current.checked_add(1).map_or(0, |next| {
-            self.borrowed_over(next..=current.saturating_add(N as u64))
-        })
+        self.borrowed.waiting(now)
     }
 
     /// Sentinel's `tryOccupyNext`: how long a request for `n` permits must
@@ -664,76 +615,8 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn try_occupy_next(&self, now: u64, n: u64, limit: u64, timeout: u64) -> u64 {
-        let borrowed = self.waiting(now);
-        if borrowed >= limit {
-            return timeout;
-        }
-        let current = now / self.window();
-        let mut pass = self.pass(now);
-        let any_borrowed = self.ever_borrowed();
-        for step in 1..=N as u64 {
-            // Window `current + step` starts in `wait` ticks; the window
-            // `current + step - N` slides out of the interval then.
-            let Some(start) = current
-                .checked_add(step)
-                .and_then(|id| id.checked_mul(self.window()))
-            else {
-                break;
-            };
-            let wait = start - now;
-            if wait >= timeout {
-                break;
-            }
-            let leaving = (current + step)
-                .checked_sub(N as u64)
-                .map_or(0, |id| self.pass_in(id, any_borrowed));
-            // In u128: a saturated sum would admit a request far over
-            // the limit (`n` near `u64::MAX`; the fuzzer found it).
-            let after = u128::from(pass) + u128::from(borrowed) + u128::from(n);
-            if after.saturating_sub(u128::from(leaving)) <= u128::from(limit) {
-                return wait;
-            }
-            pass = pass.saturating_sub(leaving);
-        }
-        timeout
-    }
-
-    /// The largest pass count (borrowed included) of any interval that
-    /// contains window `id`: the intervals ending at windows `id ..= id + N - 1`.
-    /// An admission into window `id` must keep all of them within the limit
-    /// (windows after `id` can hold passes from callers whose clocks are
-    /// ahead, or borrowed ones). Reads each of the `2N - 1` windows once.
-    /// `None` if one of those windows has been retired (a caller's clock is
-    /// already past it): its count is gone, so the intervals cannot be
-    /// checked, and the admission must be refused.
-    pub(crate) fn peak_load(&self, id: u64) -> Option<u64> {
-        let n = N as u64;
-        let borrowed = self.ever_borrowed();
-        let mut ring = [0u64; N];
-        let (mut sum, mut peak) = (0u64, 0u64);
-        for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
-            let slot = &mut ring[(k % n) as usize];
-            let p = self.exact_pass_in(k, borrowed)?;
-            // Window k enters the running interval (k - N, k]; k - N leaves.
-            sum = sum.saturating_sub(*slot).saturating_add(p);
-            *slot = p;
-            if k >= id {
-                peak = peak.max(sum);
-            }
-        }
-        Some(peak)
-    }
-
-    /// Pass of window `id` (borrowed included if `borrowed`), or `None` if
-    /// its bucket, or its borrowed bucket, has moved on to a newer window.
-    fn exact_pass_in(&self, id: u64, borrowed: bool) -> Option<u64> {
-        let own = self.counts.count_or_retired(id, Event::Pass.index()).ok()?;
-        if !borrowed {
-            return Some(own);
-        }
-        let half = (id / N as u64 % 2) as usize;
-        let lent = self.borrowed[half].count_or_retired(id, 0).ok()?;
-        Some(own.saturating_add(lent))
+        self.borrowed
+            .try_occupy_next(&self.counts, now, n, limit, timeout)
     }
 }
 
