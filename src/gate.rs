@@ -184,6 +184,7 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!(g.try_acquire(0, 2), Decision::Block);
     /// assert_eq!(g.try_acquire(0, 1), Decision::Pass);
     /// ```
+    #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
         if self.admit(now, n) {
             Decision::Pass
@@ -209,6 +210,7 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
     /// assert_eq!(g.metric().pass(1_000), 3 + 5); // the 7 slid out
     /// ```
+    #[must_use = "a Pass or Wait has already booked its permits"]
     pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> Decision {
         if self.admit(now, n) {
             return Decision::Pass;

@@ -4,12 +4,14 @@
 
 use crate::error::AddError;
 
-/// What a limiter decided.
+/// What a limiter decided. Ignoring it is an error: a [`Pass`](Self::Pass)
+/// or [`Wait`](Self::Wait) has already booked its permits.
 ///
 /// ```
 /// use leaparray::Decision;
 /// assert_ne!(Decision::Pass, Decision::Wait(3));
 /// ```
+#[must_use = "a Pass or Wait has already booked its permits"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Decision {

@@ -102,8 +102,8 @@ fn prioritized_borrows_the_next_window() {
 #[test]
 fn occupy_timeout_bounds_the_wait() {
     let g = Gate::<2>::new(nz(500), 10).with_occupy_timeout(200);
-    g.try_acquire(100, 7);
-    g.try_acquire(600, 3);
+    assert_eq!(g.try_acquire(100, 7), Decision::Pass);
+    assert_eq!(g.try_acquire(600, 3), Decision::Pass);
     assert_eq!(
         g.try_acquire_prioritized(700, 5),
         Decision::Block,
@@ -111,7 +111,7 @@ fn occupy_timeout_bounds_the_wait() {
     );
     assert_eq!(g.try_acquire_prioritized(850, 5), Decision::Wait(150));
     let never = Gate::<2>::new(nz(500), 10).with_occupy_timeout(0);
-    never.try_acquire(0, 10);
+    assert_eq!(never.try_acquire(0, 10), Decision::Pass);
     assert_eq!(never.try_acquire_prioritized(400, 1), Decision::Block);
 }
 
@@ -282,9 +282,8 @@ proptest! {
 #[test]
 fn gate_records_blocks_and_passes() {
     let g = Gate::<2>::new(nz(500), 3);
-    for _ in 0..5 {
-        g.try_acquire(10, 1);
-    }
+    let passed = (0..5).filter(|_| g.try_acquire(10, 1) == Decision::Pass);
+    assert_eq!(passed.count(), 3);
     assert_eq!(g.metric().total(10, Event::Pass), 3);
     assert_eq!(g.metric().total(10, Event::Block), 2);
 }
