@@ -80,6 +80,7 @@ mod metric;
 mod node;
 pub mod shard;
 mod sync;
+mod view;
 mod window;
 mod word;
 
@@ -95,5 +96,6 @@ pub use gate::Gate;
 pub use limiter::{Decision, Limiter};
 pub use metric::{Metric, WindowDetail};
 pub use node::{ConcurrencyGuard, StatisticNode};
+pub use view::ReadOnlyArray;
 pub use window::Window;
 pub use word::{Narrow, Wide, Width, MAX_COUNT};

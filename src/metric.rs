@@ -9,6 +9,7 @@ use crate::borrow::Borrowed;
 use crate::error::AddError;
 use crate::event::Event;
 use crate::sync::const_fn_unless_loom;
+use crate::view::ReadOnlyArray;
 use crate::word::MAX_COUNT;
 
 /// Cells of the main array: the six events, then two per-window extremes.
@@ -43,7 +44,8 @@ const CELLS: usize = EVENTS + 2;
 /// assert_eq!(M.avg_rt(200), 25.0);
 /// ```
 pub struct Metric<const N: usize> {
-    counts: LeapArray<N, CELLS>,
+    /// Read-only outside this module: [`array`](Self::array) hands it out.
+    counts: ReadOnlyArray<N, CELLS>,
     /// Passes borrowed for future windows.
     borrowed: Borrowed<N>,
 }
@@ -104,7 +106,7 @@ impl<const N: usize> Metric<N> {
         #[must_use]
         pub fn new(window: NonZeroU64) -> Self {
             Metric {
-                counts: LeapArray::new(window),
+                counts: ReadOnlyArray(LeapArray::new(window)),
                 borrowed: Borrowed::new(window),
             }
         }
@@ -118,7 +120,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
-        self.counts.window()
+        self.counts.0.window()
     }
 
     /// The sliding interval, `N * window` ticks (saturating).
@@ -129,12 +131,12 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub const fn interval(&self) -> u64 {
-        self.counts.interval()
+        self.counts.0.interval()
     }
 
-    /// The underlying array of event counts (cells `0..6` are the events by
-    /// [`Event::index`]; cell 6 holds `MAX_COUNT - min RT`, cell 7 the peak
-    /// concurrency). Borrowed passes are not in it.
+    /// The underlying array of event counts, read-only (cells `0..6` are
+    /// the events by [`Event::index`]; cell 6 holds `MAX_COUNT - min RT`,
+    /// cell 7 the peak concurrency). Borrowed passes are not in it.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -144,7 +146,7 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.array().sum(0, Event::Exception.index()), 1);
     /// ```
     #[must_use]
-    pub const fn array(&self) -> &LeapArray<N, 8> {
+    pub const fn array(&self) -> &ReadOnlyArray<N, 8> {
         &self.counts
     }
 
@@ -160,7 +162,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[inline]
     pub fn add(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
-        self.counts.add(now, event.index(), n)
+        self.counts.0.add(now, event.index(), n)
     }
 
     /// Removes `n` from `event` in the window of `now` (stopping at 0): the
@@ -176,7 +178,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[inline]
     pub fn sub(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
-        self.counts.sub(now, event.index(), n)
+        self.counts.0.sub(now, event.index(), n)
     }
 
     /// Records one completed request that took `rt` ticks: `Success + 1`,
@@ -213,16 +215,17 @@ impl<const N: usize> Metric<N> {
     /// ```
     pub fn add_rt_and_success(&self, now: u64, rt: u64, success: u64) -> Result<(), AddError> {
         let stop = |r: &Result<(), AddError>| *r == Err(AddError::Stale);
-        let s = self.counts.add(now, Event::Success.index(), success);
+        let s = self.counts.0.add(now, Event::Success.index(), success);
         if stop(&s) {
             return s;
         }
-        let r = self.counts.add(now, Event::Rt.index(), rt);
+        let r = self.counts.0.add(now, Event::Rt.index(), rt);
         if stop(&r) {
             return r;
         }
         let m = self
             .counts
+            .0
             .update_max(now, MIN_RT, MAX_COUNT - rt.min(MAX_COUNT - 1));
         s.and(r).and(m)
     }
@@ -238,12 +241,12 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.max_concurrency(1), 4);
     /// ```
     pub fn record_concurrency(&self, now: u64, concurrency: u64) -> Result<(), AddError> {
-        self.counts.update_max(now, MAX_CONCURRENCY, concurrency)
+        self.counts.0.update_max(now, MAX_CONCURRENCY, concurrency)
     }
 
     /// The event counts, for the gate's admission rule.
     pub(crate) const fn counts(&self) -> &LeapArray<N, CELLS> {
-        &self.counts
+        &self.counts.0
     }
 
     /// The passes borrowed for future windows.
@@ -253,7 +256,7 @@ impl<const N: usize> Metric<N> {
 
     /// Pass of window `id`: its own count plus what was borrowed for it.
     fn pass_in(&self, id: u64) -> u64 {
-        let own = self.counts.count_in(id, Event::Pass.index());
+        let own = self.counts.0.count_in(id, Event::Pass.index());
         let lent = self.borrowed.lent().map_or(0, |l| l.count_in(id));
         own.saturating_add(lent)
     }
@@ -271,10 +274,10 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn total(&self, now: u64, event: Event) -> u64 {
-        let own = self.counts.sum(now, event.index());
+        let own = self.counts.0.sum(now, event.index());
         if event == Event::Pass {
             let lent = self.borrowed.lent();
-            own.saturating_add(lent.map_or(0, |l| l.over(self.counts.live(now))))
+            own.saturating_add(lent.map_or(0, |l| l.over(self.counts.0.live(now))))
         } else {
             own
         }
@@ -396,7 +399,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn avg_rt(&self, now: u64) -> f64 {
-        let s = self.counts.sums(now);
+        let s = self.counts.0.sums(now);
         let success = s[Event::Success.index()];
         if success == 0 {
             0.0
@@ -472,6 +475,7 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn previous_window_block(&self, now: u64) -> u64 {
         self.counts
+            .0
             .previous(now)
             .map_or(0, |w| w.counts[Event::Block.index()])
     }
@@ -526,8 +530,8 @@ impl<const N: usize> Metric<N> {
     pub fn details(&self, now: u64) -> heapless::Vec<WindowDetail, N> {
         let mut out = heapless::Vec::new();
         let lent = self.borrowed.lent();
-        for id in self.counts.live(now) {
-            let own = self.counts.read_window(id);
+        for id in self.counts.0.live(now) {
+            let own = self.counts.0.read_window(id);
             let borrowed = lent.map_or(0, |l| l.count_in(id));
             if own.is_none() && borrowed == 0 {
                 continue;
@@ -616,7 +620,7 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn try_occupy_next(&self, now: u64, n: u64, limit: u64, timeout: u64) -> u64 {
         self.borrowed
-            .try_occupy_next(&self.counts, now, n, limit, timeout)
+            .try_occupy_next(&self.counts.0, now, n, limit, timeout)
     }
 }
 
