@@ -22,10 +22,7 @@ use common::on_threads;
 use leaparray::LeapArray;
 
 /// 500-tick windows: one roll-over every 500 adds in the loops below.
-const WINDOW: NonZeroU64 = match NonZeroU64::new(500) {
-    Some(w) => w,
-    None => panic!(),
-};
+const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 
 fn add(c: &mut Criterion) {
     let mut g = c.benchmark_group("add");

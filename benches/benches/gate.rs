@@ -20,10 +20,7 @@ use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 use leaparray::gate::{Decision, Gate};
 
-const WINDOW: NonZeroU64 = match NonZeroU64::new(500) {
-    Some(w) => w,
-    None => panic!(),
-};
+const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 
 fn admit(c: &mut Criterion) {
     let mut g = c.benchmark_group("admit");

@@ -23,10 +23,7 @@ use common::on_threads;
 use leaparray::shard::Sharded;
 use leaparray::LeapArray;
 
-const WINDOW: NonZeroU64 = match NonZeroU64::new(1_000) {
-    Some(w) => w,
-    None => panic!(),
-};
+const WINDOW: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
 
 /// The naive sliding window: a ring of (window id, count) under a mutex.
 struct MutexRing {
