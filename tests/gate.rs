@@ -1,5 +1,6 @@
 //! The gate: Sentinel's DefaultController scenarios, a property test against
-//! a brute-force sliding count, and real threads racing for the last permits.
+//! the brute-force gate model shared with the fuzz target, and real threads
+//! racing for the last permits.
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
