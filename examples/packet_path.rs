@@ -32,10 +32,7 @@ const BYTES_C: usize = 1;
 
 /// Ten windows of one second, time in µs: the run fits in the interval, so
 /// every packet is still counted at the end.
-static TRAFFIC: Sharded<10, 2, THREADS> = Sharded::new(match NonZeroU64::new(1_000_000) {
-    Some(w) => w,
-    None => panic!(),
-});
+static TRAFFIC: Sharded<10, 2, THREADS> = Sharded::new(NonZeroU64::new(1_000_000).unwrap());
 
 fn main() {
     let origin = Instant::now();

@@ -19,10 +19,7 @@ const ERR: usize = 1;
 const THREADS: u64 = 4;
 
 /// Ten windows of 100 ms: the last second, in 100 ms steps. Time is in ms.
-static REQUESTS: LeapArray<10, 2> = LeapArray::new(match NonZeroU64::new(100) {
-    Some(w) => w,
-    None => panic!(),
-});
+static REQUESTS: LeapArray<10, 2> = LeapArray::new(NonZeroU64::new(100).unwrap());
 
 /// Requests sent in each 100 ms slice.
 const TRAFFIC: [u64; 30] = [

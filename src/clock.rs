@@ -213,15 +213,17 @@ mod std_clocks {
     /// use std::time::Duration;
     /// use leaparray::clock::{Clock, CoarseClock, Unit};
     ///
-    /// let c = CoarseClock::start(Duration::from_millis(1), Unit::Millis);
+    /// let c = CoarseClock::start(Duration::from_millis(1), Unit::Millis)?;
     /// let a = c.now();
     /// std::thread::sleep(Duration::from_millis(20));
     /// assert!(c.now() > a);
     /// c.stop();
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     #[derive(Debug)]
     pub struct CoarseClock {
         shared: Arc<Shared>,
+        /// `None` once stopped.
         ticker: Option<JoinHandle<()>>,
     }
 
@@ -235,14 +237,19 @@ mod std_clocks {
         /// Starts the background thread, updating every `resolution` (at
         /// least 1 µs), in ticks of `unit` since now.
         ///
+        /// # Errors
+        ///
+        /// The error of [`std::thread::Builder::spawn`] if the thread cannot
+        /// be started: there is then no clock (it would never advance).
+        ///
         /// ```
         /// use std::time::Duration;
         /// use leaparray::clock::{Clock, CoarseClock, Unit};
-        /// let c = CoarseClock::start(Duration::from_millis(5), Unit::Millis);
+        /// let c = CoarseClock::start(Duration::from_millis(5), Unit::Millis)?;
         /// assert!(c.now() < 1_000);
+        /// # Ok::<(), std::io::Error>(())
         /// ```
-        #[must_use]
-        pub fn start(resolution: Duration, unit: Unit) -> Self {
+        pub fn start(resolution: Duration, unit: Unit) -> std::io::Result<Self> {
             let resolution = resolution.max(Duration::from_micros(1));
             let shared = Arc::new(Shared {
                 ticks: AtomicU64::new(0),
@@ -260,9 +267,11 @@ mod std_clocks {
                         s.ticks.store(unit.of(origin.elapsed()), Ordering::Relaxed);
                         std::thread::park_timeout(resolution);
                     }
-                })
-                .ok();
-            CoarseClock { shared, ticker }
+                })?;
+            Ok(CoarseClock {
+                shared,
+                ticker: Some(ticker),
+            })
         }
 
         /// Stops the background thread and waits for it to end. The clock
@@ -271,7 +280,8 @@ mod std_clocks {
         /// ```
         /// use std::time::Duration;
         /// use leaparray::clock::{CoarseClock, Unit};
-        /// CoarseClock::start(Duration::from_millis(1), Unit::Millis).stop();
+        /// CoarseClock::start(Duration::from_millis(1), Unit::Millis)?.stop();
+        /// # Ok::<(), std::io::Error>(())
         /// ```
         pub fn stop(mut self) {
             self.halt();

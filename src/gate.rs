@@ -49,6 +49,7 @@
 
 use core::num::NonZeroU64;
 
+use crate::borrow::Lent;
 use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
@@ -56,23 +57,9 @@ use crate::metric::Metric;
 use crate::sync::{const_fn_unless_loom, loom_sc_order};
 use crate::word::MAX_COUNT;
 
-/// What a [`Gate`] decided.
-///
-/// ```
-/// use leaparray::gate::Decision;
-/// assert_ne!(Decision::Pass, Decision::Wait(3));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Decision {
-    /// Admitted now.
-    Pass,
-    /// Admitted in a future window: come back after this many ticks. The
-    /// permit is already booked (Sentinel's `PriorityWaitException`).
-    Wait(u64),
-    /// Refused.
-    Block,
-}
+/// The result of [`Gate::try_acquire`]; defined with [`Limiter`] (also at
+/// the crate root), re-exported here.
+pub use crate::limiter::Decision;
 
 /// At most `limit` permits per sliding interval of `N` windows, decided
 /// exactly under any concurrency.
@@ -173,10 +160,10 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{gate::Gate, Event};
+    /// # use leaparray::{Decision, Event, Gate};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
-    /// g.try_acquire(0, 1);
-    /// g.try_acquire(0, 1);
+    /// assert_eq!(g.try_acquire(0, 1), Decision::Pass);
+    /// assert_eq!(g.try_acquire(0, 1), Decision::Block);
     /// assert_eq!((g.metric().pass(0), g.metric().block(0)), (1, 1));
     /// ```
     #[must_use]
@@ -197,6 +184,7 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!(g.try_acquire(0, 2), Decision::Block);
     /// assert_eq!(g.try_acquire(0, 1), Decision::Pass);
     /// ```
+    #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
         if self.admit(now, n) {
             Decision::Pass
@@ -222,6 +210,7 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
     /// assert_eq!(g.metric().pass(1_000), 3 + 5); // the 7 slid out
     /// ```
+    #[must_use = "a Pass or Wait has already booked its permits"]
     pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> Decision {
         if self.admit(now, n) {
             return Decision::Pass;
@@ -235,9 +224,7 @@ impl<const N: usize> Gate<N> {
                 if self.metric.add_waiting(now, future, n).is_ok() {
                     // Book, then read: as in `admit`.
                     loom_sc_order();
-                    if self
-                        .metric
-                        .peak_load(future / self.metric.window())
+                    if peak_load(&self.metric, future / self.metric.window())
                         .is_some_and(|load| load <= self.limit)
                     {
                         let _ = self.metric.add(now, Event::OccupiedPass, n);
@@ -261,11 +248,7 @@ impl<const N: usize> Gate<N> {
             return false;
         }
         let id = now / self.metric.window();
-        if self
-            .metric
-            .peak_load(id)
-            .is_none_or(|load| load.saturating_add(n) > self.limit)
-        {
+        if peak_load(&self.metric, id).is_none_or(|load| load.saturating_add(n) > self.limit) {
             // Already full: refuse without booking (nothing to roll back).
             return false;
         }
@@ -280,11 +263,7 @@ impl<const N: usize> Gate<N> {
         // SeqCst operations, all in one total order (`src/bucket.rs`,
         // "Orderings"); under loom this stands for that order.
         loom_sc_order();
-        if self
-            .metric
-            .peak_load(id)
-            .is_some_and(|load| load <= self.limit)
-        {
+        if peak_load(&self.metric, id).is_some_and(|load| load <= self.limit) {
             return true;
         }
         // Stale here means the window has been retired since: nothing left
@@ -297,6 +276,50 @@ impl<const N: usize> Gate<N> {
         let _ = self.metric.add(now, Event::Block, n);
         Decision::Block
     }
+}
+
+/// The admission rule: the largest pass count (borrowed included) of any
+/// interval that contains window `id`, the intervals ending at windows
+/// `id ..= id + N - 1`. An admission into window `id` must keep all of them
+/// within the limit (windows after `id` can hold passes from callers whose
+/// clocks are ahead, or borrowed ones). Reads each of the `2N - 1` windows
+/// once. `None` if one of those windows has been retired (a caller's clock is
+/// already past it): its count is gone, so the intervals cannot be checked,
+/// and the admission must be refused.
+fn peak_load<const N: usize>(metric: &Metric<N>, id: u64) -> Option<u64> {
+    let n = N as u64;
+    let lent = metric.borrowed().lent();
+    let mut ring = [0u64; N];
+    let (mut sum, mut peak) = (0u64, 0u64);
+    for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
+        let slot = &mut ring[(k % n) as usize];
+        let p = exact_pass_in(metric, lent, k)?;
+        // Window k enters the running interval (k - N, k]; k - N leaves.
+        sum = sum.saturating_sub(*slot).saturating_add(p);
+        *slot = p;
+        if k >= id {
+            peak = peak.max(sum);
+        }
+    }
+    Some(peak)
+}
+
+/// Pass of window `id` (with what was `lent` to it), or `None` if its bucket,
+/// or its borrowed bucket, has moved on to a newer window.
+fn exact_pass_in<const N: usize>(
+    metric: &Metric<N>,
+    lent: Option<Lent<'_, N>>,
+    id: u64,
+) -> Option<u64> {
+    let own = metric
+        .counts()
+        .count_or_retired(id, Event::Pass.index())
+        .ok()?;
+    let lent = match lent {
+        Some(lent) => lent.exact_count_in(id)?,
+        None => 0,
+    };
+    Some(own.saturating_add(lent))
 }
 
 impl<const N: usize> Limiter for Gate<N> {

@@ -69,6 +69,7 @@
 extern crate std;
 
 mod array;
+mod borrow;
 mod bucket;
 pub mod clock;
 mod error;
@@ -79,6 +80,7 @@ mod metric;
 mod node;
 pub mod shard;
 mod sync;
+mod view;
 mod window;
 mod word;
 
@@ -90,9 +92,11 @@ pub use array::LeapArray;
 pub struct ReadmeDoctests;
 pub use error::{AddError, SpanError};
 pub use event::Event;
-pub use limiter::Limiter;
+pub use gate::Gate;
+pub use limiter::{Decision, Limiter};
 pub use metric::{Metric, WindowDetail};
 pub use node::{ConcurrencyGuard, StatisticNode};
+pub use view::ReadOnlyArray;
 pub use window::Window;
 #[cfg(loom)]
 #[doc(hidden)]

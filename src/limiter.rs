@@ -1,16 +1,36 @@
-//! [`Limiter`]: the smallest surface a rate limiter built on this crate needs.
+//! [`Limiter`]: the smallest surface a rate limiter built on this crate
+//! needs, and the [`Decision`] its [`try_acquire`](Limiter::try_acquire)
+//! returns.
 
 use crate::error::AddError;
-use crate::gate::Decision;
+
+/// What a limiter decided. Ignoring it is an error: a [`Pass`](Self::Pass)
+/// or [`Wait`](Self::Wait) has already booked its permits.
+///
+/// ```
+/// use leaparray::Decision;
+/// assert_ne!(Decision::Pass, Decision::Wait(3));
+/// ```
+#[must_use = "a Pass or Wait has already booked its permits"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Decision {
+    /// Admitted now.
+    Pass,
+    /// Admitted in a future window: come back after this many ticks. The
+    /// permit is already booked (Sentinel's `PriorityWaitException`).
+    Wait(u64),
+    /// Refused.
+    Block,
+}
 
 /// A sliding-window limiter driven by the caller's clock: record, observe,
-/// try to acquire. [`Gate`](crate::gate::Gate) implements it; other crates
+/// try to acquire. [`Gate`](crate::Gate) implements it; other crates
 /// can implement it, or wrap one (it is implemented for references too).
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::gate::{Decision, Gate};
-/// use leaparray::Limiter;
+/// use leaparray::{Decision, Gate, Limiter};
 ///
 /// fn serve(l: &impl Limiter, now: u64) -> bool {
 ///     l.try_acquire(now, 1) == Decision::Pass

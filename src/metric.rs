@@ -1,13 +1,15 @@
 //! [`Metric`]: Sentinel's `ArrayMetric` over `MetricBucket`s, with occupy
-//! (borrowing future windows, `OccupiableBucketLeapArray`).
+//! (borrowing future windows, `OccupiableBucketLeapArray`; the borrowed
+//! passes are kept in `src/borrow.rs`).
 
 use core::num::NonZeroU64;
-use core::ops::RangeInclusive;
 
 use crate::array::LeapArray;
+use crate::borrow::Borrowed;
 use crate::error::AddError;
 use crate::event::Event;
-use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
+use crate::sync::const_fn_unless_loom;
+use crate::view::ReadOnlyArray;
 use crate::word::MAX_COUNT;
 
 /// Cells of the main array: the six events, then two per-window extremes.
@@ -42,15 +44,10 @@ const CELLS: usize = EVENTS + 2;
 /// assert_eq!(M.avg_rt(200), 25.0);
 /// ```
 pub struct Metric<const N: usize> {
-    counts: LeapArray<N, CELLS>,
-    /// Passes borrowed for future windows. Window `k` is kept in
-    /// `borrowed[(k / N) % 2]`, so the `2N` consecutive windows around `now`
-    /// (the live ones and the ones that may be borrowed) never share a
-    /// bucket: a borrow never retires a live window's borrowed count.
-    borrowed: [LeapArray<N, 1>; 2],
-    /// 0 until the first borrow, then 1 for good: lets readers skip the
-    /// borrowed arrays of a metric that never borrowed.
-    ever_borrowed: AtomicU64,
+    /// Read-only outside this module: [`array`](Self::array) hands it out.
+    counts: ReadOnlyArray<N, CELLS>,
+    /// Passes borrowed for future windows.
+    borrowed: Borrowed<N>,
 }
 
 /// One window of a [`Metric`], as a metric log line wants it.
@@ -109,9 +106,8 @@ impl<const N: usize> Metric<N> {
         #[must_use]
         pub fn new(window: NonZeroU64) -> Self {
             Metric {
-                counts: LeapArray::new(window),
-                borrowed: [LeapArray::new(window), LeapArray::new(window)],
-                ever_borrowed: atomic_u64(0),
+                counts: ReadOnlyArray(LeapArray::new(window)),
+                borrowed: Borrowed::new(window),
             }
         }
     }
@@ -124,7 +120,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
-        self.counts.window()
+        self.counts.0.window()
     }
 
     /// The sliding interval, `N * window` ticks (saturating).
@@ -135,12 +131,12 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub const fn interval(&self) -> u64 {
-        self.counts.interval()
+        self.counts.0.interval()
     }
 
-    /// The underlying array of event counts (cells `0..6` are the events by
-    /// [`Event::index`]; cell 6 holds `MAX_COUNT - min RT`, cell 7 the peak
-    /// concurrency). Borrowed passes are not in it.
+    /// The underlying array of event counts, read-only (cells `0..6` are
+    /// the events by [`Event::index`]; cell 6 holds `MAX_COUNT - min RT`,
+    /// cell 7 the peak concurrency). Borrowed passes are not in it.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -150,7 +146,7 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.array().sum(0, Event::Exception.index()), 1);
     /// ```
     #[must_use]
-    pub const fn array(&self) -> &LeapArray<N, 8> {
+    pub const fn array(&self) -> &ReadOnlyArray<N, 8> {
         &self.counts
     }
 
@@ -166,7 +162,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[inline]
     pub fn add(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
-        self.counts.add(now, event.index(), n)
+        self.counts.0.add(now, event.index(), n)
     }
 
     /// Removes `n` from `event` in the window of `now` (stopping at 0): the
@@ -182,7 +178,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[inline]
     pub fn sub(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
-        self.counts.sub(now, event.index(), n)
+        self.counts.0.sub(now, event.index(), n)
     }
 
     /// Records one completed request that took `rt` ticks: `Success + 1`,
@@ -219,16 +215,17 @@ impl<const N: usize> Metric<N> {
     /// ```
     pub fn add_rt_and_success(&self, now: u64, rt: u64, success: u64) -> Result<(), AddError> {
         let stop = |r: &Result<(), AddError>| *r == Err(AddError::Stale);
-        let s = self.counts.add(now, Event::Success.index(), success);
+        let s = self.counts.0.add(now, Event::Success.index(), success);
         if stop(&s) {
             return s;
         }
-        let r = self.counts.add(now, Event::Rt.index(), rt);
+        let r = self.counts.0.add(now, Event::Rt.index(), rt);
         if stop(&r) {
             return r;
         }
         let m = self
             .counts
+            .0
             .update_max(now, MIN_RT, MAX_COUNT - rt.min(MAX_COUNT - 1));
         s.and(r).and(m)
     }
@@ -244,42 +241,24 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.max_concurrency(1), 4);
     /// ```
     pub fn record_concurrency(&self, now: u64, concurrency: u64) -> Result<(), AddError> {
-        self.counts.update_max(now, MAX_CONCURRENCY, concurrency)
+        self.counts.0.update_max(now, MAX_CONCURRENCY, concurrency)
     }
 
-    /// Whether anything was ever borrowed: until then the borrowed arrays
-    /// are all empty and readers skip them.
-    fn ever_borrowed(&self) -> bool {
-        // In the same total order as the bucket protocol: a borrower sets it
-        // before booking, so a reader that reads 0 here precedes that booking
-        // and the borrower's own check (after its booking) sees the reader's.
-        // ORDERING: SeqCst, pairs with the SeqCst store in `waiting_op`.
-        self.ever_borrowed.load(Ordering::SeqCst) != 0
+    /// The event counts, for the gate's admission rule.
+    pub(crate) const fn counts(&self) -> &LeapArray<N, CELLS> {
+        &self.counts.0
     }
 
-    /// Passes borrowed for window `id`.
-    fn borrowed_in(&self, id: u64) -> u64 {
-        let half = (id / N as u64 % 2) as usize;
-        self.borrowed[half].count_in(id, 0)
+    /// The passes borrowed for future windows.
+    pub(crate) const fn borrowed(&self) -> &Borrowed<N> {
+        &self.borrowed
     }
 
-    fn borrowed_over(&self, ids: RangeInclusive<u64>) -> u64 {
-        if !self.ever_borrowed() {
-            return 0;
-        }
-        ids.map(|id| self.borrowed_in(id))
-            .fold(0, u64::saturating_add)
-    }
-
-    /// Pass of window `id`: its own count plus, if `borrowed`, what was
-    /// borrowed for it.
-    fn pass_in(&self, id: u64, borrowed: bool) -> u64 {
-        let own = self.counts.count_in(id, Event::Pass.index());
-        if borrowed {
-            own.saturating_add(self.borrowed_in(id))
-        } else {
-            own
-        }
+    /// Pass of window `id`: its own count plus what was borrowed for it.
+    fn pass_in(&self, id: u64) -> u64 {
+        let own = self.counts.0.count_in(id, Event::Pass.index());
+        let lent = self.borrowed.lent().map_or(0, |l| l.count_in(id));
+        own.saturating_add(lent)
     }
 
     /// Total of `event` over the live windows at `now`. `Pass` includes the
@@ -295,9 +274,10 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn total(&self, now: u64, event: Event) -> u64 {
-        let own = self.counts.sum(now, event.index());
+        let own = self.counts.0.sum(now, event.index());
         if event == Event::Pass {
-            own.saturating_add(self.borrowed_over(self.counts.live(now)))
+            let lent = self.borrowed.lent();
+            own.saturating_add(lent.map_or(0, |l| l.over(self.counts.0.live(now))))
         } else {
             own
         }
@@ -419,7 +399,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn avg_rt(&self, now: u64) -> f64 {
-        let s = self.counts.sums(now);
+        let s = self.counts.0.sums(now);
         let success = s[Event::Success.index()];
         if success == 0 {
             0.0
@@ -480,7 +460,7 @@ impl<const N: usize> Metric<N> {
     pub fn previous_window_pass(&self, now: u64) -> u64 {
         (now / self.window())
             .checked_sub(1)
-            .map_or(0, |id| self.pass_in(id, self.ever_borrowed()))
+            .map_or(0, |id| self.pass_in(id))
     }
 
     /// Blocks of the window before `now`'s, 0 if its bucket no longer holds it.
@@ -495,6 +475,7 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn previous_window_block(&self, now: u64) -> u64 {
         self.counts
+            .0
             .previous(now)
             .map_or(0, |w| w.counts[Event::Block.index()])
     }
@@ -512,7 +493,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn window_pass(&self, t: u64) -> u64 {
-        self.pass_in(t / self.window(), self.ever_borrowed())
+        self.pass_in(t / self.window())
     }
 
     /// `event` per second over the live windows, given the tick rate:
@@ -548,14 +529,10 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub fn details(&self, now: u64) -> heapless::Vec<WindowDetail, N> {
         let mut out = heapless::Vec::new();
-        let any_borrowed = self.ever_borrowed();
-        for id in self.counts.live(now) {
-            let own = self.counts.read_window(id);
-            let borrowed = if any_borrowed {
-                self.borrowed_in(id)
-            } else {
-                0
-            };
+        let lent = self.borrowed.lent();
+        for id in self.counts.0.live(now) {
+            let own = self.counts.0.read_window(id);
+            let borrowed = lent.map_or(0, |l| l.count_in(id));
             if own.is_none() && borrowed == 0 {
                 continue;
             }
@@ -590,7 +567,7 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(AddError::OutOfRange));
     /// ```
     pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.waiting_op(now, future, n, false)
+        self.borrowed.add(now, future, n)
     }
 
     /// Takes back `n` passes booked with [`add_waiting`](Self::add_waiting)
@@ -605,24 +582,7 @@ impl<const N: usize> Metric<N> {
     /// assert_eq!(m.waiting(100), 0);
     /// ```
     pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.waiting_op(now, future, n, true)
-    }
-
-    fn waiting_op(&self, now: u64, future: u64, n: u64, undo: bool) -> Result<(), AddError> {
-        let (current, id) = (now / self.window(), future / self.window());
-        if id <= current || id - current > N as u64 {
-            return Err(AddError::OutOfRange);
-        }
-        let half = &self.borrowed[(id / N as u64 % 2) as usize];
-        if !undo {
-            // ORDERING: SeqCst, see `ever_borrowed`: set before the booking.
-            self.ever_borrowed.store(1, Ordering::SeqCst);
-        }
-        if undo {
-            half.sub(future, 0, n)
-        } else {
-            half.add(future, 0, n)
-        }
+        self.borrowed.sub(now, future, n)
     }
 
     /// Passes booked for windows that have not started yet at `now`.
@@ -638,12 +598,7 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn waiting(&self, now: u64) -> u64 {
-        let current = now / self.window();
-        // The last window of time has no future (the fuzzer found that a
-        // saturating range counted `current` itself).
-        current.checked_add(1).map_or(0, |next| {
-            self.borrowed_over(next..=current.saturating_add(N as u64))
-        })
+        self.borrowed.waiting(now)
     }
 
     /// Sentinel's `tryOccupyNext`: how long a request for `n` permits must
@@ -664,76 +619,8 @@ impl<const N: usize> Metric<N> {
     /// ```
     #[must_use]
     pub fn try_occupy_next(&self, now: u64, n: u64, limit: u64, timeout: u64) -> u64 {
-        let borrowed = self.waiting(now);
-        if borrowed >= limit {
-            return timeout;
-        }
-        let current = now / self.window();
-        let mut pass = self.pass(now);
-        let any_borrowed = self.ever_borrowed();
-        for step in 1..=N as u64 {
-            // Window `current + step` starts in `wait` ticks; the window
-            // `current + step - N` slides out of the interval then.
-            let Some(start) = current
-                .checked_add(step)
-                .and_then(|id| id.checked_mul(self.window()))
-            else {
-                break;
-            };
-            let wait = start - now;
-            if wait >= timeout {
-                break;
-            }
-            let leaving = (current + step)
-                .checked_sub(N as u64)
-                .map_or(0, |id| self.pass_in(id, any_borrowed));
-            // In u128: a saturated sum would admit a request far over
-            // the limit (`n` near `u64::MAX`; the fuzzer found it).
-            let after = u128::from(pass) + u128::from(borrowed) + u128::from(n);
-            if after.saturating_sub(u128::from(leaving)) <= u128::from(limit) {
-                return wait;
-            }
-            pass = pass.saturating_sub(leaving);
-        }
-        timeout
-    }
-
-    /// The largest pass count (borrowed included) of any interval that
-    /// contains window `id`: the intervals ending at windows `id ..= id + N - 1`.
-    /// An admission into window `id` must keep all of them within the limit
-    /// (windows after `id` can hold passes from callers whose clocks are
-    /// ahead, or borrowed ones). Reads each of the `2N - 1` windows once.
-    /// `None` if one of those windows has been retired (a caller's clock is
-    /// already past it): its count is gone, so the intervals cannot be
-    /// checked, and the admission must be refused.
-    pub(crate) fn peak_load(&self, id: u64) -> Option<u64> {
-        let n = N as u64;
-        let borrowed = self.ever_borrowed();
-        let mut ring = [0u64; N];
-        let (mut sum, mut peak) = (0u64, 0u64);
-        for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
-            let slot = &mut ring[(k % n) as usize];
-            let p = self.exact_pass_in(k, borrowed)?;
-            // Window k enters the running interval (k - N, k]; k - N leaves.
-            sum = sum.saturating_sub(*slot).saturating_add(p);
-            *slot = p;
-            if k >= id {
-                peak = peak.max(sum);
-            }
-        }
-        Some(peak)
-    }
-
-    /// Pass of window `id` (borrowed included if `borrowed`), or `None` if
-    /// its bucket, or its borrowed bucket, has moved on to a newer window.
-    fn exact_pass_in(&self, id: u64, borrowed: bool) -> Option<u64> {
-        let own = self.counts.count_or_retired(id, Event::Pass.index()).ok()?;
-        if !borrowed {
-            return Some(own);
-        }
-        let half = (id / N as u64 % 2) as usize;
-        let lent = self.borrowed[half].count_or_retired(id, 0).ok()?;
-        Some(own.saturating_add(lent))
+        self.borrowed
+            .try_occupy_next(&self.counts.0, now, n, limit, timeout)
     }
 }
 

@@ -44,14 +44,8 @@ impl StatisticNode<2, 60> {
         /// ```
         #[must_use]
         pub fn millis() -> Self {
-            const MS: NonZeroU64 = match NonZeroU64::new(1_000) {
-                Some(v) => v,
-                None => panic!(),
-            };
-            const HALF: NonZeroU64 = match NonZeroU64::new(500) {
-                Some(v) => v,
-                None => panic!(),
-            };
+            const MS: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
+            const HALF: NonZeroU64 = NonZeroU64::new(500).unwrap();
             StatisticNode::new(HALF, MS, MS)
         }
     }

@@ -10,10 +10,7 @@ fn w(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
 }
 
-static STATIC_ARRAY: LeapArray<4, 2> = LeapArray::new(match NonZeroU64::new(250) {
-    Some(w) => w,
-    None => panic!(),
-});
+static STATIC_ARRAY: LeapArray<4, 2> = LeapArray::new(NonZeroU64::new(250).unwrap());
 
 #[test]
 fn lives_in_a_static() {

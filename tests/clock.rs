@@ -62,12 +62,12 @@ mod std_clocks {
 
     #[test]
     fn coarse_clock_advances_then_stops() {
-        let c = CoarseClock::start(Duration::from_millis(1), Unit::Millis);
+        let c = CoarseClock::start(Duration::from_millis(1), Unit::Millis).unwrap();
         let a = c.now();
         std::thread::sleep(Duration::from_millis(30));
         let b = c.now();
         assert!(b >= a + 10, "advanced only from {a} to {b}");
-        let frozen = CoarseClock::start(Duration::from_millis(1), Unit::Micros);
+        let frozen = CoarseClock::start(Duration::from_millis(1), Unit::Micros).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         let before = frozen.now();
         drop(frozen); // stops and joins the ticker

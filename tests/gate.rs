@@ -1,7 +1,7 @@
 //! The gate: Sentinel's DefaultController scenarios, a property test against
-//! a brute-force sliding count, and real threads racing for the last permits.
+//! the brute-force gate model shared with the fuzz target, and real threads
+//! racing for the last permits.
 
-use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -9,6 +9,20 @@ use std::sync::{Arc, Barrier};
 use leaparray::gate::{Decision, Gate};
 use leaparray::{Event, Limiter};
 use proptest::prelude::*;
+
+// The models shared with fuzz/ (its `gate` target), under the module names
+// they refer to each other by.
+#[allow(dead_code)]
+#[path = "common/array_model.rs"]
+mod array;
+#[allow(dead_code)]
+#[path = "common/gate_model.rs"]
+mod gate_model;
+#[allow(dead_code)]
+#[path = "common/metric_model.rs"]
+mod metric;
+use gate_model::GateModel;
+use metric::{check, MetricModel};
 
 fn nz(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
@@ -102,8 +116,8 @@ fn prioritized_borrows_the_next_window() {
 #[test]
 fn occupy_timeout_bounds_the_wait() {
     let g = Gate::<2>::new(nz(500), 10).with_occupy_timeout(200);
-    g.try_acquire(100, 7);
-    g.try_acquire(600, 3);
+    assert_eq!(g.try_acquire(100, 7), Decision::Pass);
+    assert_eq!(g.try_acquire(600, 3), Decision::Pass);
     assert_eq!(
         g.try_acquire_prioritized(700, 5),
         Decision::Block,
@@ -111,7 +125,7 @@ fn occupy_timeout_bounds_the_wait() {
     );
     assert_eq!(g.try_acquire_prioritized(850, 5), Decision::Wait(150));
     let never = Gate::<2>::new(nz(500), 10).with_occupy_timeout(0);
-    never.try_acquire(0, 10);
+    assert_eq!(never.try_acquire(0, 10), Decision::Pass);
     assert_eq!(never.try_acquire_prioritized(400, 1), Decision::Block);
 }
 
@@ -172,85 +186,7 @@ fn threads_at_one_now_never_exceed_the_limit() {
     }
 }
 
-// ---- property test: one thread, against a brute-force sliding count
-
-/// The documented semantics, the slow way: each bucket holds at most one
-/// window and its passes; a request passes if the live windows' passes plus
-/// its own stay within the limit.
-struct Model {
-    n: u64,
-    window: u64,
-    limit: u64,
-    slots: HashMap<u64, (u64, u64)>, // slot -> (window id, passes)
-}
-
-impl Model {
-    fn touch(&mut self, id: u64) -> bool {
-        let slot = self.slots.entry(id % self.n).or_insert((id, 0));
-        if slot.0 > id {
-            return false;
-        }
-        if slot.0 < id {
-            *slot = (id, 0);
-        }
-        true
-    }
-
-    fn try_acquire(&mut self, now: u64, k: u64) -> Decision {
-        if k == 0 {
-            return Decision::Pass;
-        }
-        let id = now / self.window;
-        if !self.touch(id) {
-            return Decision::Block;
-        }
-        if k > self.limit {
-            return Decision::Block;
-        }
-        // A window of an interval containing `id` already retired by a
-        // newer one: that interval cannot be checked, refuse.
-        let retired = (id.saturating_sub(self.n - 1)..=id + self.n - 1).any(|w| {
-            self.slots
-                .get(&(w % self.n))
-                .is_some_and(|(held, _)| *held > w)
-        });
-        if retired {
-            return Decision::Block;
-        }
-        if self.peak_with(id, k) <= self.limit {
-            self.slots.get_mut(&(id % self.n)).unwrap().1 += k;
-            Decision::Pass
-        } else {
-            Decision::Block
-        }
-    }
-
-    /// Passes of the held windows in `(j - N, j]`.
-    fn interval(&self, j: u64) -> u64 {
-        self.slots
-            .values()
-            .filter(|(w, _)| *w <= j && *w + self.n > j)
-            .map(|(_, p)| p)
-            .sum()
-    }
-
-    /// The largest interval containing window `id`, with `k` more in `id`.
-    fn peak_with(&self, id: u64, k: u64) -> u64 {
-        (id..id + self.n)
-            .map(|j| self.interval(j) + k)
-            .max()
-            .unwrap()
-    }
-
-    /// The largest interval anywhere.
-    fn peak(&self) -> u64 {
-        self.slots
-            .values()
-            .map(|(w, _)| self.interval(*w + self.n - 1).max(self.interval(*w)))
-            .max()
-            .unwrap_or(0)
-    }
-}
+// ---- property test: one thread, against the gate model shared with fuzz/
 
 proptest! {
     #![proptest_config(ProptestConfig {
@@ -259,22 +195,34 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
+    /// Plain and prioritized requests against the model (`tests/common/
+    /// gate_model.rs`, which the `gate` fuzz target uses too): every
+    /// decision and every metric query matches, and no interval containing
+    /// the window of `now` ever holds more than the limit.
     #[test]
-    fn gate_matches_a_sliding_count(
+    fn gate_matches_the_model(
         window in 1u64..200,
         limit in 0u64..30,
-        steps in prop::collection::vec((-150i64..400, 0u64..8), 1..150),
+        steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..150),
     ) {
         let g = Gate::<3>::new(nz(window), limit);
-        let mut m = Model { n: 3, window, limit, slots: HashMap::new() };
+        let mut m = GateModel::<3> {
+            metric: MetricModel::new(window),
+            limit,
+            timeout: g.occupy_timeout(),
+        };
         let mut now = 10_000u64;
-        for (dt, k) in steps {
+        for (dt, k, prioritized) in steps {
             now = now.saturating_add_signed(dt);
-            let got = g.try_acquire(now, k);
-            prop_assert_eq!(got, m.try_acquire(now, k), "at {} for {}", now, k);
-            // Never more than the limit in any interval of held windows.
-            prop_assert!(m.peak() <= limit, "peak {} > {}", m.peak(), limit);
-            prop_assert_eq!(g.metric().pass(now), m.interval(now / window));
+            let (got, want) = if prioritized {
+                (g.try_acquire_prioritized(now, k), m.try_acquire_prioritized(now, k))
+            } else {
+                (g.try_acquire(now, k), m.try_acquire(now, k))
+            };
+            prop_assert_eq!(got, want, "at {} for {} (prioritized {})", now, k, prioritized);
+            let peak = m.peak(now / window);
+            prop_assert!(peak.is_none_or(|p| p <= limit), "peak {:?} > {}", peak, limit);
+            check(g.metric(), &m.metric, now, now, [k, limit, m.timeout, 1_000]);
         }
     }
 }
@@ -282,9 +230,8 @@ proptest! {
 #[test]
 fn gate_records_blocks_and_passes() {
     let g = Gate::<2>::new(nz(500), 3);
-    for _ in 0..5 {
-        g.try_acquire(10, 1);
-    }
+    let passed = (0..5).filter(|_| g.try_acquire(10, 1) == Decision::Pass);
+    assert_eq!(passed.count(), 3);
     assert_eq!(g.metric().total(10, Event::Pass), 3);
     assert_eq!(g.metric().total(10, Event::Block), 2);
 }

@@ -71,14 +71,14 @@ fuzz_target!(|input: Input| {
                 let future = now.saturating_add(ahead % window.saturating_mul(4 * N as u64).max(1));
                 (
                     m.add_waiting(now, future, n.value()),
-                    model.waiting_op(now, future, n.value(), false),
+                    model.add_waiting(now, future, n.value()),
                 )
             }
             Step::Return(ahead, n) => {
                 let future = now.saturating_add(ahead % window.saturating_mul(4 * N as u64).max(1));
                 (
                     m.sub_waiting(now, future, n.value()),
-                    model.waiting_op(now, future, n.value(), true),
+                    model.sub_waiting(now, future, n.value()),
                 )
             }
             Step::Late(lag, e, n) => {

@@ -109,7 +109,7 @@ fuzz_target!(|input: Input| {
             }
             Step::Waiting(ahead, n) => {
                 let future = now.saturating_add(ahead % sw.saturating_mul(4 * S as u64));
-                let want = second.waiting_op(now, future, n.value(), false);
+                let want = second.add_waiting(now, future, n.value());
                 assert_eq!(node.add_waiting_request(now, future, n.value()), want);
             }
         }

@@ -7,10 +7,12 @@
 //! exactly (ids compared modulo `2^Width::WINDOW_BITS`), so the targets can
 //! use any time at all, `0` and `u64::MAX` included.
 
-/// The array model lives with the crate's tests (`tests/model.rs` uses it
-/// too), so there is one of it.
+// The models live with the crate's tests (`tests/model.rs` uses the array
+// model, `tests/gate.rs` all three), so there is one of each.
 #[path = "../../tests/common/array_model.rs"]
 pub mod array;
+#[path = "../../tests/common/gate_model.rs"]
 pub mod gate;
 pub mod input;
+#[path = "../../tests/common/metric_model.rs"]
 pub mod metric;

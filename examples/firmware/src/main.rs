@@ -42,10 +42,7 @@ const MAIN: usize = 0;
 const ISR: usize = 1;
 
 const fn nz(v: u64) -> NonZeroU64 {
-    match NonZeroU64::new(v) {
-        Some(v) => v,
-        None => panic!(),
-    }
+    NonZeroU64::new(v).unwrap()
 }
 
 static COUNTS: LeapArray<4, 2> = LeapArray::new(nz(WINDOW));

@@ -1,6 +1,8 @@
 //! The model of a `Metric<N>`: the main array (six events, the stored
 //! minimum RT, the peak concurrency), the two borrowed arrays, and the
-//! queries written out from their documentation.
+//! queries written out from their documentation. Shared by `tests/gate.rs`
+//! and `fuzz/` (the `metric`, `node` and `gate` targets); needs the array
+//! model as the crate's module `array`.
 
 use leaparray::{AddError, Event, Metric, Wide, WindowDetail, MAX_COUNT};
 
@@ -75,25 +77,33 @@ impl<const N: usize> MetricModel<N> {
         self.counts.update(now, MAX_CONCURRENCY, Op::Max(c))
     }
 
-    /// `Metric::add_waiting` (`undo`: `sub_waiting`): the window of
-    /// `future` must be 1 to N windows after `now`'s.
-    pub fn waiting_op(
-        &mut self,
-        now: u64,
-        future: u64,
-        n: u64,
-        undo: bool,
-    ) -> Result<(), AddError> {
+    /// `Metric::add_waiting`: the window of `future` must be 1 to N
+    /// windows after `now`'s.
+    pub fn add_waiting(&mut self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.check_future(now, future)?;
+        self.ever_borrowed = true;
+        self.half_mut(future / self.window())
+            .update(future, 0, Op::Add(n))
+    }
+
+    /// `Metric::sub_waiting`: as `add_waiting`, taking back.
+    pub fn sub_waiting(&mut self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.check_future(now, future)?;
+        self.half_mut(future / self.window())
+            .update(future, 0, Op::Sub(n))
+    }
+
+    fn check_future(&self, now: u64, future: u64) -> Result<(), AddError> {
         let w = self.window();
         let (cur, id) = (now / w, future / w);
         if id <= cur || id - cur > N as u64 {
             return Err(AddError::OutOfRange);
         }
-        if !undo {
-            self.ever_borrowed = true;
-        }
-        let half = &mut self.borrowed[(id / N as u64 % 2) as usize];
-        half.update(future, 0, if undo { Op::Sub(n) } else { Op::Add(n) })
+        Ok(())
+    }
+
+    fn half_mut(&mut self, id: u64) -> &mut ArrayModel<N, 1> {
+        &mut self.borrowed[(id / N as u64 % 2) as usize]
     }
 
     /// Passes borrowed for window `id`.

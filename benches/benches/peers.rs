@@ -1,5 +1,5 @@
 //! leaparray against sentinel-core 0.1.3 (the Rust port of Sentinel), side
-//! by side in one run: `cargo bench --bench peers`.
+//! by side in one run: `cargo bench -p leaparray-benches --bench peers`.
 //!
 //! The operation is Sentinel's hot pair: record a pass, then read the pass
 //! count of the sliding interval (2 windows of 500 ms).

@@ -1,5 +1,5 @@
 //! The gate against governor, side by side in one run:
-//! `cargo bench --bench gate`.
+//! `cargo bench -p leaparray-benches --bench gate`.
 //!
 //! - `admit/*`: every call is admitted (limits far above the call count):
 //!   the cost of a decision that books a permit.
@@ -20,10 +20,7 @@ use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 use leaparray::gate::{Decision, Gate};
 
-const WINDOW: NonZeroU64 = match NonZeroU64::new(500) {
-    Some(w) => w,
-    None => panic!(),
-};
+const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 
 fn admit(c: &mut Criterion) {
     let mut g = c.benchmark_group("admit");

@@ -1,5 +1,5 @@
 //! Core benchmarks, every figure measured side by side in one run:
-//! `cargo bench --bench core`.
+//! `cargo bench -p leaparray-benches --bench core`.
 //!
 //! - `add/*`: one add on one thread, against the physical floor (a raw
 //!   `AtomicU64::fetch_add` on the same machine).
@@ -22,10 +22,7 @@ use common::on_threads;
 use leaparray::LeapArray;
 
 /// 500-tick windows: one roll-over every 500 adds in the loops below.
-const WINDOW: NonZeroU64 = match NonZeroU64::new(500) {
-    Some(w) => w,
-    None => panic!(),
-};
+const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 
 fn add(c: &mut Criterion) {
     let mut g = c.benchmark_group("add");

@@ -1,4 +1,4 @@
-//! Packet-path benchmarks, side by side in one run: `cargo bench --bench shard`.
+//! Packet-path benchmarks, side by side in one run: `cargo bench -p leaparray-benches --bench shard`.
 //!
 //! - `one_thread/*`: one add per call, against the physical floor of a
 //!   single writer (a relaxed load and store of its own word) and a raw
@@ -23,10 +23,7 @@ use common::on_threads;
 use leaparray::shard::Sharded;
 use leaparray::LeapArray;
 
-const WINDOW: NonZeroU64 = match NonZeroU64::new(1_000) {
-    Some(w) => w,
-    None => panic!(),
-};
+const WINDOW: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
 
 /// The naive sliding window: a ring of (window id, count) under a mutex.
 struct MutexRing {

@@ -1,5 +1,7 @@
 //! The model of a `Gate<N>`: the metric model plus the admission rule as
-//! the gate's documentation states it.
+//! the gate's documentation states it. Shared by `tests/gate.rs` and
+//! `fuzz/` (the `gate` target); needs the metric model as the crate's
+//! module `metric`.
 
 use leaparray::gate::Decision;
 use leaparray::Event;
@@ -80,13 +82,13 @@ impl<const N: usize> GateModel<N> {
                 .try_occupy_next(now, n, self.limit, self.timeout);
             if wait < self.timeout {
                 let future = now + wait;
-                if self.metric.waiting_op(now, future, n, false).is_ok() {
+                if self.metric.add_waiting(now, future, n).is_ok() {
                     let id = future / self.metric.window();
                     if self.peak(id).is_some_and(|p| p <= self.limit) {
                         let _ = self.metric.add(now, Event::OccupiedPass, n);
                         return Decision::Wait(wait);
                     }
-                    let _ = self.metric.waiting_op(now, future, n, true);
+                    let _ = self.metric.sub_waiting(now, future, n);
                 }
             }
         }
