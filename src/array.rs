@@ -122,7 +122,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
     }
 }
 
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 impl<const N: usize, const C: usize> LeapArray<N, C, crate::word::LoomTinyGen> {
     /// Loom builds only: an array whose generations wrap at 2^3, for models
     /// that stall a thread across half the generation range.
@@ -586,7 +586,7 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     }
 }
 
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     /// Loom builds only: every window retired from the bucket of `t`'s
     /// window, as `(start, final counts)`, oldest first. Lets the models

@@ -106,7 +106,7 @@
 //! `SeqCst` load or compare-and-swap is the same instruction as its
 //! acquire/release form, so the strengthening costs nothing there. Loom
 //! models `SeqCst` accesses as acquire/release (loom issue #180), so under
-//! `cfg(loom)` the gate adds the `SeqCst` fence that stands for that total
+//! `cfg(leaparray_loom)` the gate adds the `SeqCst` fence that stands for that total
 //! order; everything else loom checks holds a fortiori for the stronger
 //! orderings.
 //!
@@ -201,7 +201,7 @@ pub(crate) struct Bucket<W: Width, const C: usize> {
     /// Loom builds only: `(window id, final counts)` of every window this
     /// bucket retired, written by the roller whose stamp CAS won, so the
     /// models can check that retired windows hold exactly their `Ok` adds.
-    #[cfg(loom)]
+    #[cfg(leaparray_loom)]
     retired: crate::sync::Mutex<std::vec::Vec<(u64, [u64; C])>>,
 }
 
@@ -214,7 +214,7 @@ macro_rules! empty_bucket {
                     Bucket {
                         stamp: $atomic(0),
                         cells: array_of!(C, $atomic(0)),
-                        #[cfg(loom)]
+                        #[cfg(leaparray_loom)]
                         retired: crate::sync::Mutex::new(std::vec::Vec::new()),
                     }
                 }
@@ -224,7 +224,7 @@ macro_rules! empty_bucket {
 }
 empty_bucket!(Wide, atomic_u64);
 empty_bucket!(Narrow, atomic_u32);
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 empty_bucket!(crate::word::LoomTinyGen, atomic_u32);
 
 impl<W: Width, const C: usize> Bucket<W, C> {
@@ -274,7 +274,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
             let next = s.next(window);
             match self.stamp.cas_word(s.0, next.0, SeqCst, SeqCst) {
                 Ok(_) => {
-                    #[cfg(loom)]
+                    #[cfg(leaparray_loom)]
                     if !s.is_empty() {
                         let old = window.wrapping_sub(s.window_diff(window) as u64);
                         self.retired.lock().unwrap().push((old, _final_counts));
@@ -326,7 +326,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
 
     /// Loom builds only: the windows this bucket retired, with their final
     /// counts.
-    #[cfg(loom)]
+    #[cfg(leaparray_loom)]
     pub(crate) fn retired(&self) -> std::vec::Vec<(u64, [u64; C])> {
         self.retired.lock().unwrap().clone()
     }
@@ -493,7 +493,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(leaparray_loom)))]
 mod tests {
     use super::*;
 

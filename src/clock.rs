@@ -103,7 +103,7 @@ impl Clock for ManualClock {
     }
 }
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(leaparray_loom)))]
 mod std_clocks {
     use std::sync::Arc;
     use std::thread::JoinHandle;
@@ -312,5 +312,5 @@ mod std_clocks {
     }
 }
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(leaparray_loom)))]
 pub use std_clocks::{CoarseClock, MonotonicClock, Unit};

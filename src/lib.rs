@@ -65,7 +65,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(any(feature = "std", loom))]
+#[cfg(any(feature = "std", leaparray_loom))]
 extern crate std;
 
 mod array;
@@ -98,7 +98,7 @@ pub use metric::{Metric, WindowDetail};
 pub use node::{ConcurrencyGuard, StatisticNode};
 pub use view::ReadOnlyArray;
 pub use window::Window;
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 #[doc(hidden)]
 pub use word::LoomTinyGen;
 pub use word::{Narrow, Wide, Width, MAX_COUNT};

@@ -4,30 +4,30 @@
 //! built against:
 //! - `core::sync::atomic` (default, targets with native 64-bit atomics),
 //! - `portable_atomic` (feature `portable-atomic`, targets without them),
-//! - `loom` (`RUSTFLAGS="--cfg loom"`, model checking in `loom-tests/`).
+//! - `loom` (`RUSTFLAGS="--cfg leaparray_loom"`, model checking in `loom-tests/`).
 //!
 //! It also holds [`AtomicWord`], the one interface through which bucket
 //! words of either width are read and written.
 
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Loom builds only: the mutex behind the retirement log that lets the
 /// models check the final count of every retired window.
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 pub(crate) use loom::sync::Mutex;
 
-#[cfg(all(not(loom), feature = "portable-atomic"))]
+#[cfg(all(not(leaparray_loom), feature = "portable-atomic"))]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
 pub(crate) use portable_atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-#[cfg(all(not(loom), not(feature = "portable-atomic")))]
+#[cfg(all(not(leaparray_loom), not(feature = "portable-atomic")))]
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
 pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(all(
-    not(loom),
+    not(leaparray_loom),
     not(feature = "portable-atomic"),
     not(target_has_atomic = "64")
 ))]
@@ -45,7 +45,7 @@ compile_error!(
 // Refuse to build that unless the binary made it interrupt-safe or the user
 // says, by name, that no interrupt handler uses the crate.
 #[cfg(all(
-    not(loom),
+    not(leaparray_loom),
     feature = "portable-atomic",
     target_has_atomic = "32",
     not(feature = "portable-atomic-fallback-not-interrupt-safe")
@@ -116,25 +116,25 @@ impl AtomicWord for AtomicU32 {
 
 /// `AtomicU64::new`, usable in a `const fn` outside loom (loom's atomics
 /// are not const-constructible).
-#[cfg(not(loom))]
+#[cfg(not(leaparray_loom))]
 pub(crate) const fn atomic_u64(v: u64) -> AtomicU64 {
     AtomicU64::new(v)
 }
 
 /// `AtomicU64::new` for loom.
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 pub(crate) fn atomic_u64(v: u64) -> AtomicU64 {
     AtomicU64::new(v)
 }
 
 /// `AtomicU32::new`, usable in a `const fn` outside loom.
-#[cfg(not(loom))]
+#[cfg(not(leaparray_loom))]
 pub(crate) const fn atomic_u32(v: u32) -> AtomicU32 {
     AtomicU32::new(v)
 }
 
 /// `AtomicU32::new` for loom.
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 pub(crate) fn atomic_u32(v: u32) -> AtomicU32 {
     AtomicU32::new(v)
 }
@@ -144,20 +144,20 @@ pub(crate) fn atomic_u32(v: u32) -> AtomicU32 {
 macro_rules! const_fn_unless_loom {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty $body:block) => {
         $(#[$meta])*
-        #[cfg(not(loom))]
+        #[cfg(not(leaparray_loom))]
         $vis const fn $name($self $(, $arg: $ty)*) -> $ret $body
 
         $(#[$meta])*
-        #[cfg(loom)]
+        #[cfg(leaparray_loom)]
         $vis fn $name($self $(, $arg: $ty)*) -> $ret $body
     };
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$meta])*
-        #[cfg(not(loom))]
+        #[cfg(not(leaparray_loom))]
         $vis const fn $name($($arg: $ty),*) -> $ret $body
 
         $(#[$meta])*
-        #[cfg(loom)]
+        #[cfg(leaparray_loom)]
         $vis fn $name($($arg: $ty),*) -> $ret $body
     };
 }
@@ -168,9 +168,9 @@ pub(crate) use const_fn_unless_loom;
 /// (whose atomics are not const-constructible).
 macro_rules! array_of {
     ($n:expr, $e:expr) => {{
-        #[cfg(not(loom))]
+        #[cfg(not(leaparray_loom))]
         let array = [const { $e }; $n];
-        #[cfg(loom)]
+        #[cfg(leaparray_loom)]
         let array = core::array::from_fn(|_| $e);
         array
     }};
@@ -182,6 +182,6 @@ pub(crate) use array_of;
 /// as acquire/release only (loom issue #180). Elsewhere: nothing.
 #[inline(always)]
 pub(crate) fn loom_sc_order() {
-    #[cfg(loom)]
+    #[cfg(leaparray_loom)]
     fence(Ordering::SeqCst);
 }

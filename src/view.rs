@@ -214,7 +214,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
 /// Loom builds only: the array itself, so that `loom-tests` can read the
 /// windows a bucket retired (`LeapArray::retired`) through
 /// [`Metric::array`](crate::Metric::array).
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 impl<const N: usize, const C: usize, W: Width> core::ops::Deref for ReadOnlyArray<N, C, W> {
     type Target = LeapArray<N, C, W>;
     fn deref(&self) -> &Self::Target {

@@ -86,12 +86,12 @@ impl Width for Narrow {
 /// model can roll a bucket past half the generation range (4 roll-overs)
 /// and up to the limit (5) while a thread is stalled, in a few steps.
 /// Window ids modulo 2^28, counts up to 2^27 - 1.
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LoomTinyGen;
 
-#[cfg(loom)]
+#[cfg(leaparray_loom)]
 impl Width for LoomTinyGen {
     const MAX_COUNT: u64 = (1 << 27) - 1;
     const WINDOW_RANGE: u64 = 1 << 27;
@@ -124,7 +124,7 @@ pub(crate) mod sealed {
         type Atomic = crate::sync::AtomicU32;
     }
 
-    #[cfg(loom)]
+    #[cfg(leaparray_loom)]
     impl Sealed for super::LoomTinyGen {
         const GEN_BITS: u32 = 3;
         const WINDOW_BITS: u32 = 28;

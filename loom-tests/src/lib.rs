@@ -1,8 +1,8 @@
 //! Loom models of leaparray live in `tests/`; run them with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`.
+//! `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`.
 //!
 //! This library holds the helpers the models share.
-#![cfg(loom)]
+#![cfg(leaparray_loom)]
 
 use core::num::NonZeroU64;
 

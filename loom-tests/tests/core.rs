@@ -6,8 +6,8 @@
 //! `Ok`, and readers may only ever report counts that belong to the window
 //! they report them for.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(leaparray_loom)]
 
 use leaparray::{AddError, LeapArray, Window, MAX_COUNT};
 use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};

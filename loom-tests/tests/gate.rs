@@ -2,8 +2,8 @@
 //! roll back), of occupy (borrowing a future window) and of the metric's
 //! exact per-window minimum RT.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(leaparray_loom)]
 
 use leaparray::gate::{Decision, Gate};
 use leaparray::{Event, Metric, MAX_COUNT};

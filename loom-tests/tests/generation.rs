@@ -8,8 +8,8 @@
 //! `LoomTinyGen` (loom builds only) has 3-bit generations, so 5 roll-overs,
 //! past half the range (4) and up to the limit, fit in a model.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(leaparray_loom)]
 
 use leaparray::{LeapArray, LoomTinyGen, Window};
 use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};

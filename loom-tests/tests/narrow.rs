@@ -1,8 +1,8 @@
 //! Loom models of the bucket protocol on 32-bit words (`Narrow`): the same
 //! races as `core.rs`, with 8-bit generations and 24-bit window ids.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(leaparray_loom)]
 
 use leaparray::{AddError, LeapArray, Narrow, Width, Window};
 use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};

@@ -1,8 +1,8 @@
 //! Loom models of claimed shards: a reader racing a single writer's
 //! roll-over (no mixed window, nothing lost), and the claim protocol.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
+#![cfg(leaparray_loom)]
 
 use leaparray::shard::{ClaimError, Sharded};
 use leaparray::AddError;
