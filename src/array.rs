@@ -6,7 +6,7 @@ use core::num::NonZeroU64;
 use crate::bucket::{Bucket, CellOp, Retired};
 use crate::error::{AddError, SpanError};
 use crate::sync::{array_of, const_fn_unless_loom};
-use crate::window::Window;
+use crate::window::{add_counts, Window};
 use crate::word::{Narrow, Wide, Width};
 
 /// Sentinel's sliding-window array: `N` buckets of `window` ticks, `C`
@@ -435,9 +435,7 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
         let mut totals = [0u64; C];
         for id in self.live(now) {
             if let Some(w) = self.read_window(id) {
-                for (t, c) in totals.iter_mut().zip(w.counts) {
-                    *t = t.saturating_add(c);
-                }
+                add_counts(&mut totals, w.counts);
             }
         }
         totals

@@ -25,9 +25,9 @@ use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 /// assert_eq!(NODE.total_request(1_200), 4);
 /// assert_eq!(NODE.avg_rt(1_200), 10.0);
 /// ```
-pub struct StatisticNode<const S: usize = 2, const M: usize = 60> {
-    second: Metric<S>,
-    minute: Metric<M>,
+pub struct StatisticNode<const SECOND: usize = 2, const MINUTE: usize = 60> {
+    second: Metric<SECOND>,
+    minute: Metric<MINUTE>,
     /// Requests in flight. Only `increase`/`decrease` change it.
     concurrency: AtomicU64,
     ticks_per_second: u64,
@@ -51,10 +51,10 @@ impl StatisticNode<2, 60> {
     }
 }
 
-impl<const S: usize, const M: usize> StatisticNode<S, M> {
+impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     const_fn_unless_loom! {
-        /// A node whose second-level metric has `S` windows of
-        /// `second_window` ticks and minute-level metric `M` windows of
+        /// A node whose second-level metric has `SECOND` windows of
+        /// `second_window` ticks and minute-level metric `MINUTE` windows of
         /// `minute_window` ticks; `ticks_per_second` converts counts to
         /// rates.
         ///
@@ -83,7 +83,7 @@ impl<const S: usize, const M: usize> StatisticNode<S, M> {
     /// assert_eq!(leaparray::StatisticNode::millis().second().window(), 500);
     /// ```
     #[must_use]
-    pub const fn second(&self) -> &Metric<S> {
+    pub const fn second(&self) -> &Metric<SECOND> {
         &self.second
     }
 
@@ -93,7 +93,7 @@ impl<const S: usize, const M: usize> StatisticNode<S, M> {
     /// assert_eq!(leaparray::StatisticNode::millis().minute().window(), 1_000);
     /// ```
     #[must_use]
-    pub const fn minute(&self) -> &Metric<M> {
+    pub const fn minute(&self) -> &Metric<MINUTE> {
         &self.minute
     }
 
@@ -222,7 +222,7 @@ impl<const S: usize, const M: usize> StatisticNode<S, M> {
     /// assert_eq!(n.concurrency(), 0);
     /// ```
     #[must_use = "the concurrency drops again when the guard is dropped"]
-    pub fn enter(&self, now: u64) -> ConcurrencyGuard<'_, S, M> {
+    pub fn enter(&self, now: u64) -> ConcurrencyGuard<'_, SECOND, MINUTE> {
         self.increase_concurrency(now);
         ConcurrencyGuard { node: self }
     }
@@ -480,23 +480,23 @@ impl<const S: usize, const M: usize> StatisticNode<S, M> {
 /// assert_eq!(n.concurrency(), 0);
 /// ```
 #[must_use = "the concurrency drops again when the guard is dropped"]
-pub struct ConcurrencyGuard<'a, const S: usize = 2, const M: usize = 60> {
-    node: &'a StatisticNode<S, M>,
+pub struct ConcurrencyGuard<'a, const SECOND: usize = 2, const MINUTE: usize = 60> {
+    node: &'a StatisticNode<SECOND, MINUTE>,
 }
 
-impl<const S: usize, const M: usize> Drop for ConcurrencyGuard<'_, S, M> {
+impl<const SECOND: usize, const MINUTE: usize> Drop for ConcurrencyGuard<'_, SECOND, MINUTE> {
     fn drop(&mut self) {
         self.node.decrease_concurrency();
     }
 }
 
-impl<const S: usize, const M: usize> core::fmt::Debug for ConcurrencyGuard<'_, S, M> {
+impl<const SECOND: usize, const MINUTE: usize> core::fmt::Debug for ConcurrencyGuard<'_, SECOND, MINUTE> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ConcurrencyGuard").finish_non_exhaustive()
     }
 }
 
-impl<const S: usize, const M: usize> core::fmt::Debug for StatisticNode<S, M> {
+impl<const SECOND: usize, const MINUTE: usize> core::fmt::Debug for StatisticNode<SECOND, MINUTE> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("StatisticNode")
             .field("second", &self.second)
@@ -507,7 +507,7 @@ impl<const S: usize, const M: usize> core::fmt::Debug for StatisticNode<S, M> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const S: usize, const M: usize> defmt::Format for StatisticNode<S, M> {
+impl<const SECOND: usize, const MINUTE: usize> defmt::Format for StatisticNode<SECOND, MINUTE> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
@@ -520,7 +520,7 @@ impl<const S: usize, const M: usize> defmt::Format for StatisticNode<S, M> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const S: usize, const M: usize> defmt::Format for ConcurrencyGuard<'_, S, M> {
+impl<const SECOND: usize, const MINUTE: usize> defmt::Format for ConcurrencyGuard<'_, SECOND, MINUTE> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "ConcurrencyGuard");
     }

@@ -43,7 +43,7 @@ use crossbeam_utils::CachePadded;
 use crate::array::LeapArray;
 use crate::error::AddError;
 use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
-use crate::window::Window;
+use crate::window::{add_counts, Window};
 
 /// The value of a shard's state word while a [`ShardWriter`] owns it; any
 /// other value is the number of shared adds in flight on it.
@@ -282,9 +282,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     pub fn sums(&self, now: u64) -> [u64; C] {
         let mut totals = [0u64; C];
         for shard in &self.shards {
-            for (t, v) in totals.iter_mut().zip(shard.array.sums(now)) {
-                *t = t.saturating_add(v);
-            }
+            add_counts(&mut totals, shard.array.sums(now));
         }
         totals
     }
@@ -312,9 +310,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
                         start: w.start,
                         counts: [0; C],
                     });
-                    for (t, v) in m.counts.iter_mut().zip(w.counts) {
-                        *t = t.saturating_add(v);
-                    }
+                    add_counts(&mut m.counts, w.counts);
                 }
             }
             if let Some(w) = merged {

@@ -21,3 +21,11 @@ pub struct Window<const C: usize> {
     /// The count of each counter in this window.
     pub counts: [u64; C],
 }
+
+/// `totals[i] += counts[i]` for every counter, saturating at `u64::MAX`:
+/// how sums over windows and over shards merge.
+pub(crate) fn add_counts<const C: usize>(totals: &mut [u64; C], counts: [u64; C]) {
+    for (t, c) in totals.iter_mut().zip(counts) {
+        *t = t.saturating_add(c);
+    }
+}
