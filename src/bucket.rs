@@ -243,7 +243,13 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     /// newer window.
     #[inline]
     pub(crate) fn advance_to(&self, window: u64) -> Result<u16, AddError> {
-        let mut s = self.load_stamp();
+        self.advance_from(self.load_stamp(), window)
+    }
+
+    /// `advance_to` from a stamp loaded earlier (a thread may stall for any
+    /// time between loading `s` and acting on it: the unit tests stall here).
+    #[inline]
+    fn advance_from(&self, mut s: Stamp<W>, window: u64) -> Result<u16, AddError> {
         loop {
             if !s.is_empty() {
                 let d = s.window_diff(window);
@@ -496,6 +502,78 @@ impl<W: Width, const C: usize> Bucket<W, C> {
 #[cfg(all(test, not(leaparray_loom)))]
 mod tests {
     use super::*;
+
+    /// Rolls `b` (one bucket) forward `k` times from window `from`, one add
+    /// in each new window; returns the last window.
+    fn roll<W: Width>(b: &Bucket<W, 1>, from: u64, k: u64) -> u64 {
+        for w in from + 1..=from + k {
+            let g = b.advance_to(w).expect("newest window");
+            b.update(g, 0, CellOp::Add(1)).expect("newest window");
+        }
+        from + k
+    }
+
+    fn count<W: Width>(b: &Bucket<W, 1>, window: u64) -> Option<u64> {
+        let mut out = [0];
+        b.read(window, 0, &mut out).then_some(out[0])
+    }
+
+    /// A thread stalled between its stamp load and its cell CAS (stall point
+    /// 1) or its seal (stall point 2) while the bucket rolls over `k` times,
+    /// deterministically: its add is refused and the live window keeps
+    /// exactly its count, for every `k` below the limit, including past half
+    /// the generation range; starting windows cover the generation-0 skip.
+    fn stall_at_both_points<W: Width>(new: fn() -> Bucket<W, 1>, ks: &[u64]) {
+        // Starting windows: ordinary ones, and ones whose roll-overs cross
+        // a window id that is 0 modulo 2^WINDOW_BITS (the EMPTY skip).
+        let range = 2 * W::WINDOW_RANGE;
+        for &k in ks {
+            for start in [10, range - 3, range - k / 2] {
+                // Stall point 1: the adder holds the generation of `start`.
+                let b = new();
+                let g = b.advance_to(start).unwrap();
+                b.update(g, 0, CellOp::Add(1)).unwrap();
+                let newest = roll(&b, start, k);
+                assert_eq!(
+                    b.update(g, 0, CellOp::Add(1)),
+                    Err(AddError::Stale),
+                    "adder stalled across {k} roll-overs from {start}"
+                );
+                assert_eq!(count(&b, newest), Some(1), "live window wiped (k {k})");
+                let g2 = b.advance_to(newest).unwrap();
+                assert_eq!(b.update(g2, 0, CellOp::Add(1)), Ok(()), "newest refused");
+                // Stall point 2: the roller loaded the stamp of `start` and
+                // means to roll to `start + 1`.
+                let b = new();
+                let g = b.advance_to(start).unwrap();
+                b.update(g, 0, CellOp::Add(1)).unwrap();
+                let stalled = b.load_stamp();
+                let newest = roll(&b, start + 1, k);
+                assert_eq!(
+                    b.advance_from(stalled, start + 1),
+                    Err(AddError::Stale),
+                    "roller stalled across {k} roll-overs from {start}"
+                );
+                assert_eq!(count(&b, newest), Some(1), "live window sealed over (k {k})");
+                let g2 = b.advance_to(newest).unwrap();
+                assert_eq!(b.update(g2, 0, CellOp::Add(1)), Ok(()), "newest refused");
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_stalls_below_the_limit_are_exact() {
+        let ks: [u64; 253] = core::array::from_fn(|i| i as u64 + 1);
+        stall_at_both_points(Bucket::<Narrow, 1>::new, &ks);
+    }
+
+    #[test]
+    fn wide_stalls_below_the_limit_are_exact() {
+        stall_at_both_points(
+            Bucket::<Wide, 1>::new,
+            &[1, 2, 32_767, 32_768, 32_769, 50_000, 65_533],
+        );
+    }
 
     /// A cell tagged with a generation the stamp's cannot explain (what a
     /// thread stalled across a whole generation cycle leaves) is never read

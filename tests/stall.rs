@@ -15,7 +15,10 @@
 //! the handler's add plus the main loop's `Ok` adds to it, and an add to the
 //! newest window that no signal interrupted must be `Ok`. A watchdog thread
 //! fails the run if the loop stops making progress (a roller spinning
-//! forever inside the handler).
+//! forever inside the handler). Each case runs for its time and on until
+//! 40 bursts have landed during adds (at most 30 s); fewer than 20 fails.
+//! The same two stall points, placed exactly rather than by chance, are
+//! the unit tests `bucket::tests::*_stalls_below_the_limit_are_exact`.
 //!
 //! `K` is chosen around half the generation range (2^7 for `Narrow`, 2^15
 //! for `Wide`), where a resumed thread used to read the live generation as
@@ -141,8 +144,17 @@ mod run {
         checks: u64,
     }
 
-    /// Runs the loop for `for_time` with `k` roll-overs per signal, a signal
-    /// every `every`. Panics on the first wrong count or wrong `Stale`.
+    /// Bursts a case must see: it runs for at least its time and until this
+    /// many bursts landed during adds (or `PATIENCE` passed).
+    const ENOUGH_BURSTS: u64 = 40;
+    /// A case that saw fewer bursts than this proves too little: fail.
+    const MIN_BURSTS: u64 = 20;
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// Runs the loop for `for_time`, and on until `ENOUGH_BURSTS` bursts
+    /// landed during adds (at most `PATIENCE`), with `k` roll-overs per
+    /// signal, a signal every `every`. Panics on the first wrong count or
+    /// wrong `Stale`.
     fn stall(k: u64, every: Duration, for_time: Duration, label: &str) -> Outcome {
         K.store(k, SeqCst);
         BURSTS.store(0, SeqCst);
@@ -153,7 +165,9 @@ mod run {
         let started = Instant::now();
         set_timer(every);
         let mut i = 0u64;
-        while started.elapsed() < for_time {
+        while started.elapsed() < for_time
+            || (BURSTS.load(SeqCst) < ENOUGH_BURSTS && started.elapsed() < PATIENCE)
+        {
             i += 1;
             PROGRESS.fetch_add(1, SeqCst);
             // Even steps add in the newest window (stall point 1), odd steps
@@ -252,8 +266,6 @@ mod run {
         }
         block_alarm(false);
 
-        let quick = std::env::var_os("LEAPARRAY_STALL_QUICK").is_some();
-        let scale = if quick { 4 } else { 1 };
         // (narrow, K, signal period in µs, run time in ms)
         let cases: &[(bool, u64, u64, u64)] = &[
             (true, 127, 200, 1_500),
@@ -261,10 +273,10 @@ mod run {
             (true, 129, 200, 1_500),
             (true, 200, 300, 1_500),
             (true, 253, 300, 1_500),
-            (false, 32_767, 20_000, 3_000),
-            (false, 32_768, 20_000, 3_000),
-            (false, 32_769, 20_000, 3_000),
-            (false, 50_000, 25_000, 3_000),
+            (false, 32_767, 20_000, 2_000),
+            (false, 32_768, 20_000, 2_000),
+            (false, 32_769, 20_000, 2_000),
+            (false, 50_000, 25_000, 2_000),
         ];
         let only: Option<u64> = std::env::var("LEAPARRAY_STALL_ONLY")
             .ok()
@@ -285,7 +297,7 @@ mod run {
             let o = stall(
                 k,
                 Duration::from_micros(every_us),
-                Duration::from_millis(ms / scale),
+                Duration::from_millis(ms),
                 &label,
             );
             println!(
@@ -294,8 +306,10 @@ mod run {
                 o.bursts, o.interrupted_stale, o.checks
             );
             // Enough bursts landed mid-add that both stall points were hit
-            // (each is a sizeable share of an add's instructions).
-            if o.bursts < 20 {
+            // (each is a sizeable share of an add's instructions). The
+            // deterministic versions of both stall points are the unit tests
+            // `bucket::tests::*_stalls_below_the_limit_are_exact`.
+            if o.bursts < MIN_BURSTS {
                 failed_min = true;
                 eprintln!(
                     "stall {label}: only {} bursts: the run proves little",
