@@ -554,7 +554,11 @@ mod tests {
                     Err(AddError::Stale),
                     "roller stalled across {k} roll-overs from {start}"
                 );
-                assert_eq!(count(&b, newest), Some(1), "live window sealed over (k {k})");
+                assert_eq!(
+                    count(&b, newest),
+                    Some(1),
+                    "live window sealed over (k {k})"
+                );
                 let g2 = b.advance_to(newest).unwrap();
                 assert_eq!(b.update(g2, 0, CellOp::Add(1)), Ok(()), "newest refused");
             }

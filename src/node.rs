@@ -490,7 +490,9 @@ impl<const SECOND: usize, const MINUTE: usize> Drop for ConcurrencyGuard<'_, SEC
     }
 }
 
-impl<const SECOND: usize, const MINUTE: usize> core::fmt::Debug for ConcurrencyGuard<'_, SECOND, MINUTE> {
+impl<const SECOND: usize, const MINUTE: usize> core::fmt::Debug
+    for ConcurrencyGuard<'_, SECOND, MINUTE>
+{
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ConcurrencyGuard").finish_non_exhaustive()
     }
@@ -520,7 +522,9 @@ impl<const SECOND: usize, const MINUTE: usize> defmt::Format for StatisticNode<S
 }
 
 #[cfg(feature = "defmt")]
-impl<const SECOND: usize, const MINUTE: usize> defmt::Format for ConcurrencyGuard<'_, SECOND, MINUTE> {
+impl<const SECOND: usize, const MINUTE: usize> defmt::Format
+    for ConcurrencyGuard<'_, SECOND, MINUTE>
+{
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "ConcurrencyGuard");
     }
