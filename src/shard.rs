@@ -45,18 +45,21 @@ use crate::error::AddError;
 use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 use crate::window::{add_counts, Window};
 
-/// The value of a shard's state word while a [`ShardWriter`] owns it; any
-/// other value is the number of shared adds in flight on it.
-const CLAIMED: u64 = u64::MAX;
+/// The bit of a shard's state word that says a [`ShardWriter`] owns it; the
+/// bits below count the shared adds in flight on it (including, for a
+/// moment, ones that found it claimed and are about to take their count
+/// back).
+const CLAIMED: u64 = 1 << 63;
 
 /// One ring and its state word. Each lives in a
 /// [`crossbeam_utils::CachePadded`], alone on its cache lines, so writers of
 /// different shards never share one.
 struct Shard<const N: usize, const C: usize> {
     array: LeapArray<N, C>,
-    /// `CLAIMED`, or the number of shared adds in flight (0: free).
-    /// Invariant: while `CLAIMED`, only the one `ShardWriter` writes
-    /// `array`; it becomes `CLAIMED` only from 0.
+    /// The `CLAIMED` bit and the number of shared adds in flight (0: free).
+    /// Invariant: while `CLAIMED` is set, only the one `ShardWriter` writes
+    /// `array` (a shared add that finds the bit set writes nothing); the bit
+    /// is set only by a CAS from 0.
     state: AtomicU64,
 }
 
@@ -212,7 +215,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
                 index,
                 current: core::cell::Cell::new(Current::NONE),
             }),
-            Err(CLAIMED) => Err(ClaimError::Claimed),
+            Err(state) if state & CLAIMED != 0 => Err(ClaimError::Claimed),
             Err(_) => Err(ClaimError::Shared),
         }
     }
@@ -370,27 +373,18 @@ impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
     pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
         for k in 0..S {
             let shard = &self.sharded.shards[(self.hint % S + k) % S];
-            // ORDERING: Relaxed: a first guess for the CAS below.
-            let mut state = shard.state.load(Ordering::Relaxed);
-            while state != CLAIMED {
-                // ORDERING: Acquire pairs with the Release of a writer's
-                // `Drop`: its adds happen before ours.
-                match shard.state.compare_exchange_weak(
-                    state,
-                    state + 1,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
-                        let added = shard.array.add(now, counter, n);
-                        // ORDERING: Release pairs with the Acquire of the
-                        // next `claim`: this add happens before its writes.
-                        shard.state.fetch_sub(1, Ordering::Release);
-                        return added;
-                    }
-                    Err(v) => state = v,
-                }
+            // ORDERING: Acquire pairs with the Release of a writer's `Drop`
+            // (its adds happen before ours).
+            let state = shard.state.fetch_add(1, Ordering::Acquire);
+            if state & CLAIMED == 0 {
+                let added = shard.array.add(now, counter, n);
+                // ORDERING: Release pairs with the Acquire of the next
+                // `claim`: this add happens before its writes.
+                shard.state.fetch_sub(1, Ordering::Release);
+                return added;
             }
+            // Claimed: take the announcement back, try the next shard.
+            shard.state.fetch_sub(1, Ordering::Relaxed);
         }
         Err(AddError::NoFreeShard)
     }
@@ -552,8 +546,10 @@ impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
 impl<const N: usize, const C: usize> Drop for ShardWriter<'_, N, C> {
     fn drop(&mut self) {
         // ORDERING: Release, pairs with the Acquire of the next `claim` or
-        // shared add: this writer's adds happen before theirs.
-        self.shard.state.store(0, Ordering::Release);
+        // shared add: this writer's adds happen before theirs. Only the bit
+        // is cleared: shared adds that found the shard claimed may still
+        // hold a count they are about to take back.
+        self.shard.state.fetch_sub(CLAIMED, Ordering::Release);
     }
 }
 
