@@ -518,11 +518,11 @@ mod tests {
         b.read(window, 0, &mut out).then_some(out[0])
     }
 
-    /// A thread stalled between its stamp load and its cell CAS (stall point
-    /// 1) or its seal (stall point 2) while the bucket rolls over `k` times,
-    /// deterministically: its add is refused and the live window keeps
-    /// exactly its count, for every `k` below the limit, including past half
-    /// the generation range; starting windows cover the generation-0 skip.
+    /// A thread stalled between its stamp load and its cell CAS, or between
+    /// its stamp load and its seal, while the bucket rolls over `k` times,
+    /// placed exactly: its add is refused and the live window keeps exactly
+    /// its count, for every `k` below the limit, including past half the
+    /// generation range; starting windows cover the generation-0 skip.
     fn stall_at_both_points<W: Width>(new: fn() -> Bucket<W, 1>, ks: &[u64]) {
         // Starting windows: ordinary ones, and ones whose roll-overs cross
         // a window id that is 0 modulo 2^WINDOW_BITS (the EMPTY skip).
