@@ -397,7 +397,7 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
 
     /// The count of `counter` (`< C`) in window `id`: 0 if its bucket does
     /// not hold it (never created, or retired).
-    pub(crate) fn count_in(&self, id: u64, counter: usize) -> u64 {
+    pub(crate) fn count_or_zero(&self, id: u64, counter: usize) -> u64 {
         self.count_or_retired(id, counter).unwrap_or(0)
     }
 

@@ -129,7 +129,7 @@ impl<const N: usize> Borrowed<N> {
                 break;
             }
             let leaving = (current + step).checked_sub(N as u64).map_or(0, |id| {
-                let own = counts.count_in(id, PASS);
+                let own = counts.count_or_zero(id, PASS);
                 own.saturating_add(lent.map_or(0, |l| l.count_in(id)))
             });
             // In u128: a saturated sum would admit a request far over the
@@ -147,7 +147,7 @@ impl<const N: usize> Borrowed<N> {
 impl<'a, const N: usize> Lent<'a, N> {
     /// Passes borrowed for window `id` (0 if its bucket has moved on).
     pub(crate) fn count_in(self, id: u64) -> u64 {
-        self.0[lap::<N>(id)].count_in(id, 0)
+        self.0[lap::<N>(id)].count_or_zero(id, 0)
     }
 
     /// Passes borrowed for window `id`, or `None` if its bucket has moved on

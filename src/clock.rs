@@ -46,7 +46,8 @@ impl<C: Clock + ?Sized> Clock for &C {
 /// ```
 #[derive(Debug)]
 pub struct ManualClock {
-    /// The current tick count.
+    /// The current tick count. Every access is `Relaxed`: the value is the
+    /// whole message.
     ticks: AtomicU64,
 }
 
@@ -73,7 +74,6 @@ impl ManualClock {
     /// assert_eq!(c.now(), 9);
     /// ```
     pub fn set(&self, t: u64) {
-        // ORDERING: Relaxed: the value is the whole message.
         self.ticks.store(t, Ordering::Relaxed);
     }
 
@@ -88,7 +88,6 @@ impl ManualClock {
     pub fn advance(&self, by: u64) -> u64 {
         let add = |t: u64| Some(t.saturating_add(by));
         // One atomic step, so concurrent advances all count.
-        // ORDERING: Relaxed: the value is the whole message.
         let prev = self
             .ticks
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, add);
@@ -98,7 +97,6 @@ impl ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> u64 {
-        // ORDERING: Relaxed: the value is the whole message.
         self.ticks.load(Ordering::Relaxed)
     }
 }
@@ -229,7 +227,11 @@ mod std_clocks {
 
     #[derive(Debug)]
     struct Shared {
+        /// Ticks since the start, stored by the ticker. `Relaxed`: the value
+        /// is the whole message.
         ticks: AtomicU64,
+        /// Set by `halt`. `Relaxed`: the ticker polls it once per tick, and
+        /// `unpark` wakes it and `join` waits for it.
         stop: AtomicBool,
     }
 
@@ -260,11 +262,8 @@ mod std_clocks {
             let ticker = std::thread::Builder::new()
                 .name("leaparray-coarse-clock".into())
                 .spawn(move || {
-                    // ORDERING: Relaxed: a flag polled once per tick; join()
-                    // in `stop` is the synchronisation that matters.
                     while !s.stop.load(Ordering::Relaxed) {
-                        // ORDERING: Relaxed: the value is the whole message.
-                        s.ticks.store(unit.of(origin.elapsed()), Ordering::Relaxed);
+                                        s.ticks.store(unit.of(origin.elapsed()), Ordering::Relaxed);
                         std::thread::park_timeout(resolution);
                     }
                 })?;
@@ -288,8 +287,6 @@ mod std_clocks {
         }
 
         fn halt(&mut self) {
-            // ORDERING: Relaxed: the ticker polls it; `unpark` wakes it and
-            // `join` waits for it.
             self.shared.stop.store(true, Ordering::Relaxed);
             if let Some(t) = self.ticker.take() {
                 t.thread().unpark();
@@ -306,8 +303,7 @@ mod std_clocks {
 
     impl Clock for CoarseClock {
         fn now(&self) -> u64 {
-            // ORDERING: Relaxed: the value is the whole message.
-            self.shared.ticks.load(Ordering::Relaxed)
+                self.shared.ticks.load(Ordering::Relaxed)
         }
     }
 }

@@ -256,7 +256,7 @@ impl<const N: usize> Metric<N> {
 
     /// Pass of window `id`: its own count plus what was borrowed for it.
     fn pass_in(&self, id: u64) -> u64 {
-        let own = self.counts.0.count_in(id, Event::Pass.index());
+        let own = self.counts.0.count_or_zero(id, Event::Pass.index());
         let lent = self.borrowed.lent().map_or(0, |l| l.count_in(id));
         own.saturating_add(lent)
     }

@@ -28,7 +28,9 @@ use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 pub struct StatisticNode<const SECOND: usize = 2, const MINUTE: usize = 60> {
     second: Metric<SECOND>,
     minute: Metric<MINUTE>,
-    /// Requests in flight. Only `increase`/`decrease` change it.
+    /// Requests in flight. Only `increase`/`decrease` change it. Every
+    /// access is `Relaxed`: a gauge, through which nothing else is published
+    /// (the decrement's CAS only keeps it from wrapping).
     concurrency: AtomicU64,
     ticks_per_second: u64,
 }
@@ -172,7 +174,6 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// assert_eq!(n.second().max_concurrency(0), 2);
     /// ```
     pub fn increase_concurrency(&self, now: u64) -> u64 {
-        // ORDERING: Relaxed: a gauge; nothing else is published through it.
         let c = self
             .concurrency
             .fetch_add(1, Ordering::Relaxed)
@@ -190,7 +191,6 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// assert_eq!(n.decrease_concurrency(), 0);
     /// ```
     pub fn decrease_concurrency(&self) -> u64 {
-        // ORDERING: Relaxed: a gauge; the CAS only keeps it from wrapping.
         let r = self
             .concurrency
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1));
@@ -206,7 +206,6 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// ```
     #[must_use]
     pub fn concurrency(&self) -> u64 {
-        // ORDERING: Relaxed: a snapshot of a gauge.
         self.concurrency.load(Ordering::Relaxed)
     }
 
