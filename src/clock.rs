@@ -263,7 +263,7 @@ mod std_clocks {
                 .name("leaparray-coarse-clock".into())
                 .spawn(move || {
                     while !s.stop.load(Ordering::Relaxed) {
-                                        s.ticks.store(unit.of(origin.elapsed()), Ordering::Relaxed);
+                        s.ticks.store(unit.of(origin.elapsed()), Ordering::Relaxed);
                         std::thread::park_timeout(resolution);
                     }
                 })?;
@@ -303,7 +303,7 @@ mod std_clocks {
 
     impl Clock for CoarseClock {
         fn now(&self) -> u64 {
-                self.shared.ticks.load(Ordering::Relaxed)
+            self.shared.ticks.load(Ordering::Relaxed)
         }
     }
 }
