@@ -33,7 +33,7 @@
 //! Acquire/release orderings allow both reads to miss both writes (loom
 //! caught the overshoot); the bucket protocol's operations are therefore all
 //! `SeqCst`, one total order in which that cannot happen (free on x86-64
-//! and AArch64; see "Orderings" in `src/bucket.rs`).
+//! and AArch64; see "Orderings" in [`protocol`](crate::protocol)).
 //!
 //! The price is **false rejections under contention**: between a booking and
 //! its rollback, others count it. A request is refused although it would have
@@ -260,7 +260,7 @@ impl<const N: usize> Gate<N> {
         }
         // Of two callers that each book then read the other's bucket, at
         // least one reads the other's booking: the bookings and the reads are
-        // SeqCst operations, all in one total order (`src/bucket.rs`,
+        // SeqCst operations, all in one total order (`crate::protocol`,
         // "Orderings"); under loom this stands for that order.
         loom_sc_order();
         if peak_load(&self.metric, id).is_some_and(|load| load <= self.limit) {

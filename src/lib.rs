@@ -44,8 +44,8 @@
 //! How: every counter word carries the generation of its bucket and a
 //! *sealed* bit; a roll-over seals the old window's counters before it moves
 //! the bucket's stamp, so an add either lands before the seal or fails. The
-//! protocol, its interleaving table and its limits are documented in the
-//! source of `src/bucket.rs`; `loom-tests/` model-checks it. `GUARANTEES.md`
+//! protocol, its interleaving table and its limits are documented in
+//! [`protocol`]; `loom-tests/` model-checks it. `GUARANTEES.md`
 //! in the repository states the whole contract: what is and is not one
 //! atomic step, progress per target, and the time and count ranges.
 //!
@@ -79,6 +79,12 @@ mod limiter;
 mod metric;
 mod node;
 pub mod shard;
+
+#[doc = include_str!("../GUARANTEES.md")]
+pub mod guarantees {}
+
+#[doc = include_str!("protocol.md")]
+pub mod protocol {}
 mod sync;
 mod view;
 mod window;

@@ -7,7 +7,7 @@
 //!
 //! - **claimed** by one writer ([`Sharded::claim`]): its [`ShardWriter`]
 //!   adds with a plain load and store, no read-modify-write (the
-//!   single-writer protocol in `src/bucket.rs`); the handle is `Send` but
+//!   single-writer protocol in [`protocol`](crate::protocol)); the handle is `Send` but
 //!   neither `Clone` nor `Sync`, and dropping it returns the shard;
 //! - **shared** ([`Sharded::add`] with a hint such as a CPU or queue id):
 //!   any thread, through the exact compare-and-swap path of `LeapArray::add`.
