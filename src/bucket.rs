@@ -1,139 +1,6 @@
 //! One bucket of the ring, and the protocol that makes it exact without a lock.
-//!
-//! # The race
-//!
-//! Sentinel (Java), Sentinel-Go and sentinel-rust retire a stale bucket in two
-//! steps under a try-lock: write the new start time, then zero the counters.
-//! Any add that runs between the two, or that looked the bucket up just before
-//! the first, is lost or leaks into the new window:
-//!
-//! ```text
-//!  Thread 1: add at time t (window k)       Thread 2: add at t + N*window (window k+N)
-//!  ---------------------------------------  --------------------------------------------
-//!  b = array[idx]; b.start == k*window
-//!                                           tryLock(); b.start = (k+N)*window
-//!  b.pass += 1   (meant for window k)
-//!                                           b.reset()  -> Thread 1's count is wiped,
-//!                                                         yet its add "succeeded"
-//!  (or, if reset ran first: the count lands in window k+N, a window it never saw)
-//! ```
-//!
-//! # The protocol: sealed, generation-tagged cells
-//!
-//! A bucket is one stamp word and `C` cell words (layouts in [`crate::word`]).
-//! The stamp says which window the bucket holds and its *generation* `g` (the
-//! number of roll-overs, wrapping at 2^16). Every cell is tagged with the
-//! generation its count belongs to and has a *sealed* bit.
-//!
-//! - **Add** (window `k`, cell `i`, `n`): load the stamp. If it holds `k` with
-//!   generation `g`, CAS cell `i`: tagged `g` and open -> add `n` (saturating);
-//!   tagged with the generation before `g`, sealed -> `(g, n)` (first add of
-//!   the window); any other tag (`g` but sealed, or any other generation)
-//!   -> `Stale`. One load and one CAS when the
-//!   window is current.
-//! - **Roll-over** (the stamp holds an older window than `k`): *seal* every
-//!   cell to generation `g` (open `(g, x)` -> `(g, sealed, x)`; the sealed
-//!   tag before `g` -> `(g, sealed, 0)`), then CAS the stamp from `(g, old)` to `(g+1, k)`. The
-//!   counts of the old window are final before the stamp stops naming it.
-//! - **Read** (window `k`): load the stamp; if it holds `k` with generation
-//!   `g`, load the cells (a cell tagged `g` contributes its count, any other
-//!   tag contributes 0), then load the stamp again: if it changed, the bucket
-//!   moved on during the read and window `k` is reported as retired.
-//!
-//! The seal is what makes the late add safe. The add's check "is my window
-//! still open?" and the add itself are one CAS on the cell, so an add either
-//! lands before the seal (and is part of the final count of its window) or
-//! fails after it:
-//!
-//! ```text
-//!  Thread 1: add, window k (lagging)        Thread 2: add, window k+N (rolls)
-//!  ---------------------------------------  --------------------------------------------
-//!  load stamp              -> (g, k)
-//!                                           load stamp               -> (g, k)
-//!                                           seal: cell (g, x) -> (g, sealed, x)
-//!                                           stamp CAS (g, k) -> (g+1, k+N)
-//!  cell CAS (g, x) -> (g, x+1): fails,
-//!  the cell is now (g, sealed, x)
-//!  -> Err(Stale); nothing changed
-//!                                           cell CAS (g, sealed, x) -> (g+1, 1)
-//! ```
-//!
-//! Had Thread 1's CAS come first, the cell would have been `(g, x+1)` when
-//! Thread 2 sealed it: counted in window `k`, where it stays until the bucket
-//! moves on. There is no third outcome.
-//!
-//! # Invariants
-//!
-//! 1. The stamp only moves forward (to a newer window, next generation), and
-//!    only by a CAS made after sealing every cell to its current generation.
-//! 2. Hence while the stamp has generation `g`, every cell is tagged `g`
-//!    (open or sealed) or the generation before `g` (sealed): `g - 1`, or
-//!    `g - 2` where the roll-over to `g = 1` skipped 0. Such a cell counts 0
-//!    for window `g`.
-//! 3. A sealed cell never changes its count; the only write to it is the
-//!    first add of the next generation, which requires the stamp to have moved.
-//!
-//! # Progress
-//!
-//! No operation waits for another: every CAS that fails does so because
-//! another thread's CAS succeeded (the system made progress), and a thread
-//! that stalls half way through a roll-over leaves sealed cells that any
-//! other thread finishes rolling (sealing is idempotent). Reads are two stamp
-//! loads and one load per cell: a bounded number of steps.
-//!
-//! # Orderings
-//!
-//! What each operation needs, argued once here (the code carries an
-//! `// ORDERING:` note only where a site adds something):
-//!
-//! | operation | needs | pairs with | so that |
-//! |---|---|---|---|
-//! | stamp load | acquire | a roll-over's stamp CAS | the seals made before that CAS are visible to everything the loader does next |
-//! | roll-over's stamp CAS | release; acquire on failure | stamp loads | it publishes the seals; a loser acts on the winner's stamp |
-//! | seal's cell load | acquire | the CAS of the cell's last writer | a cell tagged newer means its writer's stamp is visible to the roller's reload, which therefore never returns an older stamp |
-//! | seal's cell CAS | release; acquire on failure | later sealers' loads | a later sealer that reads the seal also sees the stamp this one acquired |
-//! | adder's first cell load | relaxed | - | it is only a guess that the CAS validates |
-//! | adder's cell CAS | release | readers' cell loads | a reader that sees the count also sees the stamp the adder loaded, so the reader's second stamp load cannot show an older one |
-//! | reader's cell loads | acquire | adders' CAS | the second stamp load stays after them and sees any stamp those adders saw |
-//! | single writer's stamp store, then cell stores | release | readers' stamp and cell loads | a reader that sees a reset cell also sees the new stamp (table at `advance_to_single_writer`) |
-//! | single writer's own loads | relaxed | - | only that thread writes those words |
-//!
-//! All of them except the relaxed ones are nevertheless `SeqCst`, so that every stamp and counter
-//! operation of every bucket joins one total order. That is what makes
-//! "book in one bucket, then read the others" (the gate in `src/gate.rs`)
-//! safe from the store-buffer pattern, where two threads each write their
-//! own bucket and each read the other's old value. On x86-64 and AArch64 a
-//! `SeqCst` load or compare-and-swap is the same instruction as its
-//! acquire/release form, so the strengthening costs nothing there. Loom
-//! models `SeqCst` accesses as acquire/release (loom issue #180), so under
-//! `cfg(leaparray_loom)` the gate adds the `SeqCst` fence that stands for that total
-//! order; everything else loom checks holds a fortiori for the stronger
-//! orderings.
-//!
-//! # Limits
-//!
-//! Generations wrap at 2^16 (2^8 for `Narrow`), window ids are stored
-//! modulo 2^48 (2^24).
-//!
-//! A thread holding generation `g` accepts exactly two tags on a cell: `g`
-//! (its window, open) and the sealed predecessor of `g` (the first add of
-//! its window). Every other tag is `Stale` for an adder and "moved on" for
-//! a roller, *whatever its distance* from `g`: comparing generations as a
-//! signed distance would take a live tag `g + r`, `r >= 2^(GEN_BITS - 1)`,
-//! for an older one, and a thread stalled across that many roll-overs would
-//! overwrite the live window and make its bucket unrollable.
-//!
-//! - A thread stalled between its stamp load and its cell CAS or seal is
-//!   exact while its bucket rolls over fewer than `2^GEN_BITS - 2` times
-//!   (65,534; `Narrow` 254): the live tag, or the sealed tag of a roll-over
-//!   in progress, can equal `g` or its predecessor only after that many.
-//!   Beyond it (the exact-wrap ABA) the stalled add may count in a newer
-//!   window or be counted nowhere, and a stalled roller may seal a live
-//!   window early. It never hangs: a roller that finds a foreign tag reloads
-//!   the stamp, and if the stamp did not move (only a recycled tag explains
-//!   that) it seals over the cell.
-//! - A bucket left idle for 2^47 windows or more (2^23 for `Narrow`) may be
-//!   mistaken for a current one; `LeapArray::refresh` moves idle buckets.
+//! The protocol (the race it closes, invariants, progress, orderings, limits)
+//! is documented in `crate::protocol` (`src/protocol.md`).
 
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
@@ -271,7 +138,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                     return None;
                 }
                 // ...unless a thread stalled across a whole generation cycle
-                // wrote a recycled tag (see "Limits"): seal over it instead
+                // wrote a recycled tag (see "Limits" in `crate::protocol`): seal over it instead
                 // of waiting for a stamp that will never move.
                 self.seal(s.generation(), Foreign::Overwrite)
             }) else {
@@ -358,7 +225,7 @@ impl<W: Width, const C: usize> Bucket<W, C> {
                 0
             } else {
                 // The bucket has moved past `gen` (any other tag, whatever
-                // its distance: see "Limits" above).
+                // its distance: see "Limits" in `crate::protocol`).
                 return Err(AddError::Stale);
             };
             let (count, saturated) = op.apply(have, W::MAX_COUNT);

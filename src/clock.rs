@@ -1,11 +1,13 @@
 //! Clocks for callers that want one. The arrays never read a clock: every
-//! operation takes `now` as an argument, in any tick unit. These are
-//! conveniences for producing `now`.
+//! operation takes `now` as a `u64` argument, in any tick unit. These are
+//! conveniences for producing `now`: the [`Clock`] trait and [`ManualClock`]
+//! (no_std, usable in a `static`, advanced by hand or by a SysTick handler);
+//! with the `std` feature, `MonotonicClock` and `CoarseClock`.
 //!
 //! Read the time **once per batch** and pass it to every operation of the
-//! batch: on the development machine `std::time::Instant::now()` costs about
-//! 21 ns, more than an `add` (about 18 ns); a [`CoarseClock`] read is one
-//! relaxed load.
+//! batch: on the 2-vCPU Intel Xeon VM where the figures in `benches/README.md`
+//! were measured, `std::time::Instant::now()` costs about 21 ns, more than an
+//! `add` (about 18 ns); a `CoarseClock` read is one relaxed load.
 
 use crate::sync::{atomic_u64, AtomicU64, Ordering};
 
@@ -152,7 +154,8 @@ mod std_clocks {
     }
 
     /// `std::time::Instant`, as ticks of `unit` since the clock was made.
-    /// About 21 ns a read on the development machine: read it once per batch.
+    /// About 21 ns a read on the VM of `benches/README.md`: read it once per
+    /// batch.
     ///
     /// ```
     /// use leaparray::clock::{Clock, MonotonicClock, Unit};

@@ -30,22 +30,42 @@
 //!
 //! Booking and reading touch different buckets, so two admissions form the
 //! store-buffer pattern: each writes its bucket, then reads the other's.
-//! Acquire/release orderings allow both reads to miss both writes (loom
-//! caught the overshoot); the bucket protocol's operations are therefore all
+//! Acquire/release orderings allow both reads to miss both writes (and
+//! both admissions to overshoot); the bucket protocol's operations are therefore all
 //! `SeqCst`, one total order in which that cannot happen (free on x86-64
-//! and AArch64; see "Orderings" in `src/bucket.rs`).
+//! and AArch64; see "Orderings" in [`protocol`](crate::protocol)).
 //!
 //! The price is **false rejections under contention**: between a booking and
 //! its rollback, others count it. A request is refused although it would have
 //! fit only if, while it read the load, other requests' bookings that they then
 //! took back pushed the load over the limit; so only when the load is within
 //! `(concurrent callers - 1) * n` of the limit, and never when one thread calls
-//! at a time.
+//! at a time. Sentinel's overshoot under concurrency (its issues #1620,
+//! #3091 and #585) cannot happen.
 //!
 //! Blocked requests are recorded as [`Event::Block`]; passes are recorded by
 //! their booking. Borrowed passes (prioritized requests that must wait) are
 //! booked for their future window and recorded as [`Event::OccupiedPass`] in
 //! the window of `now`.
+//!
+//! # Decisions
+//!
+//! [`Gate::try_acquire`] answers [`Decision::Pass`] or [`Decision::Block`],
+//! all or nothing. [`Gate::try_acquire_prioritized`] may also borrow a future
+//! window and answer [`Decision::Wait`] with the permit already booked; the
+//! occupy timeout defaults to one window
+//! ([`with_occupy_timeout`](Gate::with_occupy_timeout)). The [`Limiter`]
+//! trait is the smallest surface a downstream rate limiter needs (`record`,
+//! `count`, `limit`, `try_acquire`, `remaining`), implemented by `Gate` and
+//! by references to any limiter.
+//!
+//! # Spans that cut a window
+//!
+//! A sliding window of `N` windows bounds every span made of whole windows.
+//! A 1-second span that starts in the middle of a window can hold more
+//! (Sentinel issue #2859): in `cargo run --example boundary`, 115 for
+//! 2 x 500 ms, 103 for 10 x 100 ms, against 160 for a fixed window. Use more,
+//! shorter windows where that matters.
 
 use core::num::NonZeroU64;
 
@@ -92,8 +112,8 @@ impl<const N: usize> Gate<N> {
         ///
         /// A limit above [`MAX_COUNT`] (2^47 - 1) acts as `MAX_COUNT`: no
         /// window can count more, and a booking that saturated could not be
-        /// taken back exactly (the fuzzer found a refused request leaving a
-        /// partial pass behind with such limits).
+        /// taken back exactly (a refused request would leave a partial pass
+        /// behind).
         ///
         /// ```
         /// # use core::num::NonZeroU64;
@@ -260,7 +280,7 @@ impl<const N: usize> Gate<N> {
         }
         // Of two callers that each book then read the other's bucket, at
         // least one reads the other's booking: the bookings and the reads are
-        // SeqCst operations, all in one total order (`src/bucket.rs`,
+        // SeqCst operations, all in one total order (`crate::protocol`,
         // "Orderings"); under loom this stands for that order.
         loom_sc_order();
         if peak_load(&self.metric, id).is_some_and(|load| load <= self.limit) {

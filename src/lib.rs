@@ -1,7 +1,8 @@
 //! # leaparray
 //!
 //! Alibaba Sentinel's sliding-window `LeapArray`, rebuilt lock-free,
-//! `no_std` and allocation-free.
+//! `no_std` and allocation-free, with Sentinel's statistics and flow gate on
+//! top.
 //!
 //! A [`LeapArray<N, C>`](LeapArray) is a ring of `N` time buckets of `window`
 //! ticks each, with `C` counters per bucket. Callers pass the time in (any
@@ -25,40 +26,37 @@
 //! assert_eq!(STATS.sums(now_ms), [1, 1]);
 //! ```
 //!
-//! ## The exactness contract
+//! ## Read on
 //!
-//! Under any interleaving of threads, or of interrupt handlers on one core:
-//! 1. An `add` that returns `Ok` is counted in its window, and stays counted
-//!    until that window is retired by its bucket moving forward.
-//! 2. An `add` whose window is already retired returns
-//!    [`AddError::Stale`] and changes nothing any reader can see: a late add
-//!    never leaks into a newer window, and a lagging clock never moves a
-//!    bucket backwards or wipes newer counts.
-//! 3. A reader never sees a mix: every count it reports belongs to the
-//!    window it reports it for. (A read of several windows is not one atomic
-//!    snapshot: each window is read on its own.)
-//! 4. No operation waits for another thread: no lock, no spinning on someone
-//!    else's progress. Reads finish in a bounded number of steps.
-//! 5. Nothing panics, on any input.
+//! - [`guarantees`]: the contract (what is exact, what is and is not one
+//!   atomic step, progress and interrupt safety per target, the time and
+//!   count ranges, bad input, the tests and proofs behind each statement).
+//! - [`protocol`]: how a bucket retires a window without a lock, and why no
+//!   count is lost or leaks into a newer window.
+//! - The Cargo features and the supported targets: the tables in the
+//!   repository's `README.md`.
 //!
-//! How: every counter word carries the generation of its bucket and a
-//! *sealed* bit; a roll-over seals the old window's counters before it moves
-//! the bucket's stamp, so an add either lands before the seal or fails. The
-//! protocol, its interleaving table and its limits are documented in the
-//! source of `src/bucket.rs`; `loom-tests/` model-checks it. `GUARANTEES.md`
-//! in the repository states the whole contract: what is and is not one
-//! atomic step, progress per target, and the time and count ranges.
+//! ## Main types, and their Sentinel counterparts
 //!
-//! ## Features
-//!
-//! | feature | effect |
+//! | Sentinel | leaparray |
 //! |---|---|
-//! | `std` | `std::error::Error` for the error types |
-//! | `defmt` | `defmt::Format` for every public type |
-//! | `portable-atomic` | 64-bit atomics from `portable-atomic` (targets without native ones) |
-//! | `portable-atomic-critical-section` | the above, through a `critical-section` implementation (targets without CAS) |
-//!
-//! None is enabled by default.
+//! | `LeapArray` / `BucketLeapArray` | [`LeapArray`]; [`Narrow`] words for targets with 32-bit atomics only; [`shard::Sharded`] per core or queue |
+//! | `currentWindow(t)` then `value().addPass(n)` | `add(t, PASS, n)` |
+//! | `pass()` after `currentWindow()` | `sum(now, PASS)` |
+//! | `list()` / `values()` | `windows(now)` |
+//! | Sentinel-Go `ValuesConditional(now, pred)` | `windows_where(now, pred)` |
+//! | `getWindowValue(t)` | `window_at(t)` |
+//! | `getPreviousWindow(t)` | `previous(t)` |
+//! | `getValidHead(t)` | `head(t)` |
+//! | Sentinel-Go `SlidingWindowMetric` | `sum_span(now, span, counter)` |
+//! | `ArrayMetric` / `MetricBucket` | [`Metric<N>`](Metric) |
+//! | `addRtAndSuccess(rt, n)`, `minRt()`, `avgRt()` | `add_rt_and_success(now, rt, n)`, `min_rt(now)`, `avg_rt(now)` |
+//! | `OccupiableBucketLeapArray.addWaiting(t, n)` / `currentWaiting()` | `add_waiting(now, t, n)` / `waiting(now)` |
+//! | `StatisticNode.tryOccupyNext(now, n, threshold)` | `try_occupy_next(now, n, limit, timeout)` |
+//! | `StatisticNode` | [`StatisticNode`] |
+//! | `DefaultController.canPass(node, n, prioritized)` | [`Gate::try_acquire`]`(now, n)` / [`try_acquire_prioritized`](Gate::try_acquire_prioritized)`(now, n)`, giving a [`Decision`] |
+//! | (a rate limiter's surface) | the [`Limiter`] trait |
+//! | (time) | the [`clock`] module; every operation takes `now` |
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -79,6 +77,12 @@ mod limiter;
 mod metric;
 mod node;
 pub mod shard;
+
+#[doc = include_str!("../GUARANTEES.md")]
+pub mod guarantees {}
+
+#[doc = include_str!("protocol.md")]
+pub mod protocol {}
 mod sync;
 mod view;
 mod window;

@@ -27,8 +27,23 @@ const CELLS: usize = EVENTS + 2;
 /// passes borrowed from future windows.
 ///
 /// Every update is one lock-free, exact operation on a
-/// [`LeapArray`]; see the crate documentation for the contract. Time is the
-/// caller's tick count; RT is in the same ticks.
+/// [`LeapArray`]; see [`guarantees`](crate::guarantees) for the contract.
+/// Time is the caller's tick count; RT is in the same ticks.
+///
+/// Sentinel's `ArrayMetric` over `MetricBucket`s: the events `Pass, Block,
+/// Exception, Success, Rt, OccupiedPass`, plus per window an exact minimum RT
+/// and the peak concurrency, each one atomic update under the window's
+/// generation tag (Sentinel's `minRt` is a racy check-then-set). Totals,
+/// rates per second for any tick rate, [`previous_window_pass`](Self::previous_window_pass),
+/// [`window_pass`](Self::window_pass), [`max_success`](Self::max_success),
+/// and [`details`](Self::details): one record per live window for metric
+/// logs.
+///
+/// **Occupy** (Sentinel's `OccupiableBucketLeapArray` / `tryOccupyNext`):
+/// [`add_waiting`](Self::add_waiting) books passes for a window that has not
+/// started (at most `N` windows ahead); when it starts, its pass count
+/// already includes them; [`try_occupy_next`](Self::try_occupy_next) is
+/// Sentinel's algorithm.
 ///
 /// ```
 /// use core::num::NonZeroU64;

@@ -7,7 +7,7 @@
 //!
 //! - **claimed** by one writer ([`Sharded::claim`]): its [`ShardWriter`]
 //!   adds with a plain load and store, no read-modify-write (the
-//!   single-writer protocol in `src/bucket.rs`); the handle is `Send` but
+//!   single-writer protocol in [`protocol`](crate::protocol)); the handle is `Send` but
 //!   neither `Clone` nor `Sync`, and dropping it returns the shard;
 //! - **shared** ([`Sharded::add`] with a hint such as a CPU or queue id):
 //!   any thread, through the exact compare-and-swap path of `LeapArray::add`.
@@ -35,6 +35,17 @@
 //! compare-and-swap writer. The two protocols leave a bucket in states the
 //! other accepts: the single writer resets every cell to its stamp's
 //! generation on each roll-over, and a shared roll-over seals every cell.
+//!
+//! In detail: each shard sits in a `crossbeam_utils::CachePadded` (its
+//! padding per target, without std). A second claim of a claimed shard fails
+//! with [`ClaimError`]. A claimed shard's adds are a relaxed load and a
+//! release store, and its writer remembers its current window, so the common
+//! add needs no division either. Shared adds go through
+//! [`Sharded::shared`]`(hint)` (or [`Sharded::add`]). Readers merge every
+//! shard into the same `sum`/`sums`/`windows` a `LeapArray` gives and stay
+//! exact: loom models a reader racing a single writer's roll-over
+//! (`loom-tests/tests/shard.rs`). `cargo run --release --example
+//! packet_path` runs two queues and checks the merged totals.
 
 use core::num::NonZeroU64;
 

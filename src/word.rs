@@ -69,6 +69,13 @@ pub struct Wide;
 /// interrupts. 8-bit generations, window ids modulo 2^24, counts up to
 /// 2^23 - 1 (8,388,607) per window. See [`LeapArray::new_narrow`](crate::LeapArray::new_narrow)
 /// for the limits that follow.
+///
+/// `LeapArray<N, C, Narrow>` runs the same protocol with the same API, with
+/// no interrupt masking and on multi-core chips too (where portable-atomic's
+/// `unsafe-assume-single-core` is not an option). The price is range (see
+/// section 5 of [`guarantees`](crate::guarantees)). The property test, the
+/// stress test, the loom models (`loom-tests/tests/narrow.rs`) and the
+/// firmware run it too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Narrow;
 
