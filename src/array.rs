@@ -101,8 +101,8 @@ impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
         /// - generations wrap at 2^8: a thread stalled inside one `add` (between
         ///   reading its bucket's stamp and its compare-and-swap) while its
         ///   bucket rolls over fewer than 254 times is exact; at 254 or more (at
-        ///   least `254 * N` windows) its add may count in a newer window or be
-        ///   lost. See the crate's limits.
+        ///   least `254 * N` windows) it may corrupt the window being retired
+        ///   or the next one (see [`protocol`](crate::protocol), "Limits").
         ///
         /// ```
         /// use core::num::NonZeroU64;

@@ -3,7 +3,7 @@
 //! A packet loop cannot afford a contended atomic per packet. A `Sharded`
 //! array holds `S` rings, each on its own cache lines, and readers merge
 //! them into the same sums and windows a single [`LeapArray`] gives. A
-//! shard is written in one of two ways, fixed by the first writer:
+//! shard is written in one of two ways, never both at once:
 //!
 //! - **claimed** by one writer ([`Sharded::claim`]): its [`ShardWriter`]
 //!   adds with a plain load and store, no read-modify-write (the
@@ -21,7 +21,8 @@
 //! ```text
 //!  Thread 1: claim(0)                        Thread 2: add(hint 0, ..)
 //!  ----------------------------------------  ----------------------------------------
-//!                                            state 0 -> 1 (CAS: one add in flight)
+//!                                            state 0 -> 1 (fetch_add, acquire:
+//!                                            one add in flight)
 //!  state 0 -> CLAIMED (CAS): fails, 1
 //!  -> Err(ClaimError::Shared): retry later
 //!                                            array.add(..) on the CAS path
@@ -30,8 +31,9 @@
 //!  shared add happens before its writes
 //! ```
 //!
-//! Either order is safe: a shared add that finds the shard `CLAIMED` moves
-//! to the next shard, and the single writer never shares its shard with a
+//! Either order is safe: a shared add whose `fetch_add` finds the `CLAIMED`
+//! bit set takes its count back without touching the array and moves to the
+//! next shard, and the single writer never shares its shard with a
 //! compare-and-swap writer. The two protocols leave a bucket in states the
 //! other accepts: the single writer resets every cell to its stamp's
 //! generation on each roll-over, and a shared roll-over seals every cell.
