@@ -73,7 +73,7 @@ use crate::borrow::Lent;
 use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
-use crate::metric::Metric;
+use crate::metric::{Metric, ReadOnly};
 use crate::sync::{const_fn_unless_loom, loom_sc_order};
 use crate::word::MAX_COUNT;
 
@@ -97,7 +97,7 @@ pub use crate::limiter::Decision;
 /// assert_eq!(GATE.try_acquire(1_000, 80), Decision::Pass); // the 80 slid out
 /// ```
 pub struct Gate<const N: usize> {
-    metric: Metric<N>,
+    metric: Metric<N, ReadOnly>,
     limit: u64,
     occupy_timeout: u64,
 }
@@ -125,7 +125,7 @@ impl<const N: usize> Gate<N> {
         #[must_use]
         pub fn new(window: NonZeroU64, limit: u64) -> Self {
             Gate {
-                metric: Metric::new(window),
+                metric: Metric::empty(window),
                 limit: if limit > MAX_COUNT { MAX_COUNT } else { limit },
                 occupy_timeout: window.get(),
             }
@@ -187,7 +187,7 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!((g.metric().pass(0), g.metric().block(0)), (1, 1));
     /// ```
     #[must_use]
-    pub const fn metric(&self) -> &Metric<N> {
+    pub const fn metric(&self) -> &Metric<N, ReadOnly> {
         &self.metric
     }
 
@@ -241,17 +241,17 @@ impl<const N: usize> Gate<N> {
                 .try_occupy_next(now, n, self.limit, self.occupy_timeout);
             if wait < self.occupy_timeout {
                 let future = now + wait;
-                if self.metric.add_waiting(now, future, n).is_ok() {
+                if self.metric.lend(now, future, n).is_ok() {
                     // Book, then read: as in `admit`.
                     loom_sc_order();
                     if peak_load(&self.metric, future / self.metric.window())
                         .is_some_and(|load| load <= self.limit)
                     {
-                        let _ = self.metric.add(now, Event::OccupiedPass, n);
+                        let _ = self.metric.add_event(now, Event::OccupiedPass, n);
                         return Decision::Wait(wait);
                     }
                     // Others booked first: take ours back.
-                    let _ = self.metric.sub_waiting(now, future, n);
+                    let _ = self.metric.unlend(now, future, n);
                 }
             }
         }
@@ -272,7 +272,7 @@ impl<const N: usize> Gate<N> {
             // Already full: refuse without booking (nothing to roll back).
             return false;
         }
-        if self.metric.add(now, Event::Pass, n).is_err() {
+        if self.metric.add_event(now, Event::Pass, n).is_err() {
             // Stale: the window of `now` is retired. Saturated: the count is
             // at MAX_COUNT, far over any limit below it; nothing to undo
             // that would not remove others' passes.
@@ -288,12 +288,12 @@ impl<const N: usize> Gate<N> {
         }
         // Stale here means the window has been retired since: nothing left
         // to undo.
-        let _ = self.metric.sub(now, Event::Pass, n);
+        let _ = self.metric.sub_event(now, Event::Pass, n);
         false
     }
 
     fn block(&self, now: u64, n: u64) -> Decision {
-        let _ = self.metric.add(now, Event::Block, n);
+        let _ = self.metric.add_event(now, Event::Block, n);
         Decision::Block
     }
 }
@@ -306,7 +306,7 @@ impl<const N: usize> Gate<N> {
 /// once. `None` if one of those windows has been retired (a caller's clock is
 /// already past it): its count is gone, so the intervals cannot be checked,
 /// and the admission must be refused.
-fn peak_load<const N: usize>(metric: &Metric<N>, id: u64) -> Option<u64> {
+fn peak_load<const N: usize>(metric: &Metric<N, ReadOnly>, id: u64) -> Option<u64> {
     let n = N as u64;
     let lent = metric.borrowed().lent();
     let mut ring = [0u64; N];
@@ -327,7 +327,7 @@ fn peak_load<const N: usize>(metric: &Metric<N>, id: u64) -> Option<u64> {
 /// Pass of window `id` (with what was `lent` to it), or `None` if its bucket,
 /// or its borrowed bucket, has moved on to a newer window.
 fn exact_pass_in<const N: usize>(
-    metric: &Metric<N>,
+    metric: &Metric<N, ReadOnly>,
     lent: Option<Lent<'_, N>>,
     id: u64,
 ) -> Option<u64> {
@@ -344,7 +344,7 @@ fn exact_pass_in<const N: usize>(
 
 impl<const N: usize> Limiter for Gate<N> {
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
-        self.metric.add(now, Event::Pass, n)
+        self.metric.add_event(now, Event::Pass, n)
     }
 
     fn count(&self, now: u64) -> u64 {

@@ -98,7 +98,7 @@ pub use error::{AddError, SpanError};
 pub use event::Event;
 pub use gate::Gate;
 pub use limiter::{Decision, Limiter};
-pub use metric::{Metric, WindowDetail};
+pub use metric::{Access, Metric, ReadOnly, WindowDetail, Writable};
 pub use node::{ConcurrencyGuard, StatisticNode};
 pub use view::ReadOnlyArray;
 pub use window::Window;

@@ -2,6 +2,7 @@
 //! (borrowing future windows, `OccupiableBucketLeapArray`; the borrowed
 //! passes are kept in `src/borrow.rs`).
 
+use core::marker::PhantomData;
 use core::num::NonZeroU64;
 
 use crate::array::LeapArray;
@@ -58,11 +59,78 @@ const CELLS: usize = EVENTS + 2;
 /// assert_eq!(M.min_rt(200), Some(10));
 /// assert_eq!(M.avg_rt(200), 25.0);
 /// ```
-pub struct Metric<const N: usize> {
+pub struct Metric<const N: usize, A: Access = Writable> {
     /// Read-only outside this module: [`array`](Self::array) hands it out.
     counts: ReadOnlyArray<N, CELLS>,
     /// Passes borrowed for future windows.
     borrowed: Borrowed<N>,
+    /// Whether the public writes exist (see [`Access`]).
+    access: PhantomData<fn() -> A>,
+}
+
+/// Who may write a [`Metric`]: [`Writable`] (the default: every method) or
+/// [`ReadOnly`] (the reads only). A [`Gate`](crate::Gate) hands out its
+/// statistics as `&Metric<N, ReadOnly>`, so no caller can change the passes
+/// its admissions rest on. Sealed: only these two exist.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{Gate, Metric, ReadOnly};
+///
+/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+/// let _ = g.try_acquire(0, 4);
+/// let stats: &Metric<2, ReadOnly> = g.metric();
+/// assert_eq!(stats.pass(0), 4);
+/// ```
+///
+/// Writing through a read-only metric does not compile:
+///
+/// ```compile_fail,E0599
+/// # use core::num::NonZeroU64;
+/// # use leaparray::{Event, Gate};
+/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 2);
+/// g.metric().sub(0, Event::Pass, 1); // would let the gate admit more
+/// ```
+pub trait Access: access::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {}
+
+/// Every method of [`Metric`], writes included (the default).
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{Event, Metric, Writable};
+///
+/// let m: Metric<2, Writable> = Metric::new(NonZeroU64::new(500).unwrap());
+/// m.add(0, Event::Pass, 1).unwrap();
+/// assert_eq!(m.pass(0), 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Writable;
+
+/// The reads of [`Metric`] only: what [`Gate::metric`](crate::Gate::metric)
+/// hands out.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{Gate, Metric, ReadOnly};
+///
+/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+/// let _ = g.try_acquire(0, 1);
+/// let _ = g.try_acquire(0, 1);
+/// let m: &Metric<2, ReadOnly> = g.metric();
+/// assert_eq!((m.pass(0), m.block(0)), (1, 1));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReadOnly;
+
+impl Access for Writable {}
+impl Access for ReadOnly {}
+
+mod access {
+    pub trait Sealed {}
+    impl Sealed for super::Writable {}
+    impl Sealed for super::ReadOnly {}
 }
 
 /// One window of a [`Metric`], as a metric log line wants it.
@@ -108,23 +176,38 @@ fn min_rt_of(stored: u64) -> Option<u64> {
     (stored != 0).then(|| MAX_COUNT - stored)
 }
 
-impl<const N: usize> Metric<N> {
+impl<const N: usize, A: Access> Metric<N, A> {
     const_fn_unless_loom! {
-        /// An empty metric of `N` windows of `window` ticks (`const`, so it
-        /// can live in a `static`).
-        ///
-        /// ```
-        /// # use core::num::NonZeroU64;
-        /// let m = leaparray::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
-        /// assert_eq!(m.interval(), 60_000);
-        /// ```
-        #[must_use]
-        pub fn new(window: NonZeroU64) -> Self {
+        /// An empty metric of either access (a gate keeps a read-only one).
+        pub(crate) fn empty(window: NonZeroU64) -> Self {
             Metric {
                 counts: ReadOnlyArray(LeapArray::new(window)),
                 borrowed: Borrowed::new(window),
+                access: PhantomData,
             }
         }
+    }
+
+    /// `add` for the crate's own writers (the gate's read-only metric).
+    #[inline]
+    pub(crate) fn add_event(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
+        self.counts.0.add(now, event.index(), n)
+    }
+
+    /// `sub` for the crate's own writers.
+    #[inline]
+    pub(crate) fn sub_event(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
+        self.counts.0.sub(now, event.index(), n)
+    }
+
+    /// `add_waiting` for the crate's own writers.
+    pub(crate) fn lend(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.borrowed.add(now, future, n)
+    }
+
+    /// `sub_waiting` for the crate's own writers.
+    pub(crate) fn unlend(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.borrowed.sub(now, future, n)
     }
 
     /// The window length in ticks.
@@ -163,100 +246,6 @@ impl<const N: usize> Metric<N> {
     #[must_use]
     pub const fn array(&self) -> &ReadOnlyArray<N, 8> {
         &self.counts
-    }
-
-    /// Adds `n` to `event` in the window of `now`. Errors as
-    /// [`LeapArray::add`].
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.add(0, Event::Pass, 2).unwrap();
-    /// assert_eq!(m.total(0, Event::Pass), 2);
-    /// ```
-    #[inline]
-    pub fn add(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
-        self.counts.0.add(now, event.index(), n)
-    }
-
-    /// Removes `n` from `event` in the window of `now` (stopping at 0): the
-    /// undo of an [`add`](Self::add) with the same `now`.
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.add(0, Event::Pass, 2).unwrap();
-    /// m.sub(0, Event::Pass, 1).unwrap();
-    /// assert_eq!(m.pass(0), 1);
-    /// ```
-    #[inline]
-    pub fn sub(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
-        self.counts.0.sub(now, event.index(), n)
-    }
-
-    /// Records one completed request that took `rt` ticks: `Success + 1`,
-    /// `Rt + rt` and the window's minimum RT (Sentinel's
-    /// `addRtAndSuccess(rt, 1)`).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.add_rt(0, 7).unwrap();
-    /// assert_eq!((m.success(0), m.rt(0), m.min_rt(0)), (1, 7, Some(7)));
-    /// ```
-    pub fn add_rt(&self, now: u64, rt: u64) -> Result<(), AddError> {
-        self.add_rt_and_success(now, rt, 1)
-    }
-
-    /// Records `success` completed requests whose response times add up to
-    /// `rt` ticks, and `rt` as a candidate for the window's minimum RT
-    /// (Sentinel's `addRtAndSuccess`).
-    ///
-    /// The three updates are each exact but not one atomic step. They are
-    /// made in that order and stop at `Stale`: if the window is retired
-    /// between them, a prefix may have counted in it (the call reports
-    /// `Stale`). `Saturated` does not stop the others; the first error is
-    /// returned.
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.add_rt_and_success(0, 30, 3).unwrap();
-    /// assert_eq!(m.avg_rt(0), 10.0);
-    /// ```
-    pub fn add_rt_and_success(&self, now: u64, rt: u64, success: u64) -> Result<(), AddError> {
-        let stop = |r: &Result<(), AddError>| *r == Err(AddError::Stale);
-        let s = self.counts.0.add(now, Event::Success.index(), success);
-        if stop(&s) {
-            return s;
-        }
-        let r = self.counts.0.add(now, Event::Rt.index(), rt);
-        if stop(&r) {
-            return r;
-        }
-        let m = self
-            .counts
-            .0
-            .update_max(now, MIN_RT, MAX_COUNT - rt.min(MAX_COUNT - 1));
-        s.and(r).and(m)
-    }
-
-    /// Records `concurrency` as a candidate for the window's peak.
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.record_concurrency(0, 4).unwrap();
-    /// m.record_concurrency(1, 2).unwrap();
-    /// assert_eq!(m.max_concurrency(1), 4);
-    /// ```
-    pub fn record_concurrency(&self, now: u64, concurrency: u64) -> Result<(), AddError> {
-        self.counts.0.update_max(now, MAX_CONCURRENCY, concurrency)
     }
 
     /// The event counts, for the gate's admission rule.
@@ -566,40 +555,6 @@ impl<const N: usize> Metric<N> {
         out
     }
 
-    /// Books `n` passes for the future window containing `future`, which must
-    /// start after `now`'s window and at most `N` windows after it
-    /// ([`AddError::OutOfRange`] otherwise). When that window starts, its
-    /// pass count already includes them.
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::{AddError, Metric};
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.add_waiting(100, 600, 2).unwrap();
-    /// assert_eq!(m.waiting(100), 2);
-    /// assert_eq!(m.pass(100), 0);
-    /// assert_eq!(m.pass(600), 2); // the borrowed window has started
-    /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(AddError::OutOfRange));
-    /// ```
-    pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.borrowed.add(now, future, n)
-    }
-
-    /// Takes back `n` passes booked with [`add_waiting`](Self::add_waiting)
-    /// for the window of `future` (stopping at 0).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
-    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// m.add_waiting(100, 600, 2).unwrap();
-    /// m.sub_waiting(100, 600, 2).unwrap();
-    /// assert_eq!(m.waiting(100), 0);
-    /// ```
-    pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.borrowed.sub(now, future, n)
-    }
-
     /// Passes booked for windows that have not started yet at `now`.
     ///
     /// ```
@@ -639,7 +594,153 @@ impl<const N: usize> Metric<N> {
     }
 }
 
-impl<const N: usize> core::fmt::Debug for Metric<N> {
+/// The writes: only a [`Writable`] metric (the default) has them.
+impl<const N: usize> Metric<N, Writable> {
+    const_fn_unless_loom! {
+        /// An empty metric of `N` windows of `window` ticks (`const`, so it
+        /// can live in a `static`).
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// let m = leaparray::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
+        /// assert_eq!(m.interval(), 60_000);
+        /// ```
+        #[must_use]
+        pub fn new(window: NonZeroU64) -> Self {
+            Self::empty(window)
+        }
+    }
+
+    /// Adds `n` to `event` in the window of `now`. Errors as
+    /// [`LeapArray::add`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Pass, 2).unwrap();
+    /// assert_eq!(m.total(0, Event::Pass), 2);
+    /// ```
+    #[inline]
+    pub fn add(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
+        self.add_event(now, event, n)
+    }
+
+    /// Removes `n` from `event` in the window of `now` (stopping at 0): the
+    /// undo of an [`add`](Self::add) with the same `now`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Event, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add(0, Event::Pass, 2).unwrap();
+    /// m.sub(0, Event::Pass, 1).unwrap();
+    /// assert_eq!(m.pass(0), 1);
+    /// ```
+    #[inline]
+    pub fn sub(&self, now: u64, event: Event, n: u64) -> Result<(), AddError> {
+        self.sub_event(now, event, n)
+    }
+
+    /// Records one completed request that took `rt` ticks: `Success + 1`,
+    /// `Rt + rt` and the window's minimum RT (Sentinel's
+    /// `addRtAndSuccess(rt, 1)`).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt(0, 7).unwrap();
+    /// assert_eq!((m.success(0), m.rt(0), m.min_rt(0)), (1, 7, Some(7)));
+    /// ```
+    pub fn add_rt(&self, now: u64, rt: u64) -> Result<(), AddError> {
+        self.add_rt_and_success(now, rt, 1)
+    }
+
+    /// Records `success` completed requests whose response times add up to
+    /// `rt` ticks, and `rt` as a candidate for the window's minimum RT
+    /// (Sentinel's `addRtAndSuccess`).
+    ///
+    /// The three updates are each exact but not one atomic step. They are
+    /// made in that order and stop at `Stale`: if the window is retired
+    /// between them, a prefix may have counted in it (the call reports
+    /// `Stale`). `Saturated` does not stop the others; the first error is
+    /// returned.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_rt_and_success(0, 30, 3).unwrap();
+    /// assert_eq!(m.avg_rt(0), 10.0);
+    /// ```
+    pub fn add_rt_and_success(&self, now: u64, rt: u64, success: u64) -> Result<(), AddError> {
+        let stop = |r: &Result<(), AddError>| *r == Err(AddError::Stale);
+        let s = self.counts.0.add(now, Event::Success.index(), success);
+        if stop(&s) {
+            return s;
+        }
+        let r = self.counts.0.add(now, Event::Rt.index(), rt);
+        if stop(&r) {
+            return r;
+        }
+        let m = self
+            .counts
+            .0
+            .update_max(now, MIN_RT, MAX_COUNT - rt.min(MAX_COUNT - 1));
+        s.and(r).and(m)
+    }
+
+    /// Records `concurrency` as a candidate for the window's peak.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.record_concurrency(0, 4).unwrap();
+    /// m.record_concurrency(1, 2).unwrap();
+    /// assert_eq!(m.max_concurrency(1), 4);
+    /// ```
+    pub fn record_concurrency(&self, now: u64, concurrency: u64) -> Result<(), AddError> {
+        self.counts.0.update_max(now, MAX_CONCURRENCY, concurrency)
+    }
+
+    /// Books `n` passes for the future window containing `future`, which must
+    /// start after `now`'s window and at most `N` windows after it
+    /// ([`AddError::OutOfRange`] otherwise). When that window starts, its
+    /// pass count already includes them.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{AddError, Metric};
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_waiting(100, 600, 2).unwrap();
+    /// assert_eq!(m.waiting(100), 2);
+    /// assert_eq!(m.pass(100), 0);
+    /// assert_eq!(m.pass(600), 2); // the borrowed window has started
+    /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(AddError::OutOfRange));
+    /// ```
+    pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.lend(now, future, n)
+    }
+
+    /// Takes back `n` passes booked with [`add_waiting`](Self::add_waiting)
+    /// for the window of `future` (stopping at 0).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::Metric;
+    /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// m.add_waiting(100, 600, 2).unwrap();
+    /// m.sub_waiting(100, 600, 2).unwrap();
+    /// assert_eq!(m.waiting(100), 0);
+    /// ```
+    pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+        self.unlend(now, future, n)
+    }
+}
+
+impl<const N: usize, A: Access> core::fmt::Debug for Metric<N, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Metric")
             .field("buckets", &N)
@@ -649,7 +750,7 @@ impl<const N: usize> core::fmt::Debug for Metric<N> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const N: usize> defmt::Format for Metric<N> {
+impl<const N: usize, A: Access> defmt::Format for Metric<N, A> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,

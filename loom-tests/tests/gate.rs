@@ -49,7 +49,8 @@ fn acquire_racing_a_roll_over() {
     let record = seen.recorder();
     loom::model(move || {
         let g = Arc::new(Gate::<2>::new(W, 2));
-        g.metric().add(0, Event::Block, 1).unwrap(); // window 0 exists, no passes
+        // Window 0 exists (3 blocked: more than the limit), with no passes.
+        assert_eq!(g.try_acquire(0, 3), Decision::Block);
         assert_eq!(g.try_acquire(10, 1), Decision::Pass); // window 1
         let (a, b) = (g.clone(), g.clone());
         let ahead = spawn(move || a.try_acquire(20, 1)); // window 2: rolls bucket 0

@@ -4,7 +4,7 @@
 //! and `fuzz/` (the `metric`, `node` and `gate` targets); needs the array
 //! model as the crate's module `array`.
 
-use leaparray::{AddError, Event, Metric, Wide, WindowDetail, MAX_COUNT};
+use leaparray::{Access, AddError, Event, Metric, Wide, WindowDetail, MAX_COUNT};
 
 use crate::array::{ArrayModel, Op};
 
@@ -208,8 +208,8 @@ impl<const N: usize> MetricModel<N> {
 /// Checks every query of `m` at `now` against the model. `probe` is any
 /// other time; `q` are arbitrary query parameters (`n`, `limit`,
 /// `timeout`, ticks per second).
-pub fn check<const N: usize>(
-    m: &Metric<N>,
+pub fn check<const N: usize, A: Access>(
+    m: &Metric<N, A>,
     model: &MetricModel<N>,
     now: u64,
     probe: u64,
