@@ -24,6 +24,13 @@ use crate::sync::{atomic_u64, AtomicU64, Ordering};
 /// ```
 pub trait Clock {
     /// The current time in ticks. Monotonic for every clock in this module.
+    ///
+    /// ```
+    /// use leaparray::clock::{Clock, ManualClock};
+    /// let c = ManualClock::new(5);
+    /// c.advance(2);
+    /// assert_eq!(c.now(), 7);
+    /// ```
     fn now(&self) -> u64;
 }
 
@@ -94,6 +101,13 @@ impl ManualClock {
             .ticks
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, add);
         prev.map_or(u64::MAX, |t| t.saturating_add(by))
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ManualClock {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ManualClock {{ now: {=u64} }}", self.now());
     }
 }
 

@@ -39,8 +39,8 @@
 //! its rollback, others count it. A request is refused although it would have
 //! fit only if, while it read the load, other requests' bookings that they then
 //! took back pushed the load over the limit; so only when the load is within
-//! `(concurrent callers - 1) * n` of the limit, and never when one thread calls
-//! at a time. Sentinel's overshoot under concurrency (its issues #1620,
+//! the sum of the other concurrent requests' sizes of the limit, and never
+//! when one thread calls at a time. Sentinel's overshoot under concurrency (its issues #1620,
 //! #3091 and #585) cannot happen.
 //!
 //! Blocked requests are recorded as [`Event::Block`]; passes are recorded by
@@ -357,6 +357,14 @@ impl<const N: usize> Limiter for Gate<N> {
 
     fn try_acquire(&self, now: u64, n: u64) -> Decision {
         Gate::try_acquire(self, now, n)
+    }
+
+    /// What an admission at `now` could still book: the limit less the
+    /// fullest interval that contains the window of `now` (the rule
+    /// `try_acquire` applies), 0 if one of those windows is retired.
+    fn remaining(&self, now: u64) -> u64 {
+        peak_load(&self.metric, now / self.metric.window())
+            .map_or(0, |load| self.limit.saturating_sub(load))
     }
 }
 

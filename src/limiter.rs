@@ -43,19 +43,66 @@ pub enum Decision {
 pub trait Limiter {
     /// Records `n` admissions at `now` without checking the limit (for
     /// work admitted elsewhere that must still count).
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{Decision, Gate, Limiter};
+    ///
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5);
+    /// g.record(0, 4).unwrap();
+    /// assert_eq!(Limiter::try_acquire(&g, 0, 2), Decision::Block); // 4 + 2 > 5
+    /// ```
     fn record(&self, now: u64, n: u64) -> Result<(), AddError>;
 
     /// How many were admitted in the sliding interval ending at `now`;
     /// observes without consuming.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{Decision, Gate, Limiter};
+    ///
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5);
+    /// let _ = g.try_acquire(100, 3);
+    /// assert_eq!((g.count(400), g.count(1_000)), (3, 0));
+    /// ```
     fn count(&self, now: u64) -> u64;
 
     /// The most that may be admitted in any interval.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{Decision, Gate, Limiter};
+    ///
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5);
+    /// assert_eq!(Limiter::limit(&g), 5);
+    /// ```
     fn limit(&self) -> u64;
 
     /// Admits `n` at `now` (all or nothing), or refuses.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{Decision, Gate, Limiter};
+    ///
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5);
+    /// let l: &dyn Limiter = &g;
+    /// assert_eq!(l.try_acquire(0, 5), Decision::Pass);
+    /// assert_eq!(l.try_acquire(0, 1), Decision::Block);
+    /// ```
     fn try_acquire(&self, now: u64, n: u64) -> Decision;
 
-    /// How many more could be admitted at `now` (as of this read).
+    /// How many more could be admitted at `now` (as of this read). The
+    /// default is `limit - count(now)`; a limiter that also checks other
+    /// intervals (as [`Gate`](crate::Gate) does) overrides it.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::{Gate, Limiter};
+    ///
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = g.try_acquire(600, 10); // a caller whose clock is ahead
+    /// assert_eq!(g.remaining(400), 0); // (0, 500] fits, (500, 1000] does not
+    /// ```
     fn remaining(&self, now: u64) -> u64 {
         self.limit().saturating_sub(self.count(now))
     }

@@ -95,10 +95,29 @@ pub enum ClaimError {
     NoSuchShard,
     /// Another writer holds the shard.
     Claimed,
-    /// A shared add ([`Sharded::add`]) is in flight on the shard right now;
-    /// the claim can succeed once it is done (retry).
+    /// A shared add ([`Sharded::add`]) is in flight on the shard right now,
+    /// or one that found the shard claimed by the previous writer is still
+    /// taking its announcement back; the claim can succeed once it is done
+    /// (retry).
     Shared,
 }
+
+impl core::fmt::Display for ClaimError {
+    /// ```
+    /// use leaparray::shard::ClaimError;
+    /// assert_eq!(ClaimError::Claimed.to_string(), "another writer holds the shard");
+    /// ```
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ClaimError::NoSuchShard => "no shard with that index",
+            ClaimError::Claimed => "another writer holds the shard",
+            ClaimError::Shared => "a shared add is in flight on the shard (retry)",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ClaimError {}
 
 /// `S` sliding-window arrays of `N` windows and `C` counters, one per core
 /// or queue, read as one.

@@ -53,15 +53,36 @@ pub const MAX_COUNT: u64 = <Wide as Width>::MAX_COUNT;
 /// ```
 pub trait Width: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
     /// Largest count of one counter in one window.
+    ///
+    /// ```
+    /// use leaparray::{Narrow, Width};
+    /// assert_eq!(Narrow::MAX_COUNT, 8_388_607);
+    /// ```
     const MAX_COUNT: u64;
     /// Two times in use must be fewer than this many windows apart (half the
-    /// stored id range); see the crate's limits.
+    /// stored id range), and so must every bucket's window and the times in
+    /// use (see [`LeapArray::refresh`](crate::LeapArray::refresh)).
+    ///
+    /// ```
+    /// use leaparray::{Wide, Width};
+    /// assert_eq!(Wide::WINDOW_RANGE, 1 << 47);
+    /// ```
     const WINDOW_RANGE: u64;
 }
 
 /// 64-bit bucket words: 16-bit generations, window ids modulo 2^48, counts
 /// up to 2^47 - 1. The default.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{LeapArray, Wide};
+///
+/// let a: LeapArray<2, 1, Wide> = LeapArray::new(NonZeroU64::new(10).unwrap());
+/// a.add(0, 0, 1 << 40).unwrap();
+/// assert_eq!(a.sum(0, 0), 1 << 40);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Wide;
 
 /// 32-bit bucket words, for targets with 32-bit but no 64-bit atomics
@@ -76,7 +97,17 @@ pub struct Wide;
 /// section 5 of [`guarantees`](crate::guarantees)). The property test, the
 /// stress test, the loom models (`loom-tests/tests/narrow.rs`) and the
 /// firmware run it too.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::{AddError, LeapArray, Narrow, Width};
+///
+/// let a = LeapArray::<2, 1, Narrow>::new_narrow(NonZeroU64::new(10).unwrap());
+/// assert_eq!(a.add(0, 0, Narrow::MAX_COUNT + 1), Err(AddError::Saturated));
+/// assert_eq!(a.sum(0, 0), Narrow::MAX_COUNT);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Narrow;
 
 impl Width for Wide {

@@ -275,3 +275,17 @@ fn clock_backwards_books_only_where_every_interval_is_readable() {
     let fresh = Gate::<3>::new(nz(100), 10);
     assert_eq!(fresh.try_acquire(990, 1), Decision::Pass);
 }
+
+/// `remaining` counts every interval the next admission must fit in, not
+/// only the one ending at `now`: with a caller whose clock is ahead, the
+/// interval ending at its window is already full.
+#[test]
+fn remaining_is_what_the_next_admissions_get() {
+    let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    assert_eq!(g.try_acquire(600, 10), Decision::Pass); // a caller ahead
+    let r = g.remaining(400);
+    let admitted = (0..10).filter(|_| g.try_acquire(400, 1) == Decision::Pass);
+    assert_eq!(r, admitted.count() as u64);
+    assert_eq!(g.remaining(1_100), 0, "(500, 1000] still holds the 10");
+    assert_eq!(g.remaining(1_600), 10);
+}
