@@ -21,6 +21,16 @@ const ROLLS: u64 = 5;
 
 type Tiny = LeapArray<1, 1, LoomTinyGen>;
 
+/// The live window starting at `newest` holds exactly the roller's one add:
+/// the stalled thread neither wiped it nor added to it.
+fn assert_newest_holds_one(a: &Tiny, newest: u64) {
+    let want = Window {
+        start: newest,
+        counts: [1],
+    };
+    assert_eq!(a.window_at(newest), Some(want), "live window changed");
+}
+
 /// An add stalled between its stamp load and its cell compare-and-swap
 /// while another thread rolls the bucket 5 times: it counts in its own
 /// window or is refused, and the live window keeps its count.
@@ -41,14 +51,7 @@ fn stalled_add_across_half_the_generations() {
         let stalled = stalled.join().unwrap();
         roller.join().unwrap();
         assert_eq!(final_counts(&*a, 10), [1 + ok(stalled, 1)]);
-        let newest = (1 + ROLLS) * 10;
-        assert_eq!(
-            a.window_at(newest),
-            Some(Window {
-                start: newest,
-                counts: [1]
-            })
-        );
+        assert_newest_holds_one(&a, (1 + ROLLS) * 10);
         record(stalled.is_ok());
     });
     seen.assert_all(&[true, false]);
@@ -75,14 +78,7 @@ fn stalled_roller_across_half_the_generations() {
         roller.join().unwrap();
         assert_eq!(final_counts(&*a, 10), [1]);
         assert_eq!(final_counts(&*a, 20), [ok(stalled, 1)]);
-        let newest = (2 + ROLLS) * 10;
-        assert_eq!(
-            a.window_at(newest),
-            Some(Window {
-                start: newest,
-                counts: [1]
-            })
-        );
+        assert_newest_holds_one(&a, (2 + ROLLS) * 10);
         record(stalled.is_ok());
     });
     seen.assert_all(&[true, false]);
