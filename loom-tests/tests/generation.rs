@@ -21,14 +21,43 @@ const ROLLS: u64 = 5;
 
 type Tiny = LeapArray<1, 1, LoomTinyGen>;
 
-/// The live window starting at `newest` holds exactly the roller's one add:
-/// the stalled thread neither wiped it nor added to it.
-fn assert_newest_holds_one(a: &Tiny, newest: u64) {
-    let want = Window {
-        start: newest,
-        counts: [1],
-    };
-    assert_eq!(a.window_at(newest), Some(want), "live window changed");
+/// Window 1 holds one add. A thread adds 1 in window `stalled` (1: the
+/// window its bucket holds, so it stalls between its stamp load and its
+/// cell CAS; 2: it rolls the bucket, so it stalls between its stamp load
+/// and its seal) while another thread rolls the bucket `ROLLS` times past
+/// it, one add per window. The stalled add counts in its own window (in its
+/// final count) or is refused; every roller add is `Ok`; the newest window
+/// holds exactly its one add: the stalled thread neither wiped it nor added
+/// to it, and nothing spins. Both outcomes of the stalled add must occur.
+fn stall_across_the_rolls(stalled: u64) {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let a = Arc::new(Tiny::new_tiny_gen(W));
+        a.add(10, 0, 1).unwrap(); // window 1
+        let (b, c) = (a.clone(), a.clone());
+        let late = spawn(move || b.add(stalled * 10, 0, 1));
+        let roller = spawn(move || {
+            for k in stalled + 1..=stalled + ROLLS {
+                assert_eq!(c.add(k * 10, 0, 1), Ok(()), "window {k} is the newest");
+            }
+        });
+        let late = late.join().unwrap();
+        roller.join().unwrap();
+        for w in 1..=stalled {
+            let setup = u64::from(w == 1);
+            let own = if w == stalled { ok(late, 1) } else { 0 };
+            assert_eq!(final_counts(&*a, w * 10), [setup + own], "window {w}");
+        }
+        let newest = (stalled + ROLLS) * 10;
+        let want = Window {
+            start: newest,
+            counts: [1],
+        };
+        assert_eq!(a.window_at(newest), Some(want), "live window changed");
+        record(late.is_ok());
+    });
+    seen.assert_all(&[true, false]);
 }
 
 /// An add stalled between its stamp load and its cell compare-and-swap
@@ -36,25 +65,7 @@ fn assert_newest_holds_one(a: &Tiny, newest: u64) {
 /// window or is refused, and the live window keeps its count.
 #[test]
 fn stalled_add_across_half_the_generations() {
-    let seen = Seen::new();
-    let record = seen.recorder();
-    loom::model(move || {
-        let a = Arc::new(Tiny::new_tiny_gen(W));
-        a.add(10, 0, 1).unwrap(); // window 1
-        let (b, c) = (a.clone(), a.clone());
-        let stalled = spawn(move || b.add(10, 0, 1));
-        let roller = spawn(move || {
-            for k in 2..=1 + ROLLS {
-                assert_eq!(c.add(k * 10, 0, 1), Ok(()), "window {k} is the newest");
-            }
-        });
-        let stalled = stalled.join().unwrap();
-        roller.join().unwrap();
-        assert_eq!(final_counts(&*a, 10), [1 + ok(stalled, 1)]);
-        assert_newest_holds_one(&a, (1 + ROLLS) * 10);
-        record(stalled.is_ok());
-    });
-    seen.assert_all(&[true, false]);
+    stall_across_the_rolls(1);
 }
 
 /// A roller stalled between its stamp load and its seal while another
@@ -62,24 +73,5 @@ fn stalled_add_across_half_the_generations() {
 /// and never spins; its add counts in its window or is refused.
 #[test]
 fn stalled_roller_across_half_the_generations() {
-    let seen = Seen::new();
-    let record = seen.recorder();
-    loom::model(move || {
-        let a = Arc::new(Tiny::new_tiny_gen(W));
-        a.add(10, 0, 1).unwrap(); // window 1
-        let (b, c) = (a.clone(), a.clone());
-        let stalled = spawn(move || b.add(20, 0, 1)); // rolls to window 2
-        let roller = spawn(move || {
-            for k in 3..=2 + ROLLS {
-                assert_eq!(c.add(k * 10, 0, 1), Ok(()), "window {k} is the newest");
-            }
-        });
-        let stalled = stalled.join().unwrap();
-        roller.join().unwrap();
-        assert_eq!(final_counts(&*a, 10), [1]);
-        assert_eq!(final_counts(&*a, 20), [ok(stalled, 1)]);
-        assert_newest_holds_one(&a, (2 + ROLLS) * 10);
-        record(stalled.is_ok());
-    });
-    seen.assert_all(&[true, false]);
+    stall_across_the_rolls(2);
 }
