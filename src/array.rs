@@ -311,15 +311,8 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     /// assert_eq!(a.window_at((1 << 24) + 1), None);
     /// ```
     pub fn refresh(&self, now: u64) {
-        let live = self.live(now);
-        let mut slot = (*live.start() % N as u64) as usize;
-        for id in live {
-            let bucket = &self.buckets[slot];
-            if bucket.holds_older_than(id) {
-                // `Stale` only if another thread moved it past `id` first.
-                let _ = bucket.advance_to(id);
-            }
-            slot = if slot + 1 == N { 0 } else { slot + 1 };
+        for id in self.live(now) {
+            self.bucket(id).refresh_to(id);
         }
     }
 

@@ -99,10 +99,15 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         Stamp::<W>::of(self.stamp.load_word(SeqCst))
     }
 
-    /// Whether the bucket holds a window older than `window` (not none).
-    pub(crate) fn holds_older_than(&self, window: u64) -> bool {
+    /// Moves the bucket to `window` if it holds an older one; leaves it
+    /// alone if it holds `window`, a newer one or none (`LeapArray::refresh`).
+    /// One stamp load when there is nothing to do.
+    pub(crate) fn refresh_to(&self, window: u64) {
         let s = self.load_stamp();
-        !s.is_empty() && s.window_diff(window) > 0
+        if !s.is_empty() && s.window_diff(window) > 0 {
+            // `Stale` only if another thread moved it past `window` first.
+            let _ = self.advance_from(s, window);
+        }
     }
 
     /// The generation of `window` in this bucket, moving the bucket forward
