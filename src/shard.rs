@@ -392,7 +392,11 @@ impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
     /// `hint % S`, or the next one not claimed by a writer. The exact
     /// compare-and-swap path of [`LeapArray::add`], with its errors;
     /// [`AddError::NoFreeShard`] if every shard is claimed. While it runs, a
-    /// claim of its shard fails with [`ClaimError::Shared`].
+    /// claim of its shard fails with [`ClaimError::Shared`]: it announces
+    /// itself on the shard's state word with a `fetch_add` before the add and
+    /// a `fetch_sub` after it, two atomic read-modify-writes more than
+    /// `LeapArray::add` (about 1.9x its time in `benches/README.md`). A
+    /// thread that adds all the time should claim a shard instead.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
