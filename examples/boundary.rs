@@ -16,6 +16,7 @@
 use std::num::NonZeroU64;
 
 use leaparray::gate::{Decision, Gate};
+use leaparray::Limiter;
 
 const LIMIT: u64 = 100;
 const BAR_MS: u64 = 100;
@@ -94,9 +95,13 @@ fn main() {
                 by_fine.push(t);
             }
         }
-        // The gate's own count of this half second equals what it admitted.
-        let admitted = by_gate.iter().filter(|&&t| t / 500 == half).count() as u64;
-        counted_exactly &= gate.metric().window_pass(half * 500) == admitted;
+        // The gate's own count of the second ending with this half equals
+        // what it admitted in it.
+        let admitted = by_gate
+            .iter()
+            .filter(|&&t| t / 500 + 1 >= half && t / 500 <= half)
+            .count() as u64;
+        counted_exactly &= Limiter::count(&gate, half * 500) == admitted;
     }
 
     println!("Limit {LIMIT} requests per second. Traffic per half second: {TRAFFIC:?}.\n");

@@ -348,6 +348,14 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
         bucket.update(gen, counter, op)
     }
 
+    /// The newest window any bucket holds, or `id` if none is newer.
+    pub(crate) fn newest_from(&self, id: u64) -> u64 {
+        self.buckets
+            .iter()
+            .filter_map(|b| b.held_near(id))
+            .fold(id, u64::max)
+    }
+
     /// Window ids live at `now`, oldest first.
     pub(crate) fn live(&self, now: u64) -> core::ops::RangeInclusive<u64> {
         let current = now / self.window;

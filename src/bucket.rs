@@ -325,6 +325,18 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         }
     }
 
+    /// The window the bucket holds, read as the one nearest `near` (stamps
+    /// keep ids modulo 2^48, `Narrow` 2^24); `None` if it is empty.
+    #[inline]
+    pub(crate) fn held_near(&self, near: u64) -> Option<u64> {
+        let s = self.load_stamp();
+        if s.is_empty() {
+            None
+        } else {
+            Some(near.wrapping_sub(s.window_diff(near) as u64))
+        }
+    }
+
     /// The count of cell `i` (`< C`) in `window` for a reader that must
     /// know it exactly: `Ok(count)` if the bucket holds `window` for the
     /// whole read, `Ok(0)` if it holds an older window or none (nothing was

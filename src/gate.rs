@@ -1,63 +1,64 @@
-//! The flow gate: Sentinel's `DefaultController`, with exact admission.
+//! The flow gate: Sentinel's `DefaultController`, exact, in one atomic word
+//! where the shape fits.
 //!
-//! # Exact admission
+//! # Shapes
 //!
-//! Sentinel checks, then acts ("contention may exist here, but it's okay"):
+//! [`Gate::new`] picks the representation from `N`, the limit and the
+//! occupy timeout ([`Gate::shape`] tells which):
 //!
-//! ```text
-//!  Thread 1                           Thread 2            (limit 10, 9 passed)
-//!  ---------------------------------  ---------------------------------
-//!  pass() = 9; 9 + 1 <= 10: admit
-//!                                     pass() = 9; 9 + 1 <= 10: admit
-//!  addPass(1)                         addPass(1)          -> 11 passed
-//! ```
+//! | shape | when | a decision |
+//! |---|---|---|
+//! | [`Shape::Word64`] | `(N + F) * b + 32 <= 64` | one load, one compare-and-swap of an `AtomicU64` |
+//! | [`Shape::Word128`] | else `(N + F) * b + 32 <= 128`, on x86-64 and AArch64 | the same on an `AtomicU128` (`cmpxchg16b`, `ldxp`/`stxp` or `casp`, through portable-atomic) |
+//! | [`Shape::Buckets`] | else | a [`Metric`]'s buckets: book, read, take back on refusal (see "The bucket shape") |
 //!
-//! A [`Gate`] books first and checks second: it adds the `n` permits to the
-//! window of `now`, then reads the load of every interval of `N` windows that
-//! contains that window (the intervals ending `0 ..= N - 1` windows later:
-//! later windows may already hold passes from callers whose clocks run
-//! ahead, and passes borrowed for them), and if any exceeds the limit it
-//! takes its own booking back and refuses. Of the admitted requests in any
-//! interval, the one whose booking came last read every other's booking (its
-//! reads follow its booking, which follows theirs) and saw that interval
-//! within the limit: so at most `limit` permits are ever admitted in an
-//! interval, with any number of threads (or interrupt handlers) and clocks
-//! that disagree (`loom-tests/tests/gate.rs` checks it, and the firmware in
-//! `examples/firmware` checks it against a SysTick handler on real Cortex-M
-//! code under QEMU). For that, a call must read every window of those
-//! intervals: if one has already been retired (another caller's clock is
-//! `N` windows past it, so its count is gone), the call is refused.
+//! `b` is the number of bits of the limit (`limit < 2^b`), `F` the number
+//! of windows after the newest that prioritized requests may borrow:
+//! `ceil(occupy_timeout / window)`, at most `N` (1 by default, 0 with
+//! [`with_occupy_timeout(0)`](Gate::with_occupy_timeout)). So with the
+//! default timeout a `Gate<2>` is one 64-bit word for limits up to
+//! 1,023 (ids of 34 bits or more), 65,535 with no prioritized requests,
+//! and one 128-bit word up to 2^32 - 1; a `Gate<10>` one 64-bit word up to
+//! a limit of 3 and one 128-bit word up to 255.
 //!
-//! Booking and reading touch different buckets, so two admissions form the
-//! store-buffer pattern: each writes its bucket, then reads the other's.
-//! Acquire/release orderings allow both reads to miss both writes (and
-//! both admissions to overshoot); the bucket protocol's operations are therefore all
-//! `SeqCst`, one total order in which that cannot happen (free on x86-64
-//! and AArch64; see "Orderings" in [`protocol`](crate::protocol)).
+//! # The word shapes
 //!
-//! The price is **false rejections under contention**: between a booking and
-//! its rollback, others count it. A request is refused although it would have
-//! fit only if, while it read the load, other requests' bookings that they then
-//! took back pushed the load over the limit; so only when the load is within
-//! the sum of the other concurrent requests' sizes of the limit, and never
-//! when one thread calls at a time. Sentinel's overshoot under concurrency (its issues #1620,
-//! #3091 and #585) cannot happen.
+//! The window id and the pass counts of the `N + F` windows that matter are
+//! one atomic word; a decision loads it, slides it to the caller's window,
+//! checks every interval that contains the booking window, and books with
+//! one compare-and-swap. The word's layout, the argument that this is
+//! exact under any interleaving (it is linearizable, with no rollback),
+//! and the limits of keeping ids modulo `2^T` (`T >= 32`: exact while no
+//! caller's clock lags the newest window by `2^(T-1)` windows) are in
+//! the module `packed` (source: `src/packed.rs`), whose rules
+//! [`guarantees`](crate::guarantees) restates.
 //!
-//! Blocked requests are recorded as [`Event::Block`]; passes are recorded by
-//! their booking. Borrowed passes (prioritized requests that must wait) are
-//! booked for their future window and recorded as [`Event::OccupiedPass`] in
-//! the window of `now`.
+//! # The bucket shape
 //!
-//! # Decisions
+//! Too many windows or too large a limit for one word: the gate books into
+//! a [`Metric`]'s bucket, reads the load of every interval containing it,
+//! and takes the booking back if one exceeds the limit (its protocol is
+//! argued in `src/bucket_gate.rs`). Exact too, with two differences: a
+//! request may be refused falsely while other requests' bookings, which
+//! they then take back, push the load over the limit (never when one
+//! thread calls at a time); and its proof rests on `SeqCst` orderings.
 //!
-//! [`Gate::try_acquire`] answers [`Decision::Pass`] or [`Decision::Block`],
-//! all or nothing. [`Gate::try_acquire_prioritized`] may also borrow a future
-//! window and answer [`Decision::Wait`] with the permit already booked; the
-//! occupy timeout defaults to one window
-//! ([`with_occupy_timeout`](Gate::with_occupy_timeout)). The [`Limiter`]
-//! trait is the smallest surface a downstream rate limiter needs (`record`,
-//! `count`, `limit`, `try_acquire`, `remaining`), implemented by `Gate` and
-//! by references to any limiter.
+//! # Late callers
+//!
+//! A caller whose window is older than the newest window the gate holds is
+//! booked into the newest window: its permits count from there on, so it
+//! is refused only when that window's intervals are full, never for being
+//! late. So every permit is counted in a window no earlier than its
+//! caller's own and no later than the newest window any caller had passed
+//! when it returned, and every interval of `N` windows counts at most
+//! `limit` permits.
+//!
+//! # Statistics
+//!
+//! The pass counts are the gate's state. Blocks, occupied passes and the
+//! rest of Sentinel's statistics are the caller's choice: pass a
+//! [`Metric`] to [`try_acquire_metered`](Gate::try_acquire_metered), or
+//! record what you need yourself.
 //!
 //! # Spans that cut a window
 //!
@@ -69,17 +70,64 @@
 
 use core::num::NonZeroU64;
 
-use crate::borrow::Lent;
+use crate::bucket_gate::BucketGate;
+use crate::divide::Divisor;
 use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::{Metric, ReadOnly};
-use crate::sync::{const_fn_unless_loom, loom_sc_order};
+use crate::packed::{Layout, Outcome, WordGate};
+use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
 /// The result of [`Gate::try_acquire`]; defined with [`Limiter`] (also at
 /// the crate root), re-exported here.
 pub use crate::limiter::Decision;
+pub use crate::set::{GateSet, Member};
+
+/// How a [`Gate`] holds its state ([`Gate::shape`]); the module docs say
+/// which shapes get which.
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::gate::{Gate, Shape};
+/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
+/// assert_eq!(g.shape(), Shape::Word64 { id_bits: 43 });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Shape {
+    /// One `AtomicU64` keeping window ids modulo `2^id_bits`.
+    Word64 {
+        /// Bits of the window id kept (at least 32).
+        id_bits: u32,
+    },
+    /// One `AtomicU128` keeping window ids modulo `2^id_bits`.
+    Word128 {
+        /// Bits of the window id kept (at least 32, at most 64).
+        id_bits: u32,
+    },
+    /// `N` buckets of a [`Metric`].
+    Buckets,
+}
+
+enum Repr<const N: usize> {
+    Word64(WordGate<AtomicU64>),
+    #[cfg(all(
+        not(leaparray_loom),
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    Word128(WordGate<crate::sync::AtomicU128>),
+    Buckets(BucketGate<N>),
+}
+
+/// Discards a gate's old state in a `const fn`, which cannot run drop
+/// glue for a generic type (the atomics it holds own nothing).
+#[allow(clippy::forget_non_drop)]
+const fn discard<const N: usize>(repr: Repr<N>) {
+    core::mem::forget(repr);
+}
 
 /// At most `limit` permits per sliding interval of `N` windows, decided
 /// exactly under any concurrency.
@@ -94,12 +142,12 @@ pub use crate::limiter::Decision;
 /// assert_eq!(GATE.try_acquire(0, 80), Decision::Pass);
 /// assert_eq!(GATE.try_acquire(600, 30), Decision::Block); // 110 > 100
 /// assert_eq!(GATE.try_acquire(600, 20), Decision::Pass);
-/// assert_eq!(GATE.try_acquire(1_000, 80), Decision::Pass); // the 80 slid out
+/// assert_eq!(GATE.retry_after(600, 1), Some(400)); // at 1000 the 80 slide out
+/// assert_eq!(GATE.try_acquire(1_000, 80), Decision::Pass);
 /// ```
 pub struct Gate<const N: usize> {
-    metric: Metric<N, ReadOnly>,
-    limit: u64,
-    occupy_timeout: u64,
+    layout: Layout,
+    repr: Repr<N>,
 }
 
 impl<const N: usize> Gate<N> {
@@ -110,47 +158,132 @@ impl<const N: usize> Gate<N> {
         /// 500 ms with 500 ms windows); see
         /// [`with_occupy_timeout`](Self::with_occupy_timeout).
         ///
-        /// A limit above [`MAX_COUNT`] (2^47 - 1) acts as `MAX_COUNT`: no
-        /// window can count more, and a booking that saturated could not be
-        /// taken back exactly (a refused request would leave a partial pass
-        /// behind).
+        /// A limit above [`MAX_COUNT`] (2^47 - 1) acts as `MAX_COUNT`.
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// let g = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
-        /// assert_eq!((g.limit(), g.occupy_timeout()), (100, 500));
-        /// let huge = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), u64::MAX);
-        /// assert_eq!(huge.limit(), leaparray::MAX_COUNT);
+        /// use leaparray::gate::{Gate, Shape};
+        /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
+        /// assert_eq!((g.limit(), g.occupy_timeout(), g.window()), (100, 500, 500));
+        /// let huge = Gate::<2>::new(NonZeroU64::new(500).unwrap(), u64::MAX);
+        /// assert_eq!((huge.limit(), huge.shape()), (leaparray::MAX_COUNT, Shape::Buckets));
         /// ```
         #[must_use]
         pub fn new(window: NonZeroU64, limit: u64) -> Self {
+            Self::build(window, limit, window.get())
+        }
+    }
+
+    const_fn_unless_loom! {
+        /// The same gate, empty, with prioritized requests waiting less than
+        /// `ticks` for a future window (0: never). The timeout sets how many
+        /// future windows the gate keeps, so it can change the shape.
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::gate::{Gate, Shape};
+        /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 4_000);
+        /// assert_eq!(g.shape(), Shape::Word128 { id_bits: 64 });
+        /// let g = g.with_occupy_timeout(0);
+        /// assert_eq!((g.occupy_timeout(), g.shape()), (0, Shape::Word64 { id_bits: 40 }));
+        /// ```
+        #[must_use]
+        pub fn with_occupy_timeout(self, ticks: u64) -> Self {
+            let Gate { layout, repr } = self;
+            discard(repr);
+            Self::build(layout.window.nonzero(), layout.limit, ticks)
+        }
+    }
+
+    const_fn_unless_loom! {
+        fn build(window: NonZeroU64, limit: u64, timeout: u64) -> Self {
+            let limit = if limit > MAX_COUNT { MAX_COUNT } else { limit };
+            let div = Divisor::new(window);
+            let live = N as u32;
+            if let Some(layout) = Layout::fit(64, live, div, limit, timeout) {
+                return Gate {
+                    layout,
+                    repr: Repr::Word64(WordGate::new(atomic_u64(0))),
+                };
+            }
+            #[cfg(all(not(leaparray_loom), any(target_arch = "x86_64", target_arch = "aarch64")))]
+            if let Some(layout) = Layout::fit(128, live, div, limit, timeout) {
+                return Gate {
+                    layout,
+                    repr: Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
+                };
+            }
+            // `fit` only fails for shapes with more bits than a word: the
+            // bucket gate keeps the same parameters.
+            let layout = Layout {
+                id_bits: 64,
+                slot_bits: 64,
+                live,
+                future: 0,
+                limit,
+                timeout,
+                window: div,
+            };
             Gate {
-                metric: Metric::empty(window),
-                limit: if limit > MAX_COUNT { MAX_COUNT } else { limit },
-                occupy_timeout: window.get(),
+                layout,
+                repr: Repr::Buckets(BucketGate::new(window)),
             }
         }
     }
 
     const_fn_unless_loom! {
-        /// The same gate with prioritized requests waiting less than `ticks`
-        /// for a future window (0: never).
+        /// The same gate, empty, in the bucket shape whatever fits: for
+        /// Sentinel's statistics in [`metric`](Self::metric), or to compare
+        /// shapes.
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// let g = leaparray::gate::Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100)
-        ///     .with_occupy_timeout(200);
-        /// assert_eq!(g.occupy_timeout(), 200);
+        /// use leaparray::gate::{Gate, Shape};
+        /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100).in_buckets();
+        /// assert_eq!(g.shape(), Shape::Buckets);
         /// ```
         #[must_use]
-        pub fn with_occupy_timeout(self, ticks: u64) -> Self {
-            let Gate { metric, limit, .. } = self;
+        pub fn in_buckets(self) -> Self {
+            let Gate { layout, repr } = self;
+            discard(repr);
             Gate {
-                metric,
-                limit,
-                occupy_timeout: ticks,
+                layout: Layout { future: 0, ..layout },
+                repr: Repr::Buckets(BucketGate::new(layout.window.nonzero())),
             }
         }
+    }
+
+    /// The same gate, empty, in one 128-bit word even if 64 bits would
+    /// do; `None` where there is no 128-bit word (targets other than x86-64
+    /// and AArch64) or the shape does not fit one.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::gate::{Gate, Shape};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100).in_wide_word();
+    /// # #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    /// assert_eq!(g.unwrap().shape(), Shape::Word128 { id_bits: 64 });
+    /// ```
+    #[must_use]
+    #[cfg(not(leaparray_loom))]
+    pub const fn in_wide_word(self) -> Option<Self> {
+        let Gate { layout, repr } = self;
+        discard(repr);
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        if let Some(layout) = Layout::fit(
+            128,
+            layout.live,
+            layout.window,
+            layout.limit,
+            layout.timeout,
+        ) {
+            return Some(Gate {
+                layout,
+                repr: Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
+            });
+        }
+        let _ = layout;
+        None
     }
 
     /// The most permits admitted per interval.
@@ -161,7 +294,18 @@ impl<const N: usize> Gate<N> {
     /// ```
     #[must_use]
     pub const fn limit(&self) -> u64 {
-        self.limit
+        self.layout.limit
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// assert_eq!(leaparray::gate::Gate::<2>::new(NonZeroU64::new(9).unwrap(), 7).window(), 9);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.layout.window.get()
     }
 
     /// How long a prioritized request may be told to wait, exclusive.
@@ -172,54 +316,89 @@ impl<const N: usize> Gate<N> {
     /// ```
     #[must_use]
     pub const fn occupy_timeout(&self) -> u64 {
-        self.occupy_timeout
+        self.layout.timeout
     }
 
-    /// The statistics the gate keeps (passes, blocks, occupied passes,
-    /// borrowed passes), for logs and dashboards.
+    /// How the gate holds its state.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Decision, Event, Gate};
-    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
-    /// assert_eq!(g.try_acquire(0, 1), Decision::Pass);
-    /// assert_eq!(g.try_acquire(0, 1), Decision::Block);
-    /// assert_eq!((g.metric().pass(0), g.metric().block(0)), (1, 1));
+    /// use leaparray::gate::{Gate, Shape};
+    /// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 1_000);
+    /// assert_eq!(g.shape(), Shape::Buckets);
     /// ```
     #[must_use]
-    pub const fn metric(&self) -> &Metric<N, ReadOnly> {
-        &self.metric
+    pub const fn shape(&self) -> Shape {
+        match &self.repr {
+            Repr::Word64(_) => Shape::Word64 {
+                id_bits: self.layout.id_bits,
+            },
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(_) => Shape::Word128 {
+                id_bits: self.layout.id_bits,
+            },
+            Repr::Buckets(_) => Shape::Buckets,
+        }
     }
 
-    /// Admits `n` permits at `now` if the interval ending at `now` then
-    /// holds at most `limit` (all or nothing): [`Decision::Pass`] or
-    /// [`Decision::Block`]. `n == 0` always passes and books nothing. A
-    /// `now` whose window has been retired (a clock far behind) is refused.
+    /// The statistics a bucket-shaped gate keeps (passes, blocks, occupied
+    /// and borrowed passes), read-only; `None` for the word shapes, whose
+    /// state is their pass counts (see "Statistics" in the module docs).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Decision, Gate};
+    /// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 1_000);
+    /// assert_eq!(g.try_acquire(0, 1_000), Decision::Pass);
+    /// assert_eq!(g.try_acquire(0, 1), Decision::Block);
+    /// let m = g.metric().unwrap();
+    /// assert_eq!((m.pass(0), m.block(0)), (1_000, 1));
+    /// assert!(Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1).metric().is_none());
+    /// ```
+    #[must_use]
+    pub const fn metric(&self) -> Option<&Metric<N, ReadOnly>> {
+        match &self.repr {
+            Repr::Buckets(b) => Some(b.metric()),
+            _ => None,
+        }
+    }
+
+    /// Admits `n` permits at `now` if every interval of `N` windows that
+    /// contains the booking window then holds at most `limit` (all or
+    /// nothing): [`Decision::Pass`] or [`Decision::Block`]. The booking
+    /// window is the window of `now`, or the newest window the gate holds
+    /// if that is later (a late caller). `n == 0` always passes and books
+    /// nothing; `n > limit` never passes.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
     /// # use leaparray::gate::{Decision, Gate};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3);
-    /// assert_eq!(g.try_acquire(0, 2), Decision::Pass);
-    /// assert_eq!(g.try_acquire(0, 2), Decision::Block);
-    /// assert_eq!(g.try_acquire(0, 1), Decision::Pass);
+    /// assert_eq!(g.try_acquire(1_000, 2), Decision::Pass);
+    /// assert_eq!(g.try_acquire(999, 1), Decision::Pass); // late: counted from 1000
+    /// assert_eq!(g.try_acquire(999, 1), Decision::Block); // full
     /// ```
     #[must_use = "a Pass has already booked its permits"]
+    #[inline]
     pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
-        if self.admit(now, n) {
-            Decision::Pass
-        } else {
-            self.block(now, n)
+        match self.book(now, n, false) {
+            Outcome::Booked(_) => Decision::Pass,
+            Outcome::Borrowed { wait, .. } => Decision::Wait(wait),
+            Outcome::Refused => Decision::Block,
         }
     }
 
     /// Like [`try_acquire`](Self::try_acquire), but when the interval is
     /// full, borrows room in a future window (Sentinel's prioritized
     /// requests, `tryOccupyNext`): [`Decision::Wait`] with the ticks until
-    /// that window starts, if that is less than the occupy timeout and the
-    /// future interval then stays within the limit. The borrowed permits
-    /// are booked in the future window (its passes include them when it
-    /// starts) and recorded as [`Event::OccupiedPass`] now.
+    /// that window starts, if that is less than the occupy timeout and
+    /// every interval containing that window stays within the limit. The
+    /// borrowed permits count in that window (its passes include them when
+    /// it starts). The word shapes take the first future window with room;
+    /// the bucket shape the one Sentinel's formula names.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -228,153 +407,240 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!(g.try_acquire(100, 7), Decision::Pass); // window [0, 500)
     /// assert_eq!(g.try_acquire(600, 3), Decision::Pass); // full
     /// assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
-    /// assert_eq!(g.metric().pass(1_000), 3 + 5); // the 7 slid out
+    /// // At 1000 the 7 slide out; the 5 borrowed count in [1000, 1500).
+    /// assert_eq!(g.try_acquire(1_000, 2), Decision::Pass); // 3 + 5 + 2
+    /// assert_eq!(g.try_acquire(1_000, 1), Decision::Block);
     /// ```
     #[must_use = "a Pass or Wait has already booked its permits"]
     pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> Decision {
-        if self.admit(now, n) {
-            return Decision::Pass;
+        match self.book(now, n, true) {
+            Outcome::Booked(_) => Decision::Pass,
+            Outcome::Borrowed { wait, .. } => Decision::Wait(wait),
+            Outcome::Refused => Decision::Block,
         }
-        if n <= self.limit {
-            let wait = self
-                .metric
-                .try_occupy_next(now, n, self.limit, self.occupy_timeout);
-            if wait < self.occupy_timeout {
-                let future = now + wait;
-                if self.metric.lend(now, future, n).is_ok() {
-                    // Book, then read: as in `admit`.
-                    loom_sc_order();
-                    if peak_load(&self.metric, future / self.metric.window())
-                        .is_some_and(|load| load <= self.limit)
-                    {
-                        let _ = self.metric.add_event(now, Event::OccupiedPass, n);
-                        return Decision::Wait(wait);
-                    }
-                    // Others booked first: take ours back.
-                    let _ = self.metric.unlend(now, future, n);
+    }
+
+    /// [`try_acquire`](Self::try_acquire) (or, if `prioritized`,
+    /// [`try_acquire_prioritized`](Self::try_acquire_prioritized)) that also
+    /// records the decision into `metric`, Sentinel's statistics: passes
+    /// as [`Event::Pass`], refusals as [`Event::Block`], borrowed permits as
+    /// [`Event::OccupiedPass`] now and as waiting for their window.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::{Decision, Event, Gate, Metric};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+    /// let stats = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(g.try_acquire_metered(&stats, 0, 1, false), Decision::Pass);
+    /// assert_eq!(g.try_acquire_metered(&stats, 0, 1, false), Decision::Block);
+    /// assert_eq!((stats.pass(0), stats.block(0)), (1, 1));
+    /// ```
+    #[must_use = "a Pass or Wait has already booked its permits"]
+    pub fn try_acquire_metered<const M: usize>(
+        &self,
+        metric: &Metric<M>,
+        now: u64,
+        n: u64,
+        prioritized: bool,
+    ) -> Decision {
+        let d = if prioritized {
+            self.try_acquire_prioritized(now, n)
+        } else {
+            self.try_acquire(now, n)
+        };
+        let _ = match d {
+            Decision::Pass => metric.add(now, Event::Pass, n),
+            Decision::Block => metric.add(now, Event::Block, n),
+            Decision::Wait(wait) => {
+                let _ = metric.add_waiting(now, now.saturating_add(wait), n);
+                metric.add(now, Event::OccupiedPass, n)
+            }
+        };
+        d
+    }
+
+    /// The load a booking at `now` would join: the largest pass count of
+    /// any interval containing the booking window (borrowed permits
+    /// included). Books nothing.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::gate::Gate;
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = g.try_acquire(0, 4);
+    /// let _ = g.try_acquire(600, 3);
+    /// assert_eq!((g.peek(600), g.peek(1_000), g.peek(1_500)), (7, 3, 0));
+    /// ```
+    #[must_use]
+    pub fn peek(&self, now: u64) -> u64 {
+        match &self.repr {
+            Repr::Word64(w) => w.load(&self.layout, now),
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(w) => w.load(&self.layout, now),
+            Repr::Buckets(b) => b.load(now).unwrap_or(self.layout.limit),
+        }
+    }
+
+    /// How many permits a request at `now` could still get: `limit` less
+    /// [`peek`](Self::peek). Books nothing; `try_acquire(now, n)` passes
+    /// exactly when `n <= remaining(now)`, if nothing happens in between.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::gate::Gate;
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = g.try_acquire(600, 10);
+    /// assert_eq!((g.remaining(400), g.remaining(1_000), g.remaining(1_500)), (0, 0, 10));
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, now: u64) -> u64 {
+        self.layout.limit.saturating_sub(self.peek(now))
+    }
+
+    /// Ticks from `now` until a request for `n` permits would pass, if
+    /// nothing else arrives: `Some(0)` if it would pass now, `None` if it
+    /// never can (`n > limit`). The `Retry-After` of a refusal.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::gate::{Decision, Gate};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = g.try_acquire(100, 6);
+    /// let _ = g.try_acquire(700, 4);
+    /// assert_eq!(g.retry_after(800, 1), Some(200)); // the 6 leave at 1000
+    /// assert_eq!(g.retry_after(800, 7), Some(700)); // the 4 leave at 1500
+    /// assert_eq!(g.retry_after(800, 11), None);
+    /// assert_eq!(g.try_acquire(1_000, 1), Decision::Pass);
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, now: u64, n: u64) -> Option<u64> {
+        if n > self.layout.limit {
+            return None;
+        }
+        if n == 0 {
+            return Some(0);
+        }
+        Some(match &self.repr {
+            Repr::Word64(w) => w.retry_after(&self.layout, now, n),
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(w) => w.retry_after(&self.layout, now, n),
+            Repr::Buckets(b) => b.retry_after(self.layout.limit, now, n),
+        })
+    }
+
+    /// The decision, and where it booked.
+    #[inline]
+    pub(crate) fn book(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
+        let l = &self.layout;
+        if n == 0 {
+            return Outcome::Booked(l.window.div(now));
+        }
+        if n > l.limit {
+            if let Repr::Buckets(b) = &self.repr {
+                b.block(now, n);
+            }
+            return Outcome::Refused;
+        }
+        match &self.repr {
+            Repr::Word64(w) => w.acquire(l, now, n, prioritized),
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(w) => w.acquire(l, now, n, prioritized),
+            Repr::Buckets(b) => {
+                if let Some(id) = b.admit(l.limit, now, n) {
+                    return Outcome::Booked(id);
                 }
+                if prioritized {
+                    if let Some(wait) = b.borrow(l.limit, l.timeout, now, n) {
+                        return Outcome::Borrowed { wait };
+                    }
+                }
+                b.block(now, n);
+                Outcome::Refused
             }
         }
-        self.block(now, n)
     }
 
-    /// Books `n` passes at `now`, then keeps them if the load is within the
-    /// limit, else takes them back.
-    fn admit(&self, now: u64, n: u64) -> bool {
+    /// Takes back `n` permits booked into `window` (a set member refused).
+    pub(crate) fn cancel(&self, window: u64, n: u64) {
         if n == 0 {
-            return true;
+            return;
         }
-        if n > self.limit {
-            return false;
-        }
-        let id = now / self.metric.window();
-        if peak_load(&self.metric, id).is_none_or(|load| load.saturating_add(n) > self.limit) {
-            // Already full: refuse without booking (nothing to roll back).
-            return false;
-        }
-        if self.metric.add_event(now, Event::Pass, n).is_err() {
-            // Stale: the window of `now` is retired. Saturated: the count is
-            // at MAX_COUNT, far over any limit below it; nothing to undo
-            // that would not remove others' passes.
-            return false;
-        }
-        // Of two callers that each book then read the other's bucket, at
-        // least one reads the other's booking: the bookings and the reads are
-        // SeqCst operations, all in one total order (`crate::protocol`,
-        // "Orderings"); under loom this stands for that order.
-        loom_sc_order();
-        if peak_load(&self.metric, id).is_some_and(|load| load <= self.limit) {
-            return true;
-        }
-        // Stale here means the window has been retired since: nothing left
-        // to undo.
-        let _ = self.metric.sub_event(now, Event::Pass, n);
-        false
-    }
-
-    fn block(&self, now: u64, n: u64) -> Decision {
-        let _ = self.metric.add_event(now, Event::Block, n);
-        Decision::Block
-    }
-}
-
-/// The admission rule: the largest pass count (borrowed included) of any
-/// interval that contains window `id`, the intervals ending at windows
-/// `id ..= id + N - 1`. An admission into window `id` must keep all of them
-/// within the limit (windows after `id` can hold passes from callers whose
-/// clocks are ahead, or borrowed ones). Reads each of the `2N - 1` windows
-/// once. `None` if one of those windows has been retired (a caller's clock is
-/// already past it): its count is gone, so the intervals cannot be checked,
-/// and the admission must be refused.
-fn peak_load<const N: usize>(metric: &Metric<N, ReadOnly>, id: u64) -> Option<u64> {
-    let n = N as u64;
-    let lent = metric.borrowed().lent();
-    let mut ring = [0u64; N];
-    let (mut sum, mut peak) = (0u64, 0u64);
-    for k in id.saturating_sub(n - 1)..=id.saturating_add(n - 1) {
-        let slot = &mut ring[(k % n) as usize];
-        let p = exact_pass_in(metric, lent, k)?;
-        // Window k enters the running interval (k - N, k]; k - N leaves.
-        sum = sum.saturating_sub(*slot).saturating_add(p);
-        *slot = p;
-        if k >= id {
-            peak = peak.max(sum);
+        match &self.repr {
+            Repr::Word64(w) => w.cancel(&self.layout, window, n),
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(w) => w.cancel(&self.layout, window, n),
+            Repr::Buckets(b) => b.cancel(window, n),
         }
     }
-    Some(peak)
-}
-
-/// Pass of window `id` (with what was `lent` to it), or `None` if its bucket,
-/// or its borrowed bucket, has moved on to a newer window.
-fn exact_pass_in<const N: usize>(
-    metric: &Metric<N, ReadOnly>,
-    lent: Option<Lent<'_, N>>,
-    id: u64,
-) -> Option<u64> {
-    let own = metric
-        .counts()
-        .count_or_retired(id, Event::Pass.index())
-        .ok()?;
-    let lent = match lent {
-        Some(lent) => lent.exact_count_in(id)?,
-        None => 0,
-    };
-    Some(own.saturating_add(lent))
 }
 
 impl<const N: usize> Limiter for Gate<N> {
+    /// Adds `n` passes to the booking window without a check. In the word
+    /// shapes a window counts at most `2^b - 1` (`b` the bits of the
+    /// limit): beyond that, [`AddError::Saturated`].
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
-        self.metric.add_event(now, Event::Pass, n)
+        let ok = match &self.repr {
+            Repr::Word64(w) => w.record(&self.layout, now, n),
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(w) => w.record(&self.layout, now, n),
+            Repr::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(AddError::Saturated)
+        }
     }
 
     fn count(&self, now: u64) -> u64 {
-        self.metric.pass(now)
+        match &self.repr {
+            Repr::Word64(w) => w.count(&self.layout, now),
+            #[cfg(all(
+                not(leaparray_loom),
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            ))]
+            Repr::Word128(w) => w.count(&self.layout, now),
+            Repr::Buckets(b) => b.metric().pass(now),
+        }
     }
 
     fn limit(&self) -> u64 {
-        self.limit
+        self.layout.limit
     }
 
     fn try_acquire(&self, now: u64, n: u64) -> Decision {
         Gate::try_acquire(self, now, n)
     }
 
-    /// What an admission at `now` could still book: the limit less the
-    /// fullest interval that contains the window of `now` (the rule
-    /// `try_acquire` applies), 0 if one of those windows is retired.
+    /// [`Gate::remaining`].
     fn remaining(&self, now: u64) -> u64 {
-        peak_load(&self.metric, now / self.metric.window())
-            .map_or(0, |load| self.limit.saturating_sub(load))
+        Gate::remaining(self, now)
     }
 }
 
 impl<const N: usize> core::fmt::Debug for Gate<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Gate")
-            .field("buckets", &N)
-            .field("window", &self.metric.window())
-            .field("limit", &self.limit)
-            .field("occupy_timeout", &self.occupy_timeout)
+            .field("windows", &N)
+            .field("window", &self.window())
+            .field("limit", &self.limit())
+            .field("occupy_timeout", &self.occupy_timeout())
+            .field("shape", &self.shape())
             .finish_non_exhaustive()
     }
 }
@@ -384,11 +650,12 @@ impl<const N: usize> defmt::Format for Gate<N> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
-            "Gate {{ buckets: {=usize}, window: {=u64}, limit: {=u64}, occupy_timeout: {=u64} }}",
+            "Gate {{ windows: {=usize}, window: {=u64}, limit: {=u64}, occupy_timeout: {=u64}, shape: {} }}",
             N,
-            self.metric.window(),
-            self.limit,
-            self.occupy_timeout
+            self.window(),
+            self.limit(),
+            self.occupy_timeout(),
+            self.shape()
         );
     }
 }

@@ -63,19 +63,23 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(any(feature = "std", leaparray_loom))]
+#[cfg(any(feature = "std", leaparray_loom, test))]
 extern crate std;
 
 mod array;
 mod borrow;
 mod bucket;
+mod bucket_gate;
 pub mod clock;
+mod divide;
 mod error;
 mod event;
 pub mod gate;
 mod limiter;
 mod metric;
 mod node;
+mod packed;
+mod set;
 pub mod shard;
 
 #[doc = include_str!("../GUARANTEES.md")]

@@ -69,17 +69,18 @@ pub struct Metric<const N: usize, A: Access = Writable> {
 }
 
 /// Who may write a [`Metric`]: [`Writable`] (the default: every method) or
-/// [`ReadOnly`] (the reads only). A [`Gate`](crate::Gate) hands out its
-/// statistics as `&Metric<N, ReadOnly>`, so no caller can change the passes
-/// its admissions rest on. Sealed: only these two exist.
+/// [`ReadOnly`] (the reads only). A [`Gate`](crate::Gate) of the bucket
+/// shape hands out its statistics as `&Metric<N, ReadOnly>`, so no caller
+/// can change the passes its admissions rest on. Sealed: only these two
+/// exist.
 ///
 /// ```
 /// use core::num::NonZeroU64;
 /// use leaparray::{Gate, Metric, ReadOnly};
 ///
-/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+/// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 10_000);
 /// let _ = g.try_acquire(0, 4);
-/// let stats: &Metric<2, ReadOnly> = g.metric();
+/// let stats: &Metric<60, ReadOnly> = g.metric().unwrap();
 /// assert_eq!(stats.pass(0), 4);
 /// ```
 ///
@@ -88,8 +89,8 @@ pub struct Metric<const N: usize, A: Access = Writable> {
 /// ```compile_fail,E0599
 /// # use core::num::NonZeroU64;
 /// # use leaparray::{Event, Gate};
-/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 2);
-/// g.metric().sub(0, Event::Pass, 1); // would let the gate admit more
+/// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 10_000);
+/// g.metric().unwrap().sub(0, Event::Pass, 1); // would let the gate admit more
 /// ```
 pub trait Access: access::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {}
 
@@ -114,11 +115,11 @@ pub struct Writable;
 /// use core::num::NonZeroU64;
 /// use leaparray::{Gate, Metric, ReadOnly};
 ///
-/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+/// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 1_000);
+/// let _ = g.try_acquire(0, 1_000);
 /// let _ = g.try_acquire(0, 1);
-/// let _ = g.try_acquire(0, 1);
-/// let m: &Metric<2, ReadOnly> = g.metric();
-/// assert_eq!((m.pass(0), m.block(0)), (1, 1));
+/// let m: &Metric<60, ReadOnly> = g.metric().unwrap();
+/// assert_eq!((m.pass(0), m.block(0)), (1_000, 1));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

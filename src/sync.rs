@@ -26,6 +26,17 @@ pub(crate) use portable_atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 #[allow(unused_imports)] // AtomicBool: only the std clocks use it
 pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+/// The 128-bit word of [`Shape::Word128`](crate::gate::Shape::Word128)
+/// gates, on the targets where portable-atomic implements it with
+/// lock-free instructions (x86-64 `cmpxchg16b`, detected at run time unless
+/// the build enables it; AArch64 `ldxp`/`stxp` or `casp`). Loom has no
+/// 128-bit atomic: under loom every gate that would use it uses buckets.
+#[cfg(all(
+    not(leaparray_loom),
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub(crate) use portable_atomic::AtomicU128;
+
 #[cfg(all(
     not(leaparray_loom),
     not(feature = "portable-atomic"),

@@ -1,108 +1,160 @@
-//! The gate: Sentinel's DefaultController scenarios, a property test against
-//! the brute-force gate model shared with the fuzz target, and real threads
-//! racing for the last permits.
+//! The gate: Sentinel's DefaultController scenarios in every shape, late
+//! callers, retry-after, ids modulo 2^T, a property test against the
+//! brute-force model shared with the fuzz target, and real threads racing
+//! for the last permits with clocks that agree and clocks that do not.
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 
-use leaparray::gate::{Decision, Gate};
-use leaparray::{Event, Limiter};
+use leaparray::gate::{Decision, Gate, Shape};
+use leaparray::{Event, Limiter, Metric};
 use proptest::prelude::*;
 
-// The models shared with fuzz/ (its `gate` target), under the module names
-// they refer to each other by.
-#[allow(dead_code)]
-#[path = "common/array_model.rs"]
-mod array;
+// The model shared with fuzz/ (its `gate` target).
 #[allow(dead_code)]
 #[path = "common/gate_model.rs"]
 mod gate_model;
-#[allow(dead_code)]
-#[path = "common/metric_model.rs"]
-mod metric;
 use gate_model::GateModel;
-use metric::{check, MetricModel};
 
 fn nz(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
 }
 
+/// One gate of each shape with 2 windows of 500 and `limit`.
+fn three_shapes(limit: u64) -> [(Gate<2>, &'static str); 3] {
+    let word64 = Gate::<2>::new(nz(500), limit);
+    assert!(matches!(word64.shape(), Shape::Word64 { .. }));
+    let word128 = Gate::<2>::new(nz(500), limit).in_wide_word().unwrap();
+    assert!(matches!(word128.shape(), Shape::Word128 { .. }));
+    let buckets = Gate::<2>::new(nz(500), limit).in_buckets();
+    assert_eq!(buckets.shape(), Shape::Buckets);
+    [
+        (word64, "word64"),
+        (word128, "word128"),
+        (buckets, "buckets"),
+    ]
+}
+
 #[test]
 fn admits_up_to_the_limit_per_sliding_interval() {
-    let g = Gate::<2>::new(nz(500), 100);
-    assert_eq!(g.try_acquire(0, 20), Decision::Pass);
-    assert_eq!(g.try_acquire(600, 80), Decision::Pass);
-    assert_eq!(g.try_acquire(700, 1), Decision::Block);
-    // At 1000 the first window slides out: 20 free.
-    assert_eq!(g.try_acquire(1_000, 21), Decision::Block);
-    assert_eq!(g.try_acquire(1_000, 20), Decision::Pass);
-    assert_eq!(g.metric().pass(1_000), 100);
-    assert_eq!(
-        g.metric().block(1_000),
-        22,
-        "1 at 700 and 21 at 1000, both live"
-    );
-    assert_eq!(g.metric().block(700), 1);
+    for (g, shape) in three_shapes(100) {
+        assert_eq!(g.try_acquire(1_000, 20), Decision::Pass, "{shape}");
+        assert_eq!(g.try_acquire(1_600, 80), Decision::Pass, "{shape}");
+        assert_eq!(g.try_acquire(1_700, 1), Decision::Block, "{shape}");
+        // At 2000 the window [1000, 1500) slides out: 20 free.
+        assert_eq!(g.try_acquire(2_000, 21), Decision::Block, "{shape}");
+        assert_eq!(g.try_acquire(2_000, 20), Decision::Pass, "{shape}");
+        assert_eq!(g.count(2_000), 100, "{shape}");
+        assert_eq!(g.try_acquire(2_000, 1), Decision::Block, "{shape}");
+    }
+}
+
+#[test]
+fn shapes_follow_the_documented_table() {
+    let s = |n: u64, t: u64| Gate::<2>::new(nz(500), n).with_occupy_timeout(t).shape();
+    assert_eq!(s(1_023, 500), Shape::Word64 { id_bits: 34 });
+    assert_eq!(s(1_024, 500), Shape::Word128 { id_bits: 64 });
+    assert_eq!(s(65_535, 0), Shape::Word64 { id_bits: 32 });
+    assert_eq!(s((1 << 32) - 1, 500), Shape::Word128 { id_bits: 32 });
+    assert_eq!(s(1 << 32, 500), Shape::Buckets);
+    let ten = |n: u64| Gate::<10>::new(nz(100), n).shape();
+    assert!(matches!(ten(3), Shape::Word64 { .. }));
+    assert!(matches!(ten(4), Shape::Word128 { .. }));
+    assert!(matches!(ten(255), Shape::Word128 { .. }));
+    assert_eq!(ten(256), Shape::Buckets);
 }
 
 #[test]
 fn all_or_nothing_and_edge_sizes() {
-    let g = Gate::<2>::new(nz(500), 10);
-    assert_eq!(
-        g.try_acquire(0, 0),
-        Decision::Pass,
-        "nothing asked, nothing booked"
-    );
-    assert_eq!(g.metric().pass(0), 0);
-    assert_eq!(
-        g.try_acquire(0, 11),
-        Decision::Block,
-        "more than the limit never passes"
-    );
-    assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
-    assert_eq!(g.try_acquire(0, 10), Decision::Pass);
-    assert_eq!(g.try_acquire(0, 1), Decision::Block);
-    assert_eq!(
-        g.metric().pass(0),
-        10,
-        "a refused request leaves no pass behind"
-    );
+    for limit in [10, 1 << 20, 1 << 40] {
+        let g = Gate::<2>::new(nz(500), limit);
+        assert_eq!(g.try_acquire(0, 0), Decision::Pass, "nothing asked");
+        assert_eq!(g.count(0), 0, "nothing booked");
+        assert_eq!(g.try_acquire(0, limit + 1), Decision::Block);
+        assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
+        assert_eq!(g.try_acquire(0, limit), Decision::Pass);
+        assert_eq!(g.try_acquire(0, 1), Decision::Block);
+        assert_eq!(g.count(0), limit, "a refused request leaves nothing");
+    }
     let zero = Gate::<2>::new(nz(500), 0);
     assert_eq!(zero.try_acquire(0, 1), Decision::Block);
     assert_eq!(zero.try_acquire_prioritized(0, 1), Decision::Block);
+    assert_eq!(zero.retry_after(0, 1), None);
 }
 
+/// A caller whose clock is one tick, or half a window, behind the newest
+/// window is served at low load, in every shape: it books into the newest
+/// window.
 #[test]
-fn stale_clock_is_refused() {
-    let g = Gate::<2>::new(nz(500), 10);
-    assert_eq!(g.try_acquire(5_000, 1), Decision::Pass);
-    assert_eq!(
-        g.try_acquire(4_000, 1),
-        Decision::Block,
-        "window 8's bucket holds window 10"
-    );
-    assert_eq!(g.metric().pass(5_000), 1);
+fn late_callers_at_low_load_pass() {
+    for (g, shape) in three_shapes(1_000) {
+        assert_eq!(g.try_acquire(2_000, 1), Decision::Pass, "{shape}");
+        assert_eq!(
+            g.try_acquire(1_999, 1),
+            Decision::Pass,
+            "{shape}: one tick behind"
+        );
+        assert_eq!(
+            g.try_acquire(1_750, 1),
+            Decision::Pass,
+            "{shape}: half a window"
+        );
+        assert_eq!(
+            g.try_acquire(1_000, 1),
+            Decision::Pass,
+            "{shape}: two windows"
+        );
+        // Counted in window [2000, 2500): all four still count at 2999,
+        // none at 3000 + 500.
+        assert_eq!(g.count(2_999), 4, "{shape}");
+        assert_eq!(g.count(3_500), 0, "{shape}");
+    }
+}
+
+/// Late callers at a full interval are refused, in every shape: the newest
+/// window's intervals have no room.
+#[test]
+fn late_callers_at_a_full_interval_block() {
+    for (g, shape) in three_shapes(10) {
+        assert_eq!(g.try_acquire(1_700, 4), Decision::Pass, "{shape}");
+        assert_eq!(g.try_acquire(2_000, 6), Decision::Pass, "{shape}");
+        for now in [1_999, 1_750, 1_200, 0] {
+            assert_eq!(g.try_acquire(now, 1), Decision::Block, "{shape} at {now}");
+        }
+        assert_eq!(g.count(2_000), 10, "{shape}");
+    }
 }
 
 #[test]
 fn prioritized_borrows_the_next_window() {
-    let g = Gate::<2>::new(nz(500), 10);
-    assert_eq!(g.try_acquire(100, 7), Decision::Pass);
-    assert_eq!(g.try_acquire(600, 3), Decision::Pass);
-    // Full. A plain request is refused; a prioritized one waits for 1000,
-    // when the 7 of [0, 500) slide out.
-    assert_eq!(g.try_acquire(700, 5), Decision::Block);
-    assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
-    assert_eq!(g.metric().waiting(700), 5);
-    assert_eq!(g.metric().occupied_pass(700), 5);
-    // Only 2 more fit in the future interval [500, 1500): 3 + 5 + 2.
-    assert_eq!(g.try_acquire_prioritized(700, 3), Decision::Block);
-    assert_eq!(g.try_acquire_prioritized(700, 2), Decision::Wait(300));
-    // When the borrowed window starts, its passes are there, and the
-    // interval is exactly full.
-    assert_eq!(g.metric().pass(1_000), 10);
-    assert_eq!(g.try_acquire(1_000, 1), Decision::Block);
+    for (g, shape) in three_shapes(10) {
+        assert_eq!(g.try_acquire(1_100, 7), Decision::Pass);
+        assert_eq!(g.try_acquire(1_600, 3), Decision::Pass);
+        // Full. A plain request is refused; a prioritized one waits for
+        // 2000, when the 7 of [1000, 1500) slide out.
+        assert_eq!(g.try_acquire(1_700, 5), Decision::Block, "{shape}");
+        assert_eq!(
+            g.try_acquire_prioritized(1_700, 5),
+            Decision::Wait(300),
+            "{shape}"
+        );
+        // Only 2 more fit in the future interval [1500, 2500): 3 + 5 + 2.
+        assert_eq!(
+            g.try_acquire_prioritized(1_700, 3),
+            Decision::Block,
+            "{shape}"
+        );
+        assert_eq!(
+            g.try_acquire_prioritized(1_700, 2),
+            Decision::Wait(300),
+            "{shape}"
+        );
+        // When the borrowed window starts, its passes are there, and the
+        // interval is exactly full.
+        assert_eq!(g.count(2_000), 10, "{shape}");
+        assert_eq!(g.try_acquire(2_000, 1), Decision::Block, "{shape}");
+    }
     // Plain requests also respect what was borrowed for the future.
     let g = Gate::<2>::new(nz(500), 10);
     assert_eq!(g.try_acquire(600, 10), Decision::Pass);
@@ -129,6 +181,25 @@ fn occupy_timeout_bounds_the_wait() {
     assert_eq!(never.try_acquire_prioritized(400, 1), Decision::Block);
 }
 
+/// Sentinel's statistics, recorded by the caller's metric.
+#[test]
+fn metered_decisions_record_sentinels_statistics() {
+    let g = Gate::<2>::new(nz(500), 10);
+    let m = Metric::<2>::new(nz(500));
+    assert_eq!(g.try_acquire_metered(&m, 100, 7, false), Decision::Pass);
+    assert_eq!(g.try_acquire_metered(&m, 600, 3, false), Decision::Pass);
+    assert_eq!(g.try_acquire_metered(&m, 700, 5, false), Decision::Block);
+    assert_eq!(g.try_acquire_metered(&m, 700, 5, true), Decision::Wait(300));
+    assert_eq!(m.total(700, Event::Pass), 10);
+    assert_eq!(m.block(700), 5);
+    assert_eq!((m.occupied_pass(700), m.waiting(700)), (5, 5));
+    assert_eq!(
+        m.pass(1_000),
+        3 + 5,
+        "the borrowed 5 count when [1000, 1500) starts"
+    );
+}
+
 #[test]
 fn limiter_trait() {
     let g = Gate::<4>::new(nz(250), 5);
@@ -141,12 +212,75 @@ fn limiter_trait() {
     }
     assert_eq!(via_reference(&g), Decision::Block);
     assert!(format!("{g:?}").contains("limit: 5"));
+    // A word's slot holds at most 2^b - 1 (here 7): record saturates.
+    assert_eq!(l.record(0, 10), Err(leaparray::AddError::Saturated));
 }
 
-/// 4 threads hammer one gate at one `now`: at most `limit` pass in total,
-/// and false rejections stay rare.
+/// `retry_after` is exact: waiting that long (and no longer) gets the
+/// permits, if nothing else arrives.
 #[test]
-fn threads_at_one_now_never_exceed_the_limit() {
+fn retry_after_is_the_exact_wait() {
+    for (g, shape) in three_shapes(10) {
+        assert_eq!(g.try_acquire(1_100, 6), Decision::Pass);
+        assert_eq!(g.try_acquire(1_700, 4), Decision::Pass);
+        for (n, want) in [(1, 200), (6, 200), (7, 700), (10, 700)] {
+            assert_eq!(g.retry_after(1_800, n), Some(want), "{shape}: {n}");
+            let at = 1_800 + want;
+            assert!(g.remaining(at - 1) < n, "{shape}: {n} one tick early");
+            assert!(g.remaining(at) >= n, "{shape}: {n} on time");
+        }
+        assert_eq!(g.retry_after(1_800, 0), Some(0));
+        assert_eq!(g.retry_after(1_800, g.limit() + 1), None);
+        assert_eq!(g.try_acquire(2_000, 6), Decision::Pass, "{shape}");
+    }
+}
+
+/// `remaining` counts every interval the next admission must fit in, not
+/// only the one ending at `now`: with a caller whose clock is ahead, the
+/// interval ending at its window is already full.
+#[test]
+fn remaining_is_what_the_next_admissions_get() {
+    let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
+    assert_eq!(g.try_acquire(600, 10), Decision::Pass); // a caller ahead
+    let r = g.remaining(400);
+    let admitted = (0..10).filter(|_| g.try_acquire(400, 1) == Decision::Pass);
+    assert_eq!(r, admitted.count() as u64);
+    assert_eq!(g.remaining(1_100), 0, "(500, 1000] still holds the 10");
+    assert_eq!(g.remaining(1_600), 10);
+    assert_eq!(g.peek(1_100), 10);
+}
+
+/// Ids are kept modulo 2^T: a caller 2^T windows (or 2^T - 1) after a full
+/// window reads as the same (or as one window late) and is refused: an
+/// alias is stricter, never looser. A far-future time that does not alias
+/// resets the word.
+#[test]
+fn an_aliased_time_is_stricter_and_a_far_future_one_resets() {
+    let g = Gate::<2>::new(nz(1), 1_023);
+    let Shape::Word64 { id_bits } = g.shape() else {
+        panic!("{:?}", g.shape())
+    };
+    assert_eq!(id_bits, 34);
+    let lap = 1u64 << id_bits;
+    assert_eq!(g.try_acquire(5, 1_023), Decision::Pass);
+    for now in [5 + lap, 5 + lap - 1, 5 + 2 * lap, 4 + lap] {
+        assert_eq!(g.try_acquire(now, 1), Decision::Block, "at {now}");
+    }
+    // 2 windows on from an alias: the full window slid out.
+    assert_eq!(g.try_acquire(5 + lap + 2, 1_023), Decision::Pass);
+    // Far ahead, without alias: a reset.
+    let g = Gate::<2>::new(nz(1), 1_023);
+    assert_eq!(g.try_acquire(5, 1_023), Decision::Pass);
+    assert_eq!(g.try_acquire(5 + lap / 2 - 1, 1_023), Decision::Pass);
+    // And the old time is now late, booked into the new window: refused.
+    assert_eq!(g.try_acquire(5, 1), Decision::Block);
+}
+
+/// 4 threads hammer one gate at one `now`: exactly `limit` pass in total
+/// (a word-shaped gate never refuses falsely), and the gate's count is
+/// exactly what passed.
+#[test]
+fn threads_at_one_now_get_exactly_the_limit() {
     // Miri interprets every step: a smaller limit, still overrun by the
     // tries (4 x 60 x 2 on average > 200).
     const LIMIT: u64 = if cfg!(miri) { 200 } else { 1_000 };
@@ -154,6 +288,7 @@ fn threads_at_one_now_never_exceed_the_limit() {
     let rounds = if cfg!(miri) { 2 } else { 50 };
     for round in 0..rounds {
         let g = Arc::new(Gate::<2>::new(nz(500), LIMIT));
+        assert!(matches!(g.shape(), Shape::Word64 { .. }));
         let start = Arc::new(Barrier::new(THREADS as usize));
         let passed = Arc::new(AtomicU64::new(0));
         let tries = if cfg!(miri) { 60 } else { 1_000 };
@@ -173,69 +308,168 @@ fn threads_at_one_now_never_exceed_the_limit() {
             .collect();
         hs.into_iter().for_each(|h| h.join().unwrap());
         let passed = passed.load(Ordering::Relaxed);
-        assert!(passed <= LIMIT, "round {round}: {passed} passed");
-        assert_eq!(
-            g.metric().pass(123),
-            passed,
-            "the pass count is exactly what passed"
-        );
-        if !cfg!(miri) {
-            assert!(
-                passed >= LIMIT - 2 * 3 * THREADS,
-                "round {round}: only {passed} passed"
-            );
-        }
+        assert_eq!(passed, LIMIT, "round {round}");
+        assert_eq!(g.count(123), passed, "round {round}");
     }
 }
 
-// ---- property test: one thread, against the gate model shared with fuzz/
+/// Threads whose clocks disagree (up to a window and a half behind a
+/// shared clock, or half a window ahead) on gates of every shape. Each
+/// permit counts in a window between its caller's own and the newest
+/// window any caller had reached when it returned, so for every interval
+/// `[a, a + N)`, the permits whose caller's window is `>= a` and whose
+/// return saw callers no further than `a + N - 1` all count in it: at
+/// most `limit` of them.
+#[test]
+fn a_ledger_under_clocks_that_disagree() {
+    const THREADS: u64 = 4;
+    const WINDOW: u64 = 100;
+    let steps = if cfg!(miri) { 40 } else { 4_000 };
+    for (limit, n_windows) in [(50u64, 2usize), (1 << 40, 2)] {
+        let g = Arc::new(Gate::<2>::new(nz(WINDOW), limit));
+        let clock = Arc::new(AtomicU64::new(10 * WINDOW));
+        let reached = Arc::new(AtomicU64::new(0));
+        let ledger = Arc::new(Mutex::new(Vec::new()));
+        let start = Arc::new(Barrier::new(THREADS as usize));
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (g, clock, reached, ledger, start) = (
+                    g.clone(),
+                    clock.clone(),
+                    reached.clone(),
+                    ledger.clone(),
+                    start.clone(),
+                );
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut mine = Vec::new();
+                    for i in 0..steps {
+                        let base = clock.fetch_add(1, Ordering::Relaxed);
+                        // Offsets -150, -50, 0, +50 ticks.
+                        let now = (base + [0, 100, 150, 200][t as usize]).saturating_sub(150);
+                        reached.fetch_max(now / WINDOW, Ordering::SeqCst);
+                        let n = 1 + (i % 3);
+                        if g.try_acquire(now, n) == Decision::Pass {
+                            let hi = reached.load(Ordering::SeqCst);
+                            mine.push((now / WINDOW, hi, n));
+                        }
+                    }
+                    ledger.lock().unwrap().extend(mine);
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        let ledger = ledger.lock().unwrap();
+        let n = n_windows as u64;
+        let lo = ledger.iter().map(|e| e.0).min().unwrap();
+        let hi = ledger.iter().map(|e| e.1).max().unwrap();
+        for a in lo..=hi {
+            let inside: u64 = ledger
+                .iter()
+                .filter(|(own, seen, _)| *own >= a && *seen < a + n)
+                .map(|e| e.2)
+                .sum();
+            assert!(
+                inside <= limit,
+                "{inside} in [{a}, {}) (limit {limit})",
+                a + n
+            );
+        }
+        assert!(!ledger.is_empty());
+    }
+}
+
+// ---- property tests against the model shared with fuzz/
+
+/// 256, or `PROPTEST_CASES` for a longer run.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 2 } else { cases() },
         failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
         ..ProptestConfig::default()
     })]
 
-    /// Plain and prioritized requests against the model (`tests/common/
-    /// gate_model.rs`, which the `gate` fuzz target uses too): every
-    /// decision and every metric query matches, and no interval containing
-    /// the window of `now` ever holds more than the limit.
+    /// Plain and prioritized requests on a word-shaped `Gate<3>` against
+    /// the model (`tests/common/gate_model.rs`, which the `gate` fuzz
+    /// target uses too): every decision, `peek`, `remaining`, `count` and
+    /// `retry_after` match, and no interval ever holds more than the
+    /// limit.
     #[test]
     fn gate_matches_the_model(
         window in 1u64..200,
         limit in 0u64..30,
+        timeout in prop::option::of(0u64..700),
         steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..150),
     ) {
-        let g = Gate::<3>::new(nz(window), limit);
-        let mut m = GateModel::<3> {
-            metric: MetricModel::new(window),
-            limit,
-            timeout: g.occupy_timeout(),
-        };
+        let mut g = Gate::<3>::new(nz(window), limit);
+        if let Some(t) = timeout {
+            g = g.with_occupy_timeout(t);
+        }
+        prop_assert!(g.shape() != Shape::Buckets, "{:?}", g.shape());
+        let mut m = GateModel::<3>::new(window, limit, g.occupy_timeout());
         let mut now = 10_000u64;
         for (dt, k, prioritized) in steps {
             now = now.saturating_add_signed(dt);
+            prop_assert_eq!(g.retry_after(now, k), m.retry_after(now, k), "retry_after({}, {})", now, k);
             let (got, want) = if prioritized {
                 (g.try_acquire_prioritized(now, k), m.try_acquire_prioritized(now, k))
             } else {
                 (g.try_acquire(now, k), m.try_acquire(now, k))
             };
             prop_assert_eq!(got, want, "at {} for {} (prioritized {})", now, k, prioritized);
-            let peak = m.peak(now / window);
-            prop_assert!(peak.is_none_or(|p| p <= limit), "peak {:?} > {}", peak, limit);
-            check(g.metric(), &m.metric, now, now, [k, limit, m.timeout, 1_000]);
+            prop_assert_eq!(g.peek(now), m.peek(now), "peek at {}", now);
+            prop_assert_eq!(g.remaining(now), limit.saturating_sub(m.peek(now)));
+            prop_assert_eq!(g.count(now), m.count(now), "count at {}", now);
+            for (&id, _) in m.counts.iter() {
+                prop_assert!(m.interval(id) <= limit, "window {} holds more than {}", id, limit);
+                prop_assert!(m.interval(id + 2) <= limit);
+            }
+        }
+    }
+
+    /// The bucket shape (a limit too large for a word, requests in
+    /// steps of 2^30) against the model with the bucket shape's rules:
+    /// every decision, `peek`, `count` and `retry_after` match.
+    #[test]
+    fn bucket_shape_matches_the_model(
+        window in 1u64..200,
+        limit in 0u64..30,
+        steps in prop::collection::vec((-150i64..400, 0u64..8), 1..100),
+    ) {
+        const UNIT: u64 = 1 << 30;
+        let g = Gate::<3>::new(nz(window), limit * UNIT);
+        let mut m = GateModel::<3>::new(window, limit * UNIT, g.occupy_timeout());
+        m.buckets = true;
+        prop_assert!(limit < 8 || g.shape() == Shape::Buckets);
+        let mut now = 10_000u64;
+        for (dt, k) in steps {
+            now = now.saturating_add_signed(dt);
+            let k = k * UNIT;
+            prop_assert_eq!(g.retry_after(now, k), m.retry_after(now, k), "retry_after({}, {})", now, k);
+            prop_assert_eq!(g.try_acquire(now, k), m.try_acquire(now, k), "at {} for {}", now, k);
+            prop_assert_eq!(g.peek(now), m.peek(now), "peek at {}", now);
+            prop_assert_eq!(g.count(now), m.count(now), "count at {}", now);
         }
     }
 }
 
 #[test]
-fn gate_records_blocks_and_passes() {
-    let g = Gate::<2>::new(nz(500), 3);
+fn gate_records_blocks_and_passes_in_the_bucket_shape() {
+    let g = Gate::<60>::new(nz(1_000), 1_000);
+    assert_eq!(g.shape(), Shape::Buckets);
+    assert_eq!(g.try_acquire(10, 998), Decision::Pass);
     let passed = (0..5).filter(|_| g.try_acquire(10, 1) == Decision::Pass);
-    assert_eq!(passed.count(), 3);
-    assert_eq!(g.metric().total(10, Event::Pass), 3);
-    assert_eq!(g.metric().total(10, Event::Block), 2);
+    assert_eq!(passed.count(), 2);
+    let m = g.metric().unwrap();
+    assert_eq!(m.total(10, Event::Pass), 1_000);
+    assert_eq!(m.total(10, Event::Block), 3);
 }
 
 /// Found by `fuzz/` (target `gate`): with a limit above `MAX_COUNT`, a
@@ -249,45 +483,7 @@ fn limit_above_max_count_acts_as_max_count() {
     assert_eq!(g.try_acquire(0, MAX_COUNT - 1), Decision::Pass);
     assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
     assert_eq!(g.try_acquire(0, 2), Decision::Block);
-    assert_eq!(
-        g.metric().pass(0),
-        MAX_COUNT - 1,
-        "a refusal leaves no pass"
-    );
+    assert_eq!(g.count(0), MAX_COUNT - 1, "a refusal leaves no pass");
     assert_eq!(g.try_acquire(0, 1), Decision::Pass);
-    assert_eq!(g.metric().pass(0), MAX_COUNT);
-}
-
-/// A clock that goes back within its window books there. Back into an
-/// earlier window it is refused once a newer window has retired one of the
-/// windows of an interval containing it: that interval can no longer be
-/// checked (documented in `src/gate.rs`; the proptest and fuzz models
-/// agree).
-#[test]
-fn clock_backwards_books_only_where_every_interval_is_readable() {
-    let g = Gate::<3>::new(nz(100), 10);
-    assert_eq!(g.try_acquire(1_050, 4), Decision::Pass); // window 10
-    assert_eq!(g.try_acquire(1_010, 2), Decision::Pass, "same window");
-    // Window 9's interval (7, 8, 9) includes window 7, whose bucket now
-    // holds window 10.
-    assert_eq!(g.try_acquire(990, 1), Decision::Block);
-    assert_eq!(g.metric().pass(1_050), 6);
-    assert_eq!(g.metric().window_pass(990), 0);
-    // Before window 10 existed, the same late call would have passed.
-    let fresh = Gate::<3>::new(nz(100), 10);
-    assert_eq!(fresh.try_acquire(990, 1), Decision::Pass);
-}
-
-/// `remaining` counts every interval the next admission must fit in, not
-/// only the one ending at `now`: with a caller whose clock is ahead, the
-/// interval ending at its window is already full.
-#[test]
-fn remaining_is_what_the_next_admissions_get() {
-    let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
-    assert_eq!(g.try_acquire(600, 10), Decision::Pass); // a caller ahead
-    let r = g.remaining(400);
-    let admitted = (0..10).filter(|_| g.try_acquire(400, 1) == Decision::Pass);
-    assert_eq!(r, admitted.count() as u64);
-    assert_eq!(g.remaining(1_100), 0, "(500, 1000] still holds the 10");
-    assert_eq!(g.remaining(1_600), 10);
+    assert_eq!(g.count(0), MAX_COUNT);
 }

@@ -1,97 +1,199 @@
-//! The model of a `Gate<N>`: the metric model plus the admission rule as
-//! the gate's documentation states it. Shared by `tests/gate.rs` and
-//! `fuzz/` (the `gate` target); needs the metric model as the crate's
-//! module `metric`.
+//! The model of a word-shaped `Gate<N>` (`Shape::Word64` / `Word128`), the
+//! slow way: a map from window id to the permits counted there, the
+//! newest window, and the rules of the gate's documentation. Shared by
+//! `tests/gate.rs` and `fuzz/` (the `gate` target). Window ids are exact
+//! here: it models the gate while no two ids in use are `2^(T-1)` windows
+//! apart or more (the documented limit of ids kept modulo `2^T`).
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use leaparray::gate::Decision;
-use leaparray::Event;
 
-use crate::metric::MetricModel;
-
-/// A gate of `N` windows, the slow way.
+/// A word-shaped gate of `N` windows.
 #[derive(Debug, Clone)]
 pub struct GateModel<const N: usize> {
-    /// Its statistics.
-    pub metric: MetricModel<N>,
-    /// Permits per interval of `N` windows (a `Gate` takes limits above
-    /// `MAX_COUNT` as `MAX_COUNT`).
+    /// Window length.
+    pub window: u64,
+    /// Permits per interval of `N` windows.
     pub limit: u64,
-    /// Longest wait a prioritized request may be given.
+    /// Longest wait a prioritized request may be given, exclusive.
     pub timeout: u64,
+    /// Windows after the newest that borrowed permits may go to:
+    /// `ceil(timeout / window)`, at most `N`.
+    pub future: u64,
+    /// Permits counted per window (passes and borrowed ones).
+    pub counts: BTreeMap<u64, u64>,
+    /// The newest window, once there is one.
+    pub newest: Option<u64>,
+    /// The bucket shape's rules instead (`Shape::Buckets`, plain requests
+    /// only): a refusal records a block in the window of `now`, which
+    /// moves the newest window too, and a late caller books into the
+    /// newest window even when nothing is counted there.
+    pub buckets: bool,
+    /// The bucket shape: windows whose bucket was moved to them (a window
+    /// is retired, its count gone, once a later window of its bucket is).
+    pub touched: BTreeSet<u64>,
 }
 
 impl<const N: usize> GateModel<N> {
-    /// The largest pass count of any interval of `N` windows containing
-    /// window `id` (the intervals ending at `id ..= id + N - 1`), written as
-    /// the double loop; `None` if any window of those intervals is retired.
-    pub fn peak(&self, id: u64) -> Option<u64> {
-        let n = N as u64;
-        let last = id.saturating_add(n - 1);
-        if (id.saturating_sub(n - 1)..=last).any(|k| self.metric.retired(k)) {
-            return None;
+    /// An empty gate.
+    pub fn new(window: u64, limit: u64, timeout: u64) -> Self {
+        GateModel {
+            window,
+            limit,
+            timeout,
+            future: timeout.div_ceil(window).min(N as u64),
+            counts: BTreeMap::new(),
+            newest: None,
+            buckets: false,
+            touched: BTreeSet::new(),
         }
-        (id..=last)
-            .map(|j| {
-                (j.saturating_sub(n - 1)..=j)
-                    .map(|k| self.metric.pass_in(k))
-                    .sum()
-            })
+    }
+
+    fn count_in(&self, id: u64) -> u64 {
+        self.counts.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Permits in the interval of `N` windows ending at window `end`.
+    pub fn interval(&self, end: u64) -> u64 {
+        (end.saturating_sub(N as u64 - 1)..=end)
+            .map(|k| self.count_in(k))
+            .sum()
+    }
+
+    /// The window a caller at window `c` books into: `c`, or the newest if
+    /// that is later and anything is counted in the windows the gate
+    /// holds (an empty gate takes any window).
+    pub fn booking_window(&self, c: u64) -> u64 {
+        match self.newest {
+            Some(w) if w > c && self.buckets => w,
+            Some(w) if w > c => {
+                let held = w.saturating_sub(N as u64 - 1)..=w.saturating_add(self.future);
+                if held.clone().any(|k| self.count_in(k) > 0) {
+                    w
+                } else {
+                    c
+                }
+            }
+            _ => c,
+        }
+    }
+
+    /// The fullest interval containing window `id` (those ending at
+    /// `id ..= id + N - 1`).
+    pub fn peak(&self, id: u64) -> u64 {
+        (id..=id.saturating_add(N as u64 - 1))
+            .map(|e| self.interval(e))
             .max()
+            .unwrap_or(0)
     }
 
-    /// Admission: `n == 0` always passes (books nothing); otherwise `n`
-    /// must fit under the limit in every interval containing `now`'s
-    /// window, none of whose windows may be retired, and the booking must
-    /// count in full.
-    fn admit(&mut self, now: u64, n: u64) -> bool {
-        if n == 0 {
-            return true;
+    fn fits(&self, id: u64, n: u64) -> bool {
+        u128::from(self.peak(id)) + u128::from(n) <= u128::from(self.limit)
+    }
+
+    /// The bucket shape: whether window `id`'s bucket has moved past it.
+    pub fn retired(&self, id: u64) -> bool {
+        self.touched
+            .range(id + 1..)
+            .any(|t| t % N as u64 == id % N as u64)
+    }
+
+    fn book(&mut self, newest: u64, id: u64, n: u64) {
+        if self.buckets {
+            self.touched.insert(id);
         }
-        let id = now / self.metric.window();
-        let fits = self
-            .peak(id)
-            .is_some_and(|p| u128::from(p) + u128::from(n) <= u128::from(self.limit));
-        fits && self.metric.add(now, Event::Pass, n).is_ok()
-    }
-
-    fn block(&mut self, now: u64, n: u64) -> Decision {
-        let _ = self.metric.add(now, Event::Block, n);
-        Decision::Block
+        *self.counts.entry(id).or_default() += n;
+        self.newest = Some(newest);
     }
 
     /// `Gate::try_acquire`.
     pub fn try_acquire(&mut self, now: u64, n: u64) -> Decision {
-        if self.admit(now, n) {
-            Decision::Pass
-        } else {
-            self.block(now, n)
-        }
+        self.decide(now, n, false)
     }
 
     /// `Gate::try_acquire_prioritized`: a pass if it fits now; else a wait
-    /// for the window `try_occupy_next` names, if that is sooner than the
-    /// timeout and every interval containing that window stays within the
-    /// limit with the borrowed permits booked there; else a block.
+    /// for the first of the `future` windows after the booking window whose
+    /// intervals all have room, if it starts less than `timeout` after
+    /// `now`; else a block.
     pub fn try_acquire_prioritized(&mut self, now: u64, n: u64) -> Decision {
-        if self.admit(now, n) {
+        self.decide(now, n, true)
+    }
+
+    fn decide(&mut self, now: u64, n: u64, prioritized: bool) -> Decision {
+        if n == 0 {
             return Decision::Pass;
         }
-        if n <= self.limit {
-            let wait = self
-                .metric
-                .try_occupy_next(now, n, self.limit, self.timeout);
-            if wait < self.timeout {
-                let future = now + wait;
-                if self.metric.add_waiting(now, future, n).is_ok() {
-                    let id = future / self.metric.window();
-                    if self.peak(id).is_some_and(|p| p <= self.limit) {
-                        let _ = self.metric.add(now, Event::OccupiedPass, n);
-                        return Decision::Wait(wait);
-                    }
-                    let _ = self.metric.sub_waiting(now, future, n);
+        let c = now / self.window;
+        if n > self.limit {
+            return self.block(c);
+        }
+        let w = self.booking_window(c);
+        if self.fits(w, n) {
+            self.book(w, w, n);
+            return Decision::Pass;
+        }
+        if prioritized {
+            for ahead in 1..=self.future {
+                let id = w + ahead;
+                let wait = (id * self.window).saturating_sub(now);
+                if wait >= self.timeout {
+                    break;
+                }
+                if self.fits(id, n) {
+                    self.book(w, id, n);
+                    return Decision::Wait(wait);
                 }
             }
         }
-        self.block(now, n)
+        self.block(c)
+    }
+
+    fn block(&mut self, c: u64) -> Decision {
+        if self.buckets && !self.retired(c) {
+            self.touched.insert(c);
+            self.newest = Some(self.newest.map_or(c, |w| w.max(c)));
+        }
+        Decision::Block
+    }
+
+    /// `Gate::peek`.
+    pub fn peek(&self, now: u64) -> u64 {
+        self.peak(self.booking_window(now / self.window))
+    }
+
+    /// `Limiter::count`: the interval ending at the window of `now`, of
+    /// the windows the gate holds (the word: the `N` up to the newest; the
+    /// bucket shape: those not retired).
+    pub fn count(&self, now: u64) -> u64 {
+        let c = now / self.window;
+        if self.buckets {
+            return (c.saturating_sub(N as u64 - 1)..=c)
+                .filter(|&k| !self.retired(k))
+                .map(|k| self.count_in(k))
+                .sum();
+        }
+        let w = self.booking_window(c);
+        let oldest = w.saturating_sub(N as u64 - 1);
+        (c.saturating_sub(N as u64 - 1).max(oldest)..=c)
+            .map(|k| self.count_in(k))
+            .sum()
+    }
+
+    /// `Gate::retry_after`.
+    pub fn retry_after(&self, now: u64, n: u64) -> Option<u64> {
+        if n > self.limit {
+            return None;
+        }
+        if n == 0 {
+            return Some(0);
+        }
+        let w = self.booking_window(now / self.window);
+        let j = (0..).find(|&j| self.fits(w + j, n)).unwrap();
+        Some(if j == 0 {
+            0
+        } else {
+            ((w + j) * self.window).saturating_sub(now)
+        })
     }
 }

@@ -1,0 +1,125 @@
+//! [`Divisor`]: `now / window` as a multiply, a subtract and two shifts.
+//!
+//! A gate divides every `now` by its window. A 64-bit `div` costs 35 to 90
+//! cycles on the x86-64 cores this crate is measured on, more than the rest
+//! of a decision; the window is fixed when the gate is built, so the
+//! quotient can be computed with a precomputed reciprocal instead
+//! (Granlund and Montgomery, "Division by invariant integers using
+//! multiplication", PLDI 1994, figure 4.1): with `l = ceil(log2 d)`,
+//! `m = floor(2^64 * (2^l - d) / d) + 1`, `t = (m * n) >> 64`,
+//! `n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0)`, exact for every
+//! 64-bit `n` and `d >= 1`.
+//!
+//! Written here because the crate that does this (`strength_reduce`) cannot
+//! build its divisors in a `const fn`, and a `static` gate needs one.
+
+use core::num::NonZeroU64;
+
+/// `n / d` for one fixed `d`, exact for every `n: u64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Divisor {
+    /// The divisor itself (for the products `id * d`).
+    d: u64,
+    /// `floor(2^64 (2^l - d) / d) + 1`, below `2^64` for every `d >= 1`.
+    m: u64,
+    /// `min(l, 1)`.
+    shift1: u32,
+    /// `max(l - 1, 0)`.
+    shift2: u32,
+}
+
+impl Divisor {
+    /// The reciprocal of `d`.
+    pub(crate) const fn new(d: NonZeroU64) -> Self {
+        let d = d.get();
+        // l = ceil(log2 d): 0 for d = 1, 64 for d > 2^63.
+        let l = 64 - (d - 1).leading_zeros();
+        let pow = 1u128 << l;
+        // 2^l - d < d, so the quotient is below 2^64 and m <= 2^64 - 1
+        // (equality would need (2^l - d) / d >= 1 - 2^-64).
+        let m = ((1u128 << 64) * (pow - d as u128)) / d as u128 + 1;
+        Divisor {
+            d,
+            m: m as u64,
+            shift1: if l < 1 { l } else { 1 },
+            shift2: l.saturating_sub(1),
+        }
+    }
+
+    /// The divisor.
+    pub(crate) const fn get(self) -> u64 {
+        self.d
+    }
+
+    /// The divisor, as it was given.
+    pub(crate) const fn nonzero(self) -> NonZeroU64 {
+        match NonZeroU64::new(self.d) {
+            Some(d) => d,
+            // `new` took a NonZeroU64.
+            None => NonZeroU64::MIN,
+        }
+    }
+
+    /// `n / d`.
+    #[inline(always)]
+    pub(crate) const fn div(self, n: u64) -> u64 {
+        let t = ((self.m as u128 * n as u128) >> 64) as u64;
+        (t + ((n - t) >> self.shift1)) >> self.shift2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(d: u64, n: u64) {
+        let q = Divisor::new(NonZeroU64::new(d).unwrap()).div(n);
+        assert_eq!(q, n / d, "{n} / {d}");
+    }
+
+    /// Divisors at and around every power of two, and numerators at and
+    /// around every multiple boundary near 0, the divisor and `u64::MAX`.
+    #[test]
+    fn exact_at_the_edges() {
+        let mut ds = std::vec![1u64, 3, 5, 7, 10, 100, 500, 641, 1_000, 1_000_000_007];
+        for k in 1..64 {
+            let p = 1u64 << k;
+            ds.extend([p - 1, p, p + 1]);
+        }
+        ds.extend([u64::MAX, u64::MAX - 1, u64::MAX / 3, (1 << 63) + 12_345]);
+        for &d in &ds {
+            let mut ns = std::vec![
+                0,
+                1,
+                2,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                u64::MAX,
+                u64::MAX - 1
+            ];
+            for q in [1u64, 2, 3, 1_000, u64::MAX / d] {
+                let base = q.saturating_mul(d);
+                ns.extend([base.saturating_sub(1), base, base.saturating_add(1)]);
+            }
+            ns.extend([
+                u64::MAX - u64::MAX % d,
+                (u64::MAX - u64::MAX % d).wrapping_sub(1),
+            ]);
+            for n in ns {
+                check(d, n);
+            }
+        }
+    }
+
+    #[cfg(not(miri))]
+    proptest::proptest! {
+        #[test]
+        fn exact_for_any_pair(d in 1u64.., n: u64, small_d in 1u64..5_000, small_n in 0u64..10_000_000) {
+            check(d, n);
+            check(small_d, n);
+            check(d, small_n);
+            check(small_d, small_n);
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! The one-word gate: a window id and the pass counts of the windows that
+//! matter, in one atomic word, decided with one compare-and-swap.
+//!
+//! # The word
+//!
+//! ```text
+//!  high                                                          low
+//!  | slot S-1 | ... | slot F | ... | slot 0 |  newest id mod 2^T  |
+//!    b bits            b bits        b bits       T bits
+//! ```
+//!
+//! Slot `k` holds the passes of window `newest + F - k`: slots `F ..
+//! F + N` are the `N` windows of the interval ending at the newest window,
+//! slots `0 .. F` the `F` windows after it, which only borrowed permits
+//! (prioritized requests told to [`Wait`](crate::Decision::Wait)) can
+//! reach. `b` is the number of bits of the limit: no window of an
+//! admissible interval holds more than the limit, so no slot overflows.
+//! An all-zero count field carries no information, whatever its id.
+//!
+//! # A decision
+//!
+//! Load the word; slide it to the caller's window `c` (the id moves to `c`,
+//! the slots shift up by `c - newest` windows, and the ones that leave the
+//! interval drop off); check every interval that contains the booking
+//! window; compare-and-swap the new word in, or retry on failure with the
+//! word the failed swap returned. A refusal writes nothing. Each admission
+//! is one swap from the exact word it checked to the exact word it
+//! booked, so the admissions form one sequence (the word's modification
+//! order) in which each one saw every earlier one: the gate is
+//! linearizable, with no rollback (so no false rejection) and with any
+//! memory orderings (the proof uses only the atomicity of the swap, not
+//! the order of accesses to other locations).
+//!
+//! The race this closes (Sentinel's check-then-act):
+//!
+//! ```text
+//!  Thread 1                             Thread 2          (limit 10, 9 passed)
+//!  -----------------------------------  ---------------------------------
+//!  load w (9 passed); 9 + 1 <= 10
+//!                                       load w (9 passed); 9 + 1 <= 10
+//!  CAS w -> w + 1: succeeds
+//!                                       CAS w -> w + 1: fails (w changed);
+//!                                       retry with w + 1: 10 + 1 > 10, refuse
+//! ```
+//!
+//! # Late callers
+//!
+//! A caller whose window is older than the newest is booked into the newest
+//! window: its permits count from the newest window on, no earlier than
+//! its own, so every interval the gate checks still holds all of them. It
+//! is refused only if the newest window's intervals are full.
+//!
+//! # Ids modulo 2^T
+//!
+//! The word keeps the newest id modulo `2^T`, and reads the caller's window
+//! as `d = (c - newest) mod 2^T` windows ahead when `d < 2^(T-1)`, and as
+//! `2^T - d` windows late otherwise. Every shape has `T >= 32`. Both
+//! misreadings a modulus allows are stricter, never looser, as long as no
+//! caller's window lags the newest by `2^(T-1)` windows or more:
+//! - a caller `2^T k + d` windows ahead is read as `d` ahead: fewer windows
+//!   slide out than should, so it may be refused, never admitted over the
+//!   limit;
+//! - after an idle of `2^T - l` windows (for `l < 2^(T-1)`), a caller is
+//!   read as `l` windows late and booked into the stale newest window,
+//!   whose counts have not slid out: the gate may refuse until the clock
+//!   catches up with the stale id (at most `2^(T-1)` windows); an idle
+//!   gate whose interval was empty is not affected (an all-zero word takes
+//!   any id).
+//!
+//! A caller whose clock lags the newest window by `2^(T-1)` windows or more
+//! (a thread stalled that long between reading its clock and deciding) is
+//! read as ahead, and its slide drops counts that are still live: beyond
+//! that limit the gate can admit more than its limit.
+
+use crate::divide::Divisor;
+use crate::sync::Ordering::{self, AcqRel, Acquire};
+use core::ops::{Add, BitAnd, BitOr, Not, Shl, Shr, Sub};
+
+/// The bits every shape keeps of the window id, at least.
+pub(crate) const MIN_ID_BITS: u32 = 32;
+
+/// An unsigned integer a gate word is made of (`u64` or `u128`).
+pub(crate) trait Bits:
+    Copy
+    + Eq
+    + Shl<u32, Output = Self>
+    + Shr<u32, Output = Self>
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + Not<Output = Self>
+    + Add<Output = Self>
+    + Sub<Output = Self>
+{
+    const BITS: u32;
+    const ZERO: Self;
+    const ONES: Self;
+    fn from_u64(v: u64) -> Self;
+    /// The low 64 bits.
+    fn low_u64(self) -> u64;
+}
+
+impl Bits for u64 {
+    const BITS: u32 = 64;
+    const ZERO: Self = 0;
+    const ONES: Self = u64::MAX;
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn low_u64(self) -> u64 {
+        self
+    }
+}
+
+impl Bits for u128 {
+    const BITS: u32 = 128;
+    const ZERO: Self = 0;
+    const ONES: Self = u128::MAX;
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        u128::from(v)
+    }
+    #[inline(always)]
+    fn low_u64(self) -> u64 {
+        self as u64
+    }
+}
+
+/// The atomic that holds a gate word.
+pub(crate) trait WordCell: Send + Sync {
+    type Word: Bits;
+    fn load(&self, o: Ordering) -> Self::Word;
+    fn cas_weak(
+        &self,
+        cur: Self::Word,
+        new: Self::Word,
+        s: Ordering,
+        f: Ordering,
+    ) -> Result<Self::Word, Self::Word>;
+}
+
+impl WordCell for crate::sync::AtomicU64 {
+    type Word = u64;
+    #[inline(always)]
+    fn load(&self, o: Ordering) -> u64 {
+        crate::sync::AtomicU64::load(self, o)
+    }
+    #[inline(always)]
+    fn cas_weak(&self, cur: u64, new: u64, s: Ordering, f: Ordering) -> Result<u64, u64> {
+        self.compare_exchange_weak(cur, new, s, f)
+    }
+}
+
+#[cfg(all(
+    not(leaparray_loom),
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+impl WordCell for crate::sync::AtomicU128 {
+    type Word = u128;
+    #[inline(always)]
+    fn load(&self, o: Ordering) -> u128 {
+        crate::sync::AtomicU128::load(self, o)
+    }
+    #[inline(always)]
+    fn cas_weak(&self, cur: u128, new: u128, s: Ordering, f: Ordering) -> Result<u128, u128> {
+        self.compare_exchange_weak(cur, new, s, f)
+    }
+}
+
+/// Where the fields of a gate word are, and what the gate needs to decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// `T`: bits of the window id (at most 64).
+    pub(crate) id_bits: u32,
+    /// `b`: bits of one slot.
+    pub(crate) slot_bits: u32,
+    /// `N`: windows per interval.
+    pub(crate) live: u32,
+    /// `F`: windows after the newest that can hold borrowed permits.
+    pub(crate) future: u32,
+    /// Permits per interval (fits in `slot_bits`).
+    pub(crate) limit: u64,
+    /// Longest wait a prioritized request may be given, exclusive.
+    pub(crate) timeout: u64,
+    /// The window length.
+    pub(crate) window: Divisor,
+}
+
+impl Layout {
+    /// The layout of a word of `word_bits` bits for this gate, if its ids
+    /// get at least [`MIN_ID_BITS`] bits.
+    pub(crate) const fn fit(
+        word_bits: u32,
+        live: u32,
+        window: Divisor,
+        limit: u64,
+        timeout: u64,
+    ) -> Option<Layout> {
+        let slot_bits = if limit == 0 {
+            1
+        } else {
+            64 - limit.leading_zeros()
+        };
+        let future = future_windows(live, window.get(), timeout);
+        let slots = live + future;
+        if slots > 64 || slots * slot_bits + MIN_ID_BITS > word_bits {
+            return None;
+        }
+        let id_bits = word_bits - slots * slot_bits;
+        Some(Layout {
+            id_bits: if id_bits > 64 { 64 } else { id_bits },
+            slot_bits,
+            live,
+            future,
+            limit,
+            timeout,
+            window,
+        })
+    }
+
+    #[inline(always)]
+    const fn slots(&self) -> u32 {
+        self.live + self.future
+    }
+
+    #[inline(always)]
+    const fn id_mask(&self) -> u64 {
+        u64::MAX >> (64 - self.id_bits)
+    }
+}
+
+/// Windows after the newest that a prioritized request can borrow: those
+/// starting less than `timeout` after some time in the newest window, at
+/// most `N` (Sentinel's `tryOccupyNext` looks no further).
+const fn future_windows(live: u32, window: u64, timeout: u64) -> u32 {
+    let w = timeout.div_ceil(window);
+    if w > live as u64 {
+        live
+    } else {
+        w as u32
+    }
+}
+
+/// The word as a caller at window `c` sees it: the newest window (full id)
+/// and the slots, already slid to `c` if `c` is ahead.
+#[derive(Clone, Copy, Debug)]
+struct View<B> {
+    newest: u64,
+    /// Slot `k` at bits `k * b`.
+    slots: B,
+}
+
+/// A gate in one atomic word of type `A`.
+pub(crate) struct WordGate<A> {
+    /// Encoding: the module's diagram; all zero when new.
+    /// Invariant: every interval of `N` windows it describes holds at most
+    /// `limit` passes (booked only by a swap from a word whose check it
+    /// passed), except for passes added by `record`.
+    word: A,
+}
+
+/// What a decision on the word concluded.
+pub(crate) enum Outcome {
+    /// Booked into this window.
+    Booked(u64),
+    /// Borrowed a future window; the caller waits this many ticks.
+    Borrowed { wait: u64 },
+    /// Refused; nothing written.
+    Refused,
+}
+
+impl<A: WordCell> WordGate<A> {
+    /// An empty gate.
+    pub(crate) const fn new(word: A) -> Self {
+        WordGate { word }
+    }
+
+    /// Admits `n` (`1 ..= limit`) at `now` into the newest window, or (if
+    /// `prioritized`) borrows a later one, or refuses.
+    #[inline]
+    pub(crate) fn acquire(&self, l: &Layout, now: u64, n: u64, prioritized: bool) -> Outcome {
+        let c = l.window.div(now);
+        let mut cur = self.word.load(Acquire);
+        loop {
+            let v = view(l, cur, c);
+            let (slot, outcome) = if fits(l, v.slots, l.future, n) {
+                (l.future, Outcome::Booked(v.newest))
+            } else {
+                match prioritized.then(|| borrow(l, v, now, n)).flatten() {
+                    Some((slot, wait)) => (slot, Outcome::Borrowed { wait }),
+                    None => return Outcome::Refused,
+                }
+            };
+            let new = pack(
+                l,
+                v.newest,
+                v.slots + shl::<A::Word>(A::Word::from_u64(n), slot * l.slot_bits),
+            );
+            // ORDERING: exactness needs only the swap's atomicity (module
+            // docs); Acquire/Release make each admission happen after the
+            // ones it counted, for callers that publish data with them.
+            match self.word.cas_weak(cur, new, AcqRel, Acquire) {
+                Ok(_) => return outcome,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Adds `n` to the newest window without a check (saturating the slot
+    /// at `2^b - 1`); `false` if it saturated.
+    pub(crate) fn record(&self, l: &Layout, now: u64, n: u64) -> bool {
+        let c = l.window.div(now);
+        let max = slot_max(l);
+        let mut cur = self.word.load(Acquire);
+        loop {
+            let v = view(l, cur, c);
+            let have = slot(l, v.slots, l.future);
+            let (count, saturated) = match have.checked_add(n) {
+                Some(s) if s <= max => (s, false),
+                _ => (max, true),
+            };
+            let new = pack(l, v.newest, with_slot(l, v.slots, l.future, count));
+            match self.word.cas_weak(cur, new, AcqRel, Acquire) {
+                Ok(_) => return !saturated,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Takes back `n` booked into full window id `window`, if the word
+    /// still holds that window (a window that slid out took its passes
+    /// with it).
+    pub(crate) fn cancel(&self, l: &Layout, window: u64, n: u64) {
+        let mask = l.id_mask();
+        let mut cur = self.word.load(Acquire);
+        loop {
+            let counts = cur >> l.id_bits;
+            let held = cur.low_u64() & mask;
+            let ahead = window.wrapping_sub(held) & mask;
+            let behind = held.wrapping_sub(window) & mask;
+            let k = if ahead <= u64::from(l.future) {
+                l.future - ahead as u32
+            } else if behind < u64::from(l.live) {
+                l.future + behind as u32
+            } else {
+                return;
+            };
+            if counts == A::Word::ZERO {
+                return;
+            }
+            let have = slot(l, counts, k);
+            let new_slots = with_slot(l, counts, k, have.saturating_sub(n));
+            let new = (new_slots << l.id_bits) | (cur & A::Word::from_u64(mask));
+            match self.word.cas_weak(cur, new, AcqRel, Acquire) {
+                Ok(_) => return,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// The fullest interval a booking at `now` would join.
+    pub(crate) fn load(&self, l: &Layout, now: u64) -> u64 {
+        let v = view(l, self.word.load(Acquire), l.window.div(now));
+        peak(l, v.slots, l.future)
+    }
+
+    /// Passes in the interval of `N` windows ending at the window of `now`.
+    pub(crate) fn count(&self, l: &Layout, now: u64) -> u64 {
+        let c = l.window.div(now);
+        let v = view(l, self.word.load(Acquire), c);
+        let late = v.newest.saturating_sub(c);
+        let first = u64::from(l.future).saturating_add(late);
+        let mut total = 0;
+        let mut k = first;
+        while k < first + u64::from(l.live) && k < u64::from(l.slots()) {
+            total += slot(l, v.slots, k as u32);
+            k += 1;
+        }
+        total
+    }
+
+    /// Ticks from `now` until `n` (`1 ..= limit`) would be admitted if
+    /// nothing else arrived.
+    pub(crate) fn retry_after(&self, l: &Layout, now: u64, n: u64) -> u64 {
+        let v = view(l, self.word.load(Acquire), l.window.div(now));
+        // After `S` windows every slot has slid out, and `n <= limit` fits.
+        let mut j = 0;
+        while j < u64::from(l.slots()) && !fits(l, slide(l, v.slots, j), l.future, n) {
+            j += 1;
+        }
+        if j == 0 {
+            return 0;
+        }
+        let start = v.newest.saturating_add(j).saturating_mul(l.window.get());
+        start.saturating_sub(now)
+    }
+}
+
+/// The word `w` as seen from window `c`.
+#[inline(always)]
+fn view<B: Bits>(l: &Layout, w: B, c: u64) -> View<B> {
+    let slots = w >> l.id_bits;
+    if slots == B::ZERO {
+        return View { newest: c, slots };
+    }
+    let mask = l.id_mask();
+    let d = c.wrapping_sub(w.low_u64()) & mask;
+    if d <= mask >> 1 {
+        View {
+            newest: c,
+            slots: slide(l, slots, d),
+        }
+    } else {
+        // Late by 2^T - d windows.
+        View {
+            newest: c.saturating_add((mask - d) + 1),
+            slots,
+        }
+    }
+}
+
+/// `slots` after the newest window moved `d` windows on.
+#[inline(always)]
+fn slide<B: Bits>(l: &Layout, slots: B, d: u64) -> B {
+    if d >= u64::from(l.slots()) {
+        return B::ZERO;
+    }
+    let all = l.slots() * l.slot_bits;
+    shl(slots, d as u32 * l.slot_bits) & !shl(B::ONES, all)
+}
+
+/// The word for `newest` and `slots`.
+#[inline(always)]
+fn pack<B: Bits>(l: &Layout, newest: u64, slots: B) -> B {
+    (slots << l.id_bits) | B::from_u64(newest & l.id_mask())
+}
+
+/// `x << k`, 0 when `k` is the width or more.
+#[inline(always)]
+fn shl<B: Bits>(x: B, k: u32) -> B {
+    if k >= B::BITS {
+        B::ZERO
+    } else {
+        x << k
+    }
+}
+
+#[inline(always)]
+const fn slot_max(l: &Layout) -> u64 {
+    u64::MAX >> (64 - l.slot_bits)
+}
+
+#[inline(always)]
+fn slot<B: Bits>(l: &Layout, slots: B, k: u32) -> u64 {
+    (slots >> (k * l.slot_bits)).low_u64() & slot_max(l)
+}
+
+#[inline(always)]
+fn with_slot<B: Bits>(l: &Layout, slots: B, k: u32, count: u64) -> B {
+    let at = k * l.slot_bits;
+    (slots & !(B::from_u64(slot_max(l)) << at)) | (B::from_u64(count) << at)
+}
+
+/// The fullest interval of `N` windows that contains slot `s`'s window, of
+/// those the word describes (the intervals ending at that window and at
+/// each later one the word holds; later intervals hold a subset of these).
+#[inline(always)]
+fn peak<B: Bits>(l: &Layout, slots: B, s: u32) -> u64 {
+    let total = l.slots();
+    let mut peak = 0;
+    let mut end = s;
+    loop {
+        // The interval ending at slot `end`: slots end .. end + N.
+        let mut sum = 0;
+        let mut k = end;
+        while k < end + l.live && k < total {
+            sum += slot(l, slots, k);
+            k += 1;
+        }
+        if sum > peak {
+            peak = sum;
+        }
+        if end == 0 || end + l.live <= s + 1 {
+            return peak;
+        }
+        end -= 1;
+    }
+}
+
+/// Whether `n` more in slot `s` keeps every interval within the limit.
+#[inline(always)]
+fn fits<B: Bits>(l: &Layout, slots: B, s: u32, n: u64) -> bool {
+    peak(l, slots, s).saturating_add(n) <= l.limit
+}
+
+/// The first window after the newest (slot, ticks to wait) where
+/// `n` fits and whose start is less than `timeout` after `now`.
+fn borrow<B: Bits>(l: &Layout, v: View<B>, now: u64, n: u64) -> Option<(u32, u64)> {
+    let mut ahead = 1;
+    while ahead <= l.future {
+        let window = v.newest.saturating_add(u64::from(ahead));
+        let wait = window.saturating_mul(l.window.get()).saturating_sub(now);
+        if wait >= l.timeout {
+            return None;
+        }
+        let s = l.future - ahead;
+        if fits(l, v.slots, s, n) {
+            return Some((s, wait));
+        }
+        ahead += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::num::NonZeroU64;
+
+    fn layout(live: u32, window: u64, limit: u64, timeout: u64) -> Layout {
+        let w = Divisor::new(NonZeroU64::new(window).unwrap());
+        Layout::fit(64, live, w, limit, timeout).unwrap()
+    }
+
+    #[test]
+    fn layouts_take_the_bits_of_the_limit() {
+        let l = layout(2, 500, 1_000, 500);
+        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 1, 34));
+        let l = layout(2, 500, 1_000, 0);
+        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 0, 44));
+        let w = Divisor::new(NonZeroU64::new(500).unwrap());
+        assert!(
+            Layout::fit(64, 2, w, 1 << 11, 500).is_none(),
+            "3 x 12 + 32 > 64"
+        );
+        assert_eq!(Layout::fit(128, 2, w, 1 << 11, 500).unwrap().id_bits, 64);
+    }
+
+    #[test]
+    fn peak_covers_the_borrowed_windows() {
+        let l = layout(2, 500, 10, 500);
+        // slot 0: window newest + 1 (borrowed 4), slot 1: newest (3),
+        // slot 2: newest - 1 (6).
+        let slots = 4u64 | (3 << 4) | (6 << 8);
+        assert_eq!(peak(&l, slots, 1), 9, "max(3 + 6, 4 + 3)");
+        assert_eq!(peak(&l, slots, 0), 7, "the borrowed window's interval");
+        assert_eq!(slide(&l, slots, 1), (4 << 4) | (3 << 8));
+        assert_eq!(slide(&l, slots, 3), 0);
+    }
+}
