@@ -215,17 +215,8 @@ impl<const N: usize> Gate<N> {
             }
             // `fit` only fails for shapes with more bits than a word: the
             // bucket gate keeps the same parameters.
-            let layout = Layout {
-                id_bits: 64,
-                slot_bits: 64,
-                live,
-                future: 0,
-                limit,
-                timeout,
-                window: div,
-            };
             Gate {
-                layout,
+                layout: Layout::unpacked(live, div, limit, timeout),
                 repr: Repr::Buckets(BucketGate::new(window)),
             }
         }
@@ -247,7 +238,7 @@ impl<const N: usize> Gate<N> {
             let Gate { layout, repr } = self;
             discard(repr);
             Gate {
-                layout: Layout { future: 0, ..layout },
+                layout: Layout::unpacked(layout.live, layout.window, layout.limit, layout.timeout),
                 repr: Repr::Buckets(BucketGate::new(layout.window.nonzero())),
             }
         }
@@ -382,7 +373,7 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!(g.try_acquire(999, 1), Decision::Block); // full
     /// ```
     #[must_use = "a Pass has already booked its permits"]
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
         match self.book(now, n, false) {
             Outcome::Booked(_) => Decision::Pass,
@@ -474,12 +465,12 @@ impl<const N: usize> Gate<N> {
     #[must_use]
     pub fn peek(&self, now: u64) -> u64 {
         match &self.repr {
-            Repr::Word64(w) => w.load(&self.layout, now),
+            Repr::Word64(w) => w.load::<N>(&self.layout, now),
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
-            Repr::Word128(w) => w.load(&self.layout, now),
+            Repr::Word128(w) => w.load::<N>(&self.layout, now),
             Repr::Buckets(b) => b.load(now).unwrap_or(self.layout.limit),
         }
     }
@@ -524,19 +515,31 @@ impl<const N: usize> Gate<N> {
             return Some(0);
         }
         Some(match &self.repr {
-            Repr::Word64(w) => w.retry_after(&self.layout, now, n),
+            Repr::Word64(w) => w.retry_after::<N>(&self.layout, now, n),
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
-            Repr::Word128(w) => w.retry_after(&self.layout, now, n),
+            Repr::Word128(w) => w.retry_after::<N>(&self.layout, now, n),
             Repr::Buckets(b) => b.retry_after(self.layout.limit, now, n),
         })
     }
 
     /// The decision, and where it booked.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn book(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
+        // The common case inline: a 64-bit word and `1 <= n <= limit`.
+        if let Repr::Word64(w) = &self.repr {
+            if n.wrapping_sub(1) < self.layout.limit {
+                return w.acquire::<N>(&self.layout, now, n, prioritized);
+            }
+        }
+        self.book_otherwise(now, n, prioritized)
+    }
+
+    /// `book` for the other shapes and sizes.
+    #[inline(never)]
+    fn book_otherwise(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
         let l = &self.layout;
         if n == 0 {
             return Outcome::Booked(l.window.div(now));
@@ -548,12 +551,12 @@ impl<const N: usize> Gate<N> {
             return Outcome::Refused;
         }
         match &self.repr {
-            Repr::Word64(w) => w.acquire(l, now, n, prioritized),
+            Repr::Word64(w) => w.acquire::<N>(l, now, n, prioritized),
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
-            Repr::Word128(w) => w.acquire(l, now, n, prioritized),
+            Repr::Word128(w) => w.acquire::<N>(l, now, n, prioritized),
             Repr::Buckets(b) => {
                 if let Some(id) = b.admit(l.limit, now, n) {
                     return Outcome::Booked(id);

@@ -185,6 +185,10 @@ pub(crate) struct Layout {
     pub(crate) timeout: u64,
     /// The window length.
     pub(crate) window: Divisor,
+    /// `2^T - 1`.
+    pub(crate) id_mask: u64,
+    /// `2^b - 1`: the largest count a slot holds.
+    pub(crate) slot_max: u64,
 }
 
 impl Layout {
@@ -208,25 +212,38 @@ impl Layout {
             return None;
         }
         let id_bits = word_bits - slots * slot_bits;
+        let id_bits = if id_bits > 64 { 64 } else { id_bits };
         Some(Layout {
-            id_bits: if id_bits > 64 { 64 } else { id_bits },
+            id_bits,
             slot_bits,
             live,
             future,
             limit,
             timeout,
             window,
+            id_mask: u64::MAX >> (64 - id_bits),
+            slot_max: u64::MAX >> (64 - slot_bits),
         })
+    }
+
+    /// The parameters of a gate no word holds (the bucket shape's).
+    pub(crate) const fn unpacked(live: u32, window: Divisor, limit: u64, timeout: u64) -> Layout {
+        Layout {
+            id_bits: 64,
+            slot_bits: 64,
+            live,
+            future: 0,
+            limit,
+            timeout,
+            window,
+            id_mask: u64::MAX,
+            slot_max: u64::MAX,
+        }
     }
 
     #[inline(always)]
     const fn slots(&self) -> u32 {
         self.live + self.future
-    }
-
-    #[inline(always)]
-    const fn id_mask(&self) -> u64 {
-        u64::MAX >> (64 - self.id_bits)
     }
 }
 
@@ -278,16 +295,22 @@ impl<A: WordCell> WordGate<A> {
 
     /// Admits `n` (`1 ..= limit`) at `now` into the newest window, or (if
     /// `prioritized`) borrows a later one, or refuses.
-    #[inline]
-    pub(crate) fn acquire(&self, l: &Layout, now: u64, n: u64, prioritized: bool) -> Outcome {
+    #[inline(always)]
+    pub(crate) fn acquire<const N: usize>(
+        &self,
+        l: &Layout,
+        now: u64,
+        n: u64,
+        prioritized: bool,
+    ) -> Outcome {
         let c = l.window.div(now);
         let mut cur = self.word.load(Acquire);
         loop {
             let v = view(l, cur, c);
-            let (slot, outcome) = if fits(l, v.slots, l.future, n) {
+            let (slot, outcome) = if fits::<_, N>(l, v.slots, l.future, n) {
                 (l.future, Outcome::Booked(v.newest))
             } else {
-                match prioritized.then(|| borrow(l, v, now, n)).flatten() {
+                match prioritized.then(|| borrow::<_, N>(l, v, now, n)).flatten() {
                     Some((slot, wait)) => (slot, Outcome::Borrowed { wait }),
                     None => return Outcome::Refused,
                 }
@@ -311,7 +334,7 @@ impl<A: WordCell> WordGate<A> {
     /// at `2^b - 1`); `false` if it saturated.
     pub(crate) fn record(&self, l: &Layout, now: u64, n: u64) -> bool {
         let c = l.window.div(now);
-        let max = slot_max(l);
+        let max = l.slot_max;
         let mut cur = self.word.load(Acquire);
         loop {
             let v = view(l, cur, c);
@@ -332,7 +355,7 @@ impl<A: WordCell> WordGate<A> {
     /// still holds that window (a window that slid out took its passes
     /// with it).
     pub(crate) fn cancel(&self, l: &Layout, window: u64, n: u64) {
-        let mask = l.id_mask();
+        let mask = l.id_mask;
         let mut cur = self.word.load(Acquire);
         loop {
             let counts = cur >> l.id_bits;
@@ -360,9 +383,9 @@ impl<A: WordCell> WordGate<A> {
     }
 
     /// The fullest interval a booking at `now` would join.
-    pub(crate) fn load(&self, l: &Layout, now: u64) -> u64 {
+    pub(crate) fn load<const N: usize>(&self, l: &Layout, now: u64) -> u64 {
         let v = view(l, self.word.load(Acquire), l.window.div(now));
-        peak(l, v.slots, l.future)
+        peak::<_, N>(l, v.slots, l.future)
     }
 
     /// Passes in the interval of `N` windows ending at the window of `now`.
@@ -382,11 +405,11 @@ impl<A: WordCell> WordGate<A> {
 
     /// Ticks from `now` until `n` (`1 ..= limit`) would be admitted if
     /// nothing else arrived.
-    pub(crate) fn retry_after(&self, l: &Layout, now: u64, n: u64) -> u64 {
+    pub(crate) fn retry_after<const N: usize>(&self, l: &Layout, now: u64, n: u64) -> u64 {
         let v = view(l, self.word.load(Acquire), l.window.div(now));
         // After `S` windows every slot has slid out, and `n <= limit` fits.
         let mut j = 0;
-        while j < u64::from(l.slots()) && !fits(l, slide(l, v.slots, j), l.future, n) {
+        while j < u64::from(l.slots()) && !fits::<_, N>(l, slide(l, v.slots, j), l.future, n) {
             j += 1;
         }
         if j == 0 {
@@ -400,13 +423,28 @@ impl<A: WordCell> WordGate<A> {
 /// The word `w` as seen from window `c`.
 #[inline(always)]
 fn view<B: Bits>(l: &Layout, w: B, c: u64) -> View<B> {
+    let d = c.wrapping_sub(w.low_u64()) & l.id_mask;
+    if d == 0 {
+        // The newest window is the caller's: the common case, inline.
+        View {
+            newest: c,
+            slots: w >> l.id_bits,
+        }
+    } else {
+        view_moved(l, w, c, d)
+    }
+}
+
+/// `view` when the caller's window is `d` (mod 2^T) windows after the
+/// newest: once per window per caller moving the word on, or a late
+/// caller.
+#[inline(never)]
+fn view_moved<B: Bits>(l: &Layout, w: B, c: u64, d: u64) -> View<B> {
     let slots = w >> l.id_bits;
     if slots == B::ZERO {
-        return View { newest: c, slots };
-    }
-    let mask = l.id_mask();
-    let d = c.wrapping_sub(w.low_u64()) & mask;
-    if d <= mask >> 1 {
+        // Nothing counted: any id will do.
+        View { newest: c, slots }
+    } else if d <= l.id_mask >> 1 {
         View {
             newest: c,
             slots: slide(l, slots, d),
@@ -414,7 +452,7 @@ fn view<B: Bits>(l: &Layout, w: B, c: u64) -> View<B> {
     } else {
         // Late by 2^T - d windows.
         View {
-            newest: c.saturating_add((mask - d) + 1),
+            newest: c.saturating_add((l.id_mask - d) + 1),
             slots,
         }
     }
@@ -433,7 +471,7 @@ fn slide<B: Bits>(l: &Layout, slots: B, d: u64) -> B {
 /// The word for `newest` and `slots`.
 #[inline(always)]
 fn pack<B: Bits>(l: &Layout, newest: u64, slots: B) -> B {
-    (slots << l.id_bits) | B::from_u64(newest & l.id_mask())
+    (slots << l.id_bits) | B::from_u64(newest & l.id_mask)
 }
 
 /// `x << k`, 0 when `k` is the width or more.
@@ -446,57 +484,60 @@ fn shl<B: Bits>(x: B, k: u32) -> B {
     }
 }
 
-#[inline(always)]
-const fn slot_max(l: &Layout) -> u64 {
-    u64::MAX >> (64 - l.slot_bits)
-}
-
+/// The count in slot `k` (0 past the last slot).
 #[inline(always)]
 fn slot<B: Bits>(l: &Layout, slots: B, k: u32) -> u64 {
-    (slots >> (k * l.slot_bits)).low_u64() & slot_max(l)
+    let at = k * l.slot_bits;
+    if at >= B::BITS {
+        0
+    } else {
+        (slots >> at).low_u64() & l.slot_max
+    }
 }
 
 #[inline(always)]
 fn with_slot<B: Bits>(l: &Layout, slots: B, k: u32, count: u64) -> B {
     let at = k * l.slot_bits;
-    (slots & !(B::from_u64(slot_max(l)) << at)) | (B::from_u64(count) << at)
+    (slots & !(B::from_u64(l.slot_max) << at)) | (B::from_u64(count) << at)
 }
 
 /// The fullest interval of `N` windows that contains slot `s`'s window, of
-/// those the word describes (the intervals ending at that window and at
-/// each later one the word holds; later intervals hold a subset of these).
+/// those the word describes: the intervals ending at that window and at
+/// each later one the word holds (slots `s, s - 1, .. 0`, at most `N`);
+/// later intervals hold a subset of these.
+///
+/// `s <= F`, so every slot read is below `F + N`: no shift reaches the
+/// word's width.
 #[inline(always)]
-fn peak<B: Bits>(l: &Layout, slots: B, s: u32) -> u64 {
-    let total = l.slots();
-    let mut peak = 0;
-    let mut end = s;
-    loop {
-        // The interval ending at slot `end`: slots end .. end + N.
-        let mut sum = 0;
-        let mut k = end;
-        while k < end + l.live && k < total {
-            sum += slot(l, slots, k);
-            k += 1;
-        }
-        if sum > peak {
-            peak = sum;
-        }
-        if end == 0 || end + l.live <= s + 1 {
-            return peak;
-        }
-        end -= 1;
+fn peak<B: Bits, const N: usize>(l: &Layout, slots: B, s: u32) -> u64 {
+    debug_assert!(s <= l.future);
+    let n = N as u32;
+    let at = |k: u32| (slots >> (k * l.slot_bits)).low_u64() & l.slot_max;
+    // The interval ending at slot `s`: slots s .. s + N.
+    let mut sum = 0;
+    for i in 0..n {
+        sum += at(s + i);
     }
+    let mut peak = sum;
+    // Move the end one window later at a time: slot e enters, slot e + N
+    // leaves.
+    for j in 1..n.min(s + 1) {
+        let e = s - j;
+        sum = sum + at(e) - at(e + n);
+        peak = peak.max(sum);
+    }
+    peak
 }
 
 /// Whether `n` more in slot `s` keeps every interval within the limit.
 #[inline(always)]
-fn fits<B: Bits>(l: &Layout, slots: B, s: u32, n: u64) -> bool {
-    peak(l, slots, s).saturating_add(n) <= l.limit
+fn fits<B: Bits, const N: usize>(l: &Layout, slots: B, s: u32, n: u64) -> bool {
+    peak::<B, N>(l, slots, s).saturating_add(n) <= l.limit
 }
 
 /// The first window after the newest (slot, ticks to wait) where
 /// `n` fits and whose start is less than `timeout` after `now`.
-fn borrow<B: Bits>(l: &Layout, v: View<B>, now: u64, n: u64) -> Option<(u32, u64)> {
+fn borrow<B: Bits, const N: usize>(l: &Layout, v: View<B>, now: u64, n: u64) -> Option<(u32, u64)> {
     let mut ahead = 1;
     while ahead <= l.future {
         let window = v.newest.saturating_add(u64::from(ahead));
@@ -505,7 +546,7 @@ fn borrow<B: Bits>(l: &Layout, v: View<B>, now: u64, n: u64) -> Option<(u32, u64
             return None;
         }
         let s = l.future - ahead;
-        if fits(l, v.slots, s, n) {
+        if fits::<B, N>(l, v.slots, s, n) {
             return Some((s, wait));
         }
         ahead += 1;
@@ -543,8 +584,12 @@ mod tests {
         // slot 0: window newest + 1 (borrowed 4), slot 1: newest (3),
         // slot 2: newest - 1 (6).
         let slots = 4u64 | (3 << 4) | (6 << 8);
-        assert_eq!(peak(&l, slots, 1), 9, "max(3 + 6, 4 + 3)");
-        assert_eq!(peak(&l, slots, 0), 7, "the borrowed window's interval");
+        assert_eq!(peak::<_, 2>(&l, slots, 1), 9, "max(3 + 6, 4 + 3)");
+        assert_eq!(
+            peak::<_, 2>(&l, slots, 0),
+            7,
+            "the borrowed window's interval"
+        );
         assert_eq!(slide(&l, slots, 1), (4 << 4) | (3 << 8));
         assert_eq!(slide(&l, slots, 3), 0);
     }

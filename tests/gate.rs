@@ -276,6 +276,21 @@ fn an_aliased_time_is_stricter_and_a_far_future_one_resets() {
     assert_eq!(g.try_acquire(5, 1), Decision::Block);
 }
 
+/// A new gate takes any time, however large: an empty word adopts the
+/// caller's window whatever its id modulo 2^T (times since the Unix epoch
+/// in ms with 1 ms windows are about 2^40 windows: half of them would
+/// otherwise read as "late" against the empty word's id 0).
+#[test]
+fn a_new_gate_takes_any_time() {
+    for t0 in [3u64 << 32, 1_763_900_000_000, u64::MAX - 10] {
+        let g = Gate::<2>::new(nz(1), 1_023);
+        assert_eq!(g.try_acquire(t0, 1_023), Decision::Pass, "at {t0}");
+        assert_eq!(g.try_acquire(t0, 1), Decision::Block, "at {t0}");
+        assert_eq!(g.retry_after(t0, 1), Some(2), "at {t0}");
+        assert_eq!(g.try_acquire(t0 + 2, 1_023), Decision::Pass, "at {t0} + 2");
+    }
+}
+
 /// 4 threads hammer one gate at one `now`: exactly `limit` pass in total
 /// (a word-shaped gate never refuses falsely), and the gate's count is
 /// exactly what passed.
