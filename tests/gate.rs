@@ -291,6 +291,65 @@ fn a_new_gate_takes_any_time() {
     }
 }
 
+/// Found in review: `Limiter::record(now, 0)` slid the word to an empty
+/// one at a later id, and a late caller then took the "empty word: any id
+/// will do" rule and booked into its own window, whose interval still held
+/// a window that had slid out of the word: 6 permits over 4 windows at a
+/// limit of 2 per 2. Only a never-used word now takes any id.
+#[test]
+fn a_used_word_emptied_by_a_slide_still_books_late_callers_into_the_newest_window() {
+    let g = Gate::<2>::new(nz(10), 2);
+    assert_eq!(g.try_acquire(0, 2), Decision::Pass); // window 0 holds 2
+    g.record(20, 0).unwrap(); // slides the word to window 2, empty
+    let late = g.try_acquire(10, 2); // window 1: booked into window 2
+    let next = g.try_acquire(30, 2); // window 3: (2, 3] would hold 4
+    assert!(
+        !(late == Decision::Pass && next == Decision::Pass),
+        "{late:?} {next:?}: 6 permits in windows 0 ..= 3 at 2 per 2 windows"
+    );
+    assert_eq!((late, next), (Decision::Pass, Decision::Block));
+}
+
+/// Found in review: in the last window of time, `borrow` saturated the
+/// start of the next window (which never comes) and answered `Wait(0)`;
+/// `retry_after` promised a wait after which the request was still
+/// refused. Now: no borrow, `Block`, and `retry_after` is `None` (never).
+#[test]
+fn the_last_window_of_time_borrows_nothing_and_never_retries() {
+    for (g, shape) in three_shapes(2) {
+        let w = g.window();
+        let last = u64::MAX / w * w;
+        assert_eq!(g.try_acquire(last - w, 2), Decision::Pass, "{shape}");
+        let d = g.try_acquire_prioritized(u64::MAX, 1);
+        assert_eq!(d, Decision::Block, "{shape}: {d:?}");
+        // Room comes back only in the window after `last`, which never starts.
+        assert_eq!(g.try_acquire(last, 1), Decision::Block, "{shape}");
+        assert_eq!(g.retry_after(u64::MAX - 3, 1), None, "{shape}");
+    }
+    for (g, shape) in [
+        (Gate::<2>::new(nz(1), 2), "word64"),
+        (Gate::<2>::new(nz(1), 2).in_buckets(), "buckets"),
+    ] {
+        assert_eq!(g.try_acquire(u64::MAX - 1, 2), Decision::Pass, "{shape}");
+        let d = g.try_acquire_prioritized(u64::MAX, 1);
+        assert_eq!(d, Decision::Block, "{shape}: {d:?}");
+        assert_eq!(g.retry_after(u64::MAX, 1), None, "{shape}");
+    }
+}
+
+/// Found in review: the bucket shape's `retry_after` added window ids
+/// unchecked: at the last window of time, and with a stamp read modulo
+/// 2^48 as the window before 0, it panicked (debug builds).
+#[test]
+fn bucket_retry_after_never_overflows() {
+    let g = Gate::<2>::new(nz(1), 1).in_buckets();
+    assert_eq!(g.try_acquire(u64::MAX, 1), Decision::Pass);
+    assert_eq!(g.retry_after(u64::MAX, 1), None);
+    let g = Gate::<1>::new(nz(1), 1).in_buckets();
+    assert_eq!(g.try_acquire((1 << 48) - 1, 1), Decision::Pass);
+    let _ = g.retry_after(0, 1);
+}
+
 /// 4 threads hammer one gate at one `now`: exactly `limit` pass in total
 /// (a word-shaped gate never refuses falsely), and the gate's count is
 /// exactly what passed.

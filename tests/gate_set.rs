@@ -80,6 +80,29 @@ fn a_member_without_room_refuses_before_any_booking() {
     }
 }
 
+/// Found in review: a set whose second booking failed took back its first
+/// booking from a word that had just slid forward, leaving an empty word
+/// at a later id; a late caller then booked into its own window (the id
+/// moved backwards), over the limit of an interval holding a window that
+/// had slid out. In both word shapes.
+#[test]
+fn a_cancelled_booking_keeps_late_callers_in_the_newest_window() {
+    for wide in [false, true] {
+        let mut g = Gate::<2>::new(nz(10), 2);
+        if wide {
+            g = g.in_wide_word().unwrap();
+        }
+        assert_eq!(g.try_acquire(0, 2), Decision::Pass); // window 0 holds 2
+        // The same gate twice: the first booking passes at window 2 (the
+        // word slides), the second is refused, the first is taken back.
+        let set = GateSet::new([&g as &dyn Member, &g]);
+        assert_eq!(set.try_acquire(20, 2), Decision::Block);
+        let late = g.try_acquire(10, 2); // window 1: booked into window 2
+        let next = g.try_acquire(30, 2); // window 3
+        assert_eq!((late, next), (Decision::Pass, Decision::Block), "wide {wide}");
+    }
+}
+
 /// 4 threads: two send requests through a set of two gates, two send
 /// requests to the first gate alone. At the end each gate counts exactly
 /// the permits of the decisions that passed through it (so no refused set
