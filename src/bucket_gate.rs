@@ -163,24 +163,25 @@ impl<const N: usize> BucketGate<N> {
     }
 
     /// Ticks from `now` until `n` (`1 ..= limit`) would be admitted if
-    /// nothing else arrived.
-    pub(crate) fn retry_after(&self, limit: u64, now: u64, n: u64) -> u64 {
+    /// nothing else arrived; `None` if that window would start after
+    /// `u64::MAX`.
+    pub(crate) fn retry_after(&self, limit: u64, now: u64, n: u64) -> Option<u64> {
         let window = self.metric.window();
         let id = self.metric.counts().newest_from(now / window);
         // After N windows of the newest's and the borrowed ones, nothing
         // is left to slide out.
-        for j in 0..=2 * N as u64 {
-            if peak_load(&self.metric, id + j).is_some_and(|l| l.saturating_add(n) <= limit) {
+        for j in 0..=2 * N as u64 + 1 {
+            let at = id.checked_add(j)?;
+            let room = peak_load(&self.metric, at).is_some_and(|l| l.saturating_add(n) <= limit);
+            if room || j == 2 * N as u64 + 1 {
                 return if j == 0 {
-                    0
+                    Some(0)
                 } else {
-                    (id + j).saturating_mul(window).saturating_sub(now)
+                    Some(at.checked_mul(window)?.saturating_sub(now))
                 };
             }
         }
-        (id + 2 * N as u64 + 1)
-            .saturating_mul(window)
-            .saturating_sub(now)
+        None
     }
 }
 

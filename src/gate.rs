@@ -8,17 +8,18 @@
 //!
 //! | shape | when | a decision |
 //! |---|---|---|
-//! | [`Shape::Word64`] | `(N + F) * b + 32 <= 64` | one load, one compare-and-swap of an `AtomicU64` |
-//! | [`Shape::Word128`] | else `(N + F) * b + 32 <= 128`, on x86-64 and AArch64 | the same on an `AtomicU128` (`cmpxchg16b`, `ldxp`/`stxp` or `casp`, through portable-atomic) |
+//! | [`Shape::Word64`] | `(N + F) * b + 33 <= 64` | one load, one compare-and-swap of an `AtomicU64` |
+//! | [`Shape::Word128`] | else `(N + F) * b + 33 <= 128`, on x86-64 and AArch64 | the same on an `AtomicU128` (`cmpxchg16b`, `ldxp`/`stxp` or `casp`, through portable-atomic) |
 //! | [`Shape::Buckets`] | else | a [`Metric`]'s buckets: book, read, take back on refusal (see "The bucket shape") |
 //!
+//! (33: at least 32 bits of window id and a bit that marks a used word.)
 //! `b` is the number of bits of the limit (`limit < 2^b`), `F` the number
 //! of windows after the newest that prioritized requests may borrow:
 //! `ceil(occupy_timeout / window)`, at most `N` (1 by default, 0 with
 //! [`with_occupy_timeout(0)`](Gate::with_occupy_timeout)). So with the
 //! default timeout a `Gate<2>` is one 64-bit word for limits up to
-//! 1,023 (ids of 34 bits or more), 65,535 with no prioritized requests,
-//! and one 128-bit word up to 2^32 - 1; a `Gate<10>` one 64-bit word up to
+//! 1,023 (ids of 33 bits or more), 32,767 with no prioritized requests,
+//! and one 128-bit word up to 2^31 - 1; a `Gate<10>` one 64-bit word up to
 //! a limit of 3 and one 128-bit word up to 255.
 //!
 //! # The word shapes
@@ -92,7 +93,7 @@ pub use crate::set::{GateSet, Member};
 /// # use core::num::NonZeroU64;
 /// use leaparray::gate::{Gate, Shape};
 /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
-/// assert_eq!(g.shape(), Shape::Word64 { id_bits: 43 });
+/// assert_eq!(g.shape(), Shape::Word64 { id_bits: 42 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -185,7 +186,7 @@ impl<const N: usize> Gate<N> {
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 4_000);
         /// assert_eq!(g.shape(), Shape::Word128 { id_bits: 64 });
         /// let g = g.with_occupy_timeout(0);
-        /// assert_eq!((g.occupy_timeout(), g.shape()), (0, Shape::Word64 { id_bits: 40 }));
+        /// assert_eq!((g.occupy_timeout(), g.shape()), (0, Shape::Word64 { id_bits: 39 }));
         /// ```
         #[must_use]
         pub fn with_occupy_timeout(self, ticks: u64) -> Self {
@@ -199,7 +200,8 @@ impl<const N: usize> Gate<N> {
         fn build(window: NonZeroU64, limit: u64, timeout: u64) -> Self {
             let limit = if limit > MAX_COUNT { MAX_COUNT } else { limit };
             let div = Divisor::new(window);
-            let live = N as u32;
+            // More windows than any word has slots for fit no word.
+            let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
             if let Some(layout) = Layout::fit(64, live, div, limit, timeout) {
                 return Gate {
                     layout,
@@ -493,7 +495,8 @@ impl<const N: usize> Gate<N> {
 
     /// Ticks from `now` until a request for `n` permits would pass, if
     /// nothing else arrives: `Some(0)` if it would pass now, `None` if it
-    /// never can (`n > limit`). The `Retry-After` of a refusal.
+    /// never can (`n > limit`, or the room comes back only in a window that
+    /// would start after `u64::MAX`). The `Retry-After` of a refusal.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -514,7 +517,7 @@ impl<const N: usize> Gate<N> {
         if n == 0 {
             return Some(0);
         }
-        Some(match &self.repr {
+        match &self.repr {
             Repr::Word64(w) => w.retry_after::<N>(&self.layout, now, n),
             #[cfg(all(
                 not(leaparray_loom),
@@ -522,7 +525,7 @@ impl<const N: usize> Gate<N> {
             ))]
             Repr::Word128(w) => w.retry_after::<N>(&self.layout, now, n),
             Repr::Buckets(b) => b.retry_after(self.layout.limit, now, n),
-        })
+        }
     }
 
     /// The decision, and where it booked.

@@ -4,9 +4,9 @@
 //! # The word
 //!
 //! ```text
-//!  high                                                          low
-//!  | slot S-1 | ... | slot F | ... | slot 0 |  newest id mod 2^T  |
-//!    b bits            b bits        b bits       T bits
+//!  high                                                                low
+//!  | used | (0) | slot S-1 | ... | slot F | ... | slot 0 | newest id mod 2^T |
+//!   1 bit          b bits           b bits        b bits       T bits
 //! ```
 //!
 //! Slot `k` holds the passes of window `newest + F - k`: slots `F ..
@@ -15,7 +15,11 @@
 //! (prioritized requests told to [`Wait`](crate::Decision::Wait)) can
 //! reach. `b` is the number of bits of the limit: no window of an
 //! admissible interval holds more than the limit, so no slot overflows.
-//! An all-zero count field carries no information, whatever its id.
+//! The top bit is set by every write: a word that is all zero has never
+//! been used, and only such a word takes any caller's window as its newest
+//! (a used word whose slots are all zero still has a newest window: older
+//! windows that slid out of it may still share intervals with callers
+//! older than it).
 //!
 //! # A decision
 //!
@@ -63,9 +67,8 @@
 //! - after an idle of `2^T - l` windows (for `l < 2^(T-1)`), a caller is
 //!   read as `l` windows late and booked into the stale newest window,
 //!   whose counts have not slid out: the gate may refuse until the clock
-//!   catches up with the stale id (at most `2^(T-1)` windows); an idle
-//!   gate whose interval was empty is not affected (an all-zero word takes
-//!   any id).
+//!   catches up with the stale id (at most `2^(T-1)` windows). A new gate
+//!   is not affected: a never-used word takes any id.
 //!
 //! A caller whose clock lags the newest window by `2^(T-1)` windows or more
 //! (a thread stalled that long between reading its clock and deciding) is
@@ -78,6 +81,12 @@ use core::ops::{Add, BitAnd, BitOr, Not, Shl, Shr, Sub};
 
 /// The bits every shape keeps of the window id, at least.
 pub(crate) const MIN_ID_BITS: u32 = 32;
+
+/// The word's top bit, set by every write: marks a used word.
+#[inline(always)]
+fn used<B: Bits>() -> B {
+    !(B::ONES >> 1)
+}
 
 /// An unsigned integer a gate word is made of (`u64` or `u128`).
 pub(crate) trait Bits:
@@ -193,7 +202,8 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// The layout of a word of `word_bits` bits for this gate, if its ids
-    /// get at least [`MIN_ID_BITS`] bits.
+    /// get at least [`MIN_ID_BITS`] bits next to the slots and the used
+    /// bit.
     pub(crate) const fn fit(
         word_bits: u32,
         live: u32,
@@ -207,11 +217,12 @@ impl Layout {
             64 - limit.leading_zeros()
         };
         let future = future_windows(live, window.get(), timeout);
-        let slots = live + future;
-        if slots > 64 || slots * slot_bits + MIN_ID_BITS > word_bits {
+        // In u64: `live` may be as large as `u32::MAX`.
+        let slot_total = (live as u64 + future as u64) * slot_bits as u64;
+        if slot_total + MIN_ID_BITS as u64 + 1 > word_bits as u64 {
             return None;
         }
-        let id_bits = word_bits - slots * slot_bits;
+        let id_bits = word_bits - 1 - slot_total as u32;
         let id_bits = if id_bits > 64 { 64 } else { id_bits };
         Some(Layout {
             id_bits,
@@ -369,7 +380,7 @@ impl<A: WordCell> WordGate<A> {
             } else {
                 return;
             };
-            if counts == A::Word::ZERO {
+            if cur == A::Word::ZERO {
                 return;
             }
             let have = slot(l, counts, k);
@@ -405,7 +416,8 @@ impl<A: WordCell> WordGate<A> {
 
     /// Ticks from `now` until `n` (`1 ..= limit`) would be admitted if
     /// nothing else arrived.
-    pub(crate) fn retry_after<const N: usize>(&self, l: &Layout, now: u64, n: u64) -> u64 {
+    /// `None` if that window would start after `u64::MAX`.
+    pub(crate) fn retry_after<const N: usize>(&self, l: &Layout, now: u64, n: u64) -> Option<u64> {
         let v = view(l, self.word.load(Acquire), l.window.div(now));
         // After `S` windows every slot has slid out, and `n <= limit` fits.
         let mut j = 0;
@@ -413,10 +425,10 @@ impl<A: WordCell> WordGate<A> {
             j += 1;
         }
         if j == 0 {
-            return 0;
+            return Some(0);
         }
-        let start = v.newest.saturating_add(j).saturating_mul(l.window.get());
-        start.saturating_sub(now)
+        // Positive: the newest window is the caller's own or a later one.
+        Some(start_of(l, v.newest, j)? - now)
     }
 }
 
@@ -441,8 +453,8 @@ fn view<B: Bits>(l: &Layout, w: B, c: u64) -> View<B> {
 #[inline(never)]
 fn view_moved<B: Bits>(l: &Layout, w: B, c: u64, d: u64) -> View<B> {
     let slots = w >> l.id_bits;
-    if slots == B::ZERO {
-        // Nothing counted: any id will do.
+    if w == B::ZERO {
+        // Never used: any id will do.
         View { newest: c, slots }
     } else if d <= l.id_mask >> 1 {
         View {
@@ -458,6 +470,13 @@ fn view_moved<B: Bits>(l: &Layout, w: B, c: u64, d: u64) -> View<B> {
     }
 }
 
+/// The start of window `newest + ahead`, if it starts at all (by
+/// `u64::MAX`).
+#[inline]
+fn start_of(l: &Layout, newest: u64, ahead: u64) -> Option<u64> {
+    newest.checked_add(ahead)?.checked_mul(l.window.get())
+}
+
 /// `slots` after the newest window moved `d` windows on.
 #[inline(always)]
 fn slide<B: Bits>(l: &Layout, slots: B, d: u64) -> B {
@@ -471,7 +490,7 @@ fn slide<B: Bits>(l: &Layout, slots: B, d: u64) -> B {
 /// The word for `newest` and `slots`.
 #[inline(always)]
 fn pack<B: Bits>(l: &Layout, newest: u64, slots: B) -> B {
-    (slots << l.id_bits) | B::from_u64(newest & l.id_mask)
+    (slots << l.id_bits) | B::from_u64(newest & l.id_mask) | used::<B>()
 }
 
 /// `x << k`, 0 when `k` is the width or more.
@@ -540,8 +559,10 @@ fn fits<B: Bits, const N: usize>(l: &Layout, slots: B, s: u32, n: u64) -> bool {
 fn borrow<B: Bits, const N: usize>(l: &Layout, v: View<B>, now: u64, n: u64) -> Option<(u32, u64)> {
     let mut ahead = 1;
     while ahead <= l.future {
-        let window = v.newest.saturating_add(u64::from(ahead));
-        let wait = window.saturating_mul(l.window.get()).saturating_sub(now);
+        // A window that would start after `u64::MAX` never starts.
+        let start = start_of(l, v.newest, u64::from(ahead))?;
+        // Positive: the newest window is the caller's own or a later one.
+        let wait = start - now;
         if wait >= l.timeout {
             return None;
         }
@@ -567,13 +588,13 @@ mod tests {
     #[test]
     fn layouts_take_the_bits_of_the_limit() {
         let l = layout(2, 500, 1_000, 500);
-        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 1, 34));
+        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 1, 33));
         let l = layout(2, 500, 1_000, 0);
-        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 0, 44));
+        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 0, 43));
         let w = Divisor::new(NonZeroU64::new(500).unwrap());
         assert!(
             Layout::fit(64, 2, w, 1 << 11, 500).is_none(),
-            "3 x 12 + 32 > 64"
+            "3 x 12 + 33 > 64"
         );
         assert_eq!(Layout::fit(128, 2, w, 1 << 11, 500).unwrap().id_bits, 64);
     }

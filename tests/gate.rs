@@ -53,11 +53,13 @@ fn admits_up_to_the_limit_per_sliding_interval() {
 #[test]
 fn shapes_follow_the_documented_table() {
     let s = |n: u64, t: u64| Gate::<2>::new(nz(500), n).with_occupy_timeout(t).shape();
-    assert_eq!(s(1_023, 500), Shape::Word64 { id_bits: 34 });
+    // 64 bits: 1 used bit, at least 32 id bits, (N + F) * b slot bits.
+    assert_eq!(s(1_023, 500), Shape::Word64 { id_bits: 33 });
     assert_eq!(s(1_024, 500), Shape::Word128 { id_bits: 64 });
-    assert_eq!(s(65_535, 0), Shape::Word64 { id_bits: 32 });
-    assert_eq!(s((1 << 32) - 1, 500), Shape::Word128 { id_bits: 32 });
-    assert_eq!(s(1 << 32, 500), Shape::Buckets);
+    assert_eq!(s(32_767, 0), Shape::Word64 { id_bits: 33 });
+    assert_eq!(s(32_768, 0), Shape::Word128 { id_bits: 64 });
+    assert_eq!(s((1 << 31) - 1, 500), Shape::Word128 { id_bits: 34 });
+    assert_eq!(s(1 << 31, 500), Shape::Buckets);
     let ten = |n: u64| Gate::<10>::new(nz(100), n).shape();
     assert!(matches!(ten(3), Shape::Word64 { .. }));
     assert!(matches!(ten(4), Shape::Word128 { .. }));
@@ -260,7 +262,7 @@ fn an_aliased_time_is_stricter_and_a_far_future_one_resets() {
     let Shape::Word64 { id_bits } = g.shape() else {
         panic!("{:?}", g.shape())
     };
-    assert_eq!(id_bits, 34);
+    assert_eq!(id_bits, 33);
     let lap = 1u64 << id_bits;
     assert_eq!(g.try_acquire(5, 1_023), Decision::Pass);
     for now in [5 + lap, 5 + lap - 1, 5 + 2 * lap, 4 + lap] {

@@ -93,13 +93,17 @@ fn a_cancelled_booking_keeps_late_callers_in_the_newest_window() {
             g = g.in_wide_word().unwrap();
         }
         assert_eq!(g.try_acquire(0, 2), Decision::Pass); // window 0 holds 2
-        // The same gate twice: the first booking passes at window 2 (the
-        // word slides), the second is refused, the first is taken back.
+                                                         // The same gate twice: the first booking passes at window 2 (the
+                                                         // word slides), the second is refused, the first is taken back.
         let set = GateSet::new([&g as &dyn Member, &g]);
         assert_eq!(set.try_acquire(20, 2), Decision::Block);
         let late = g.try_acquire(10, 2); // window 1: booked into window 2
         let next = g.try_acquire(30, 2); // window 3
-        assert_eq!((late, next), (Decision::Pass, Decision::Block), "wide {wide}");
+        assert_eq!(
+            (late, next),
+            (Decision::Pass, Decision::Block),
+            "wide {wide}"
+        );
     }
 }
 

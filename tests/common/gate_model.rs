@@ -61,20 +61,12 @@ impl<const N: usize> GateModel<N> {
             .sum()
     }
 
-    /// The window a caller at window `c` books into: `c`, or the newest if
-    /// that is later and anything is counted in the windows the gate
-    /// holds (an empty gate takes any window).
+    /// The window a caller at window `c` books into: `c`, or the newest
+    /// window if that is later. (A gate that was never used takes any
+    /// window as its newest.)
     pub fn booking_window(&self, c: u64) -> u64 {
         match self.newest {
-            Some(w) if w > c && self.buckets => w,
-            Some(w) if w > c => {
-                let held = w.saturating_sub(N as u64 - 1)..=w.saturating_add(self.future);
-                if held.clone().any(|k| self.count_in(k) > 0) {
-                    w
-                } else {
-                    c
-                }
-            }
+            Some(w) if w > c => w,
             _ => c,
         }
     }
