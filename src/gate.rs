@@ -613,6 +613,10 @@ impl<const N: usize> Limiter for Gate<N> {
         }
     }
 
+    /// The passes of the interval ending at the window of `now`, of the
+    /// windows the gate still holds: for a time before the newest window,
+    /// windows that slid out of a word (those `N` or more before the
+    /// newest) or whose bucket moved on count 0.
     fn count(&self, now: u64) -> u64 {
         match &self.repr {
             Repr::Word64(w) => w.count(&self.layout, now),
