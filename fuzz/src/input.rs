@@ -152,9 +152,15 @@ impl IdRange {
 
     /// Adds `id`; false from then on if the ids span `W::WINDOW_RANGE` or more.
     pub fn note<W: Width>(&mut self, id: u64) -> bool {
+        self.note_within(id, W::WINDOW_RANGE - 2)
+    }
+
+    /// Adds `id`; false from then on if two ids are more than `span`
+    /// windows apart.
+    pub fn note_within(&mut self, id: u64, span: u64) -> bool {
         self.lo = self.lo.min(id);
         self.hi = self.hi.max(id);
-        self.ok &= self.hi - self.lo < W::WINDOW_RANGE - 1;
+        self.ok &= self.hi - self.lo <= span;
         self.ok
     }
 
