@@ -26,9 +26,9 @@ use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
 use leaparray::gate::{Decision, Gate, Shape};
-use leaparray::{Limiter, Metric, Wide, Width, MAX_COUNT};
+use leaparray::{Limiter, Metric, MAX_COUNT};
 use leaparray_fuzz::gate::GateModel;
-use leaparray_fuzz::input::{Count, IdRange, Move, Time, WindowLen};
+use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
 
 const N: usize = 3;
@@ -41,15 +41,6 @@ struct Input {
     timeout: Option<Count>,
     start: Time,
     steps: Vec<(Move, Request, Count)>,
-}
-
-/// The shape: `Gate::new`'s choice, or one forced.
-#[derive(Arbitrary, Debug, Clone, Copy)]
-enum Pick {
-    Fit,
-    Buckets,
-    /// `in_wide_word()`, or `Gate::new`'s choice where no 128-bit word fits.
-    WideWord,
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -66,23 +57,11 @@ impl Request {
     }
 }
 
-fn build(input: &Input, window: NonZeroU64) -> Gate<N> {
-    let mut g = Gate::<N>::new(window, input.limit.value());
-    if let Some(t) = input.timeout {
-        g = g.with_occupy_timeout(t.value());
-    }
-    g
-}
-
 fuzz_target!(|input: Input| {
     let window = input.window.ticks();
     let len = NonZeroU64::new(window).expect("never 0");
-    let g = build(&input, len);
-    let g = match input.pick {
-        Pick::Fit => g,
-        Pick::Buckets => g.in_buckets(),
-        Pick::WideWord => g.in_wide_word().unwrap_or_else(|| build(&input, len)),
-    };
+    let timeout = input.timeout.map(Count::value);
+    let g: Gate<N> = input.pick.gate(len, input.limit.value(), timeout);
     let limit = input.limit.value().min(MAX_COUNT);
     assert_eq!(g.limit(), limit);
     assert_eq!(Limiter::limit(&g), limit);
@@ -91,14 +70,7 @@ fuzz_target!(|input: Input| {
     let buckets = shape == Shape::Buckets;
     assert_eq!(g.metric().is_some(), buckets);
     // The most windows two ids in use may be apart for the model to apply.
-    let span = match shape {
-        Shape::Word64 { id_bits } | Shape::Word128 { id_bits } => {
-            assert!((32..=64).contains(&id_bits), "{shape:?}");
-            (1u64 << (id_bits - 1)) - 1
-        }
-        Shape::Buckets => Wide::WINDOW_RANGE - 2,
-        _ => panic!("a shape the target does not know: {shape:?}"),
-    };
+    let span = id_span(shape);
     let timeout = g.occupy_timeout();
     let mut model = GateModel::<N>::new(window, limit, timeout);
     model.buckets = buckets;
