@@ -1,101 +1,204 @@
-//! `Gate<3>` against the model, one caller with a clock that jumps
-//! anywhere: plain and prioritized requests of any size, any limit and
-//! occupy timeout. Every decision and every metric query must match, and,
-//! while every time in use is within the documented range of every other,
-//! no interval of 3 windows may ever hold more admitted permits (passes and
-//! borrowed ones) than the limit: a ledger of the decisions checks it.
+//! `Gate<3>` against the model (`GateModel`), one caller with a clock that
+//! jumps anywhere: plain, prioritized and metered requests of any size, any
+//! window, limit and occupy timeout, in the shape `Gate::new` picks or in
+//! the bucket or 128-bit shape forced.
+//!
+//! - Word shapes: every decision, `retry_after`, `peek`, `remaining` and
+//!   `count` must match the model while every window id in use is within
+//!   `2^(T-1) - 1` windows of every other (`T` the shape's `id_bits`: the
+//!   documented range of ids kept modulo `2^T`; the model's ids are exact).
+//! - The bucket shape: the same against the model's bucket rules, for plain
+//!   requests (within `Wide::WINDOW_RANGE`). A prioritized request is
+//!   admitted exactly when a plain one would be; when it is refused, it may
+//!   borrow by Sentinel's rule, which the model leaves out: after a borrow
+//!   the model no longer holds what the gate holds, and only the ledger
+//!   below goes on.
+//! - A ledger of every admitted permit, in the window it was booked into
+//!   (the model's booking window for a pass: the caller's own, or the
+//!   newest if later; the window a wait ends in): no interval of 3 windows
+//!   ever holds more than the limit, while ids are in range.
+//!
+//! Beyond the range nothing is compared, but no call may panic.
 #![no_main]
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::gate::{Decision, Gate};
-use leaparray::{Limiter, Wide, MAX_COUNT};
+use leaparray::gate::{Decision, Gate, Shape};
+use leaparray::{Limiter, Metric, MAX_COUNT};
 use leaparray_fuzz::gate::GateModel;
-use leaparray_fuzz::input::{Count, IdRange, Move, Time, WindowLen};
-use leaparray_fuzz::metric::{check, MetricModel};
+use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
 
 const N: usize = 3;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
+    pick: Pick,
     window: WindowLen,
     limit: Count,
     timeout: Option<Count>,
     start: Time,
-    steps: Vec<(Move, bool, Count)>,
+    steps: Vec<(Move, Request, Count)>,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Request {
+    Plain,
+    Prioritized,
+    /// `try_acquire_metered`, prioritized or not.
+    Metered(bool),
+}
+
+impl Request {
+    fn prioritized(self) -> bool {
+        matches!(self, Request::Prioritized | Request::Metered(true))
+    }
 }
 
 fuzz_target!(|input: Input| {
     let window = input.window.ticks();
-    let limit = input.limit.value();
-    let mut g = Gate::<N>::new(NonZeroU64::new(window).expect("never 0"), limit);
-    if let Some(t) = input.timeout {
-        g = g.with_occupy_timeout(t.value());
-    }
-    let limit = limit.min(MAX_COUNT);
-    let mut model = GateModel::<N> {
-        metric: MetricModel::new(window),
-        limit,
-        timeout: g.occupy_timeout(),
-    };
+    let len = NonZeroU64::new(window).expect("never 0");
+    let timeout = input.timeout.map(Count::value);
+    let g: Gate<N> = input.pick.gate(len, input.limit.value(), timeout);
+    let limit = input.limit.value().min(MAX_COUNT);
     assert_eq!(g.limit(), limit);
     assert_eq!(Limiter::limit(&g), limit);
+    assert_eq!(g.window(), window);
+    let shape = g.shape();
+    let buckets = shape == Shape::Buckets;
+    assert_eq!(g.metric().is_some(), buckets);
+    // The most windows two ids in use may be apart for the model to apply.
+    let span = id_span(shape);
+    let timeout = g.occupy_timeout();
+    let mut model = GateModel::<N>::new(window, limit, timeout);
+    model.buckets = buckets;
+    // Sentinel's statistics, for the metered requests.
+    let stats = Metric::<N>::new(len);
     let mut clock = input.start.ticks();
-    let mut range = IdRange::new(clock / window);
+    let mut range: Option<IdRange> = None;
+    // The model holds what the gate holds (false after a borrow in the
+    // bucket shape, which the model leaves out).
+    let mut synced = true;
+    // Permits admitted per booked window.
     let mut ledger: HashMap<u64, u128> = HashMap::new();
-    for (mv, prioritized, n) in &input.steps {
+    for &(mv, request, n) in &input.steps {
         clock = mv.apply(clock, window);
         let (now, n) = (clock, n.value());
-        range.note::<Wide>(now / window);
-        let (got, want) = if *prioritized {
-            (
-                g.try_acquire_prioritized(now, n),
-                model.try_acquire_prioritized(now, n),
-            )
-        } else {
-            (g.try_acquire(now, n), model.try_acquire(now, n))
+        let own = now / window;
+        let in_range = range
+            .get_or_insert_with(|| IdRange::new(own))
+            .note_within(own, span);
+        let compare = in_range && synced;
+        let prioritized = request.prioritized();
+
+        // The window a pass books into, by the documented rule.
+        let booking = model.booking_window(own);
+
+        // Open findings (fuzz/README.md), skipped until fixed: in the last
+        // windows of time, the word shapes let a prioritized request
+        // borrow a window after the last one; the bucket shape's
+        // `retry_after` overflows when the newest window is one of the
+        // last 2N + 1 of time (or, out of range, is read as one).
+        let starts = |ahead: u64| {
+            booking
+                .checked_add(ahead)
+                .and_then(|b| b.checked_mul(window))
         };
-        assert_eq!(got, want, "prioritized {prioritized}, {n} at {now}");
+        let last = starts(1).is_none();
+        if !buckets && prioritized && starts(N as u64).is_none() {
+            continue;
+        }
+        let skip_retry = buckets && (!in_range || booking > u64::MAX - 2 * N as u64 - 1);
+
+        if !skip_retry {
+            let retry = g.retry_after(now, n);
+            if compare {
+                assert_eq!(retry, model.retry_after(now, n), "retry_after({now}, {n})");
+            }
+            let room = g.remaining(now);
+            match retry {
+                None => assert!(n > limit, "retry_after({now}, {n}): None"),
+                Some(0) if n <= room => {}
+                Some(wait) => {
+                    assert!(n <= limit && n > room, "retry_after({now}, {n}): {wait}");
+                    // A wait for a window after the last one saturates at
+                    // `u64::MAX - now`: 0 at `now == u64::MAX`.
+                    assert!(wait > 0 || last || !in_range, "retry_after({now}, {n}): 0");
+                }
+            }
+        }
+        let got = match request {
+            Request::Plain => g.try_acquire(now, n),
+            Request::Prioritized => g.try_acquire_prioritized(now, n),
+            Request::Metered(p) => g.try_acquire_metered(&stats, now, n, p),
+        };
+        if buckets && prioritized {
+            // A prioritized request passes exactly when a plain one would;
+            // a refused one may borrow (not modelled).
+            let want = model.try_acquire(now, n);
+            if compare {
+                let plain = match got {
+                    Decision::Wait(_) => Decision::Block,
+                    d => d,
+                };
+                assert_eq!(plain, want, "prioritized {n} at {now}, as a plain request");
+            }
+            if matches!(got, Decision::Wait(_)) {
+                synced = false;
+            }
+        } else {
+            let want = if prioritized {
+                model.try_acquire_prioritized(now, n)
+            } else {
+                model.try_acquire(now, n)
+            };
+            if compare {
+                assert_eq!(got, want, "{request:?}: {n} at {now}");
+            }
+        }
+
         let booked = match got {
-            Decision::Pass => Some(now / window),
-            Decision::Wait(w) => {
-                assert!(w < model.timeout && w > 0, "wait {w}");
-                assert_eq!((now + w) % window, 0, "a wait ends at a window start");
-                Some((now + w) / window)
+            Decision::Pass => Some(booking),
+            Decision::Wait(wait) => {
+                assert!(prioritized && n > 0 && n <= limit, "wait for {n}");
+                assert!(wait < timeout, "wait {wait}, timeout {timeout}");
+                let end = now.checked_add(wait).expect("a wait ends within time");
+                if in_range {
+                    assert_eq!(
+                        end % window,
+                        0,
+                        "a wait of {wait} at {now} ends at a window start"
+                    );
+                    assert!(buckets || wait > 0, "a wait of 0 at {now}");
+                }
+                Some(end / window)
             }
             Decision::Block => None,
         };
-        if let Some(id) = booked.filter(|_| n > 0) {
+        if let Some(id) = booked.filter(|_| n > 0 && in_range) {
             *ledger.entry(id).or_default() += u128::from(n);
-            // Every interval containing the booked window stays within the
-            // limit (meaningful while ids do not alias).
-            if range.note::<Wide>(id) {
-                for j in id..=id.saturating_add(N as u64 - 1) {
-                    let total: u128 = (j.saturating_sub(N as u64 - 1)..=j)
+            let range = range.as_mut().expect("set above");
+            if range.note_within(id, span) {
+                for end in id..=id.saturating_add(N as u64 - 1) {
+                    let total: u128 = (end.saturating_sub(N as u64 - 1)..=end)
                         .filter_map(|k| ledger.get(&k))
                         .sum();
                     assert!(
                         total <= u128::from(limit),
-                        "{total} admitted in the interval ending at window {j}"
+                        "{total} admitted in the interval ending at window {end} (limit {limit})"
                     );
                 }
             }
         }
-        let passed = model.metric.total(now, leaparray::Event::Pass);
-        assert_eq!(g.count(now), passed);
-        let remaining = model
-            .peak(now / window)
-            .map_or(0, |load| limit.saturating_sub(load));
-        assert_eq!(g.remaining(now), remaining);
-        check(
-            g.metric(),
-            &model.metric,
-            now,
-            now,
-            [n, limit, model.timeout, 1_000],
-        );
+
+        let (peek, remaining, count) = (g.peek(now), g.remaining(now), g.count(now));
+        assert_eq!(remaining, limit.saturating_sub(peek));
+        assert_eq!(Limiter::remaining(&g, now), remaining);
+        if range.is_some_and(|r| r.ok()) && synced {
+            assert_eq!(peek, model.peek(now), "peek at {now}");
+            assert_eq!(count, model.count(now), "count at {now}");
+        }
     }
 });

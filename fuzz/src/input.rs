@@ -1,8 +1,12 @@
-//! Arbitrary times, counts, window lengths and counter indices, weighted
-//! towards the edges (`0`, `u64::MAX`, the widths' `MAX_COUNT`).
+//! Arbitrary times, counts, window lengths, counter indices and gate
+//! shapes, weighted towards the edges (`0`, `u64::MAX`, the widths'
+//! `MAX_COUNT`).
+
+use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::{Narrow, Width, MAX_COUNT};
+use leaparray::gate::{Gate, Shape};
+use leaparray::{Narrow, Wide, Width, MAX_COUNT};
 
 /// A time: an edge or anything.
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -152,14 +156,70 @@ impl IdRange {
 
     /// Adds `id`; false from then on if the ids span `W::WINDOW_RANGE` or more.
     pub fn note<W: Width>(&mut self, id: u64) -> bool {
+        self.note_within(id, W::WINDOW_RANGE - 2)
+    }
+
+    /// Adds `id`; false from then on if two ids are more than `span`
+    /// windows apart.
+    pub fn note_within(&mut self, id: u64, span: u64) -> bool {
         self.lo = self.lo.min(id);
         self.hi = self.hi.max(id);
-        self.ok &= self.hi - self.lo < W::WINDOW_RANGE - 1;
+        self.ok &= self.hi - self.lo <= span;
         self.ok
     }
 
     /// Whether every id so far was within range of every other.
     pub fn ok(&self) -> bool {
         self.ok
+    }
+}
+
+/// A gate's shape: the one `Gate::new` picks, or one forced.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+pub enum Pick {
+    /// `Gate::new`'s choice.
+    Fit,
+    /// `in_buckets()`.
+    Buckets,
+    /// `in_wide_word()`, or `Gate::new`'s choice where no 128-bit word fits.
+    WideWord,
+}
+
+impl Pick {
+    /// A `Gate<N>` of `window` ticks and `limit` (and the occupy timeout,
+    /// if given), in this shape.
+    pub fn gate<const N: usize>(
+        self,
+        window: NonZeroU64,
+        limit: u64,
+        timeout: Option<u64>,
+    ) -> Gate<N> {
+        let build = || {
+            let g = Gate::<N>::new(window, limit);
+            match timeout {
+                Some(t) => g.with_occupy_timeout(t),
+                None => g,
+            }
+        };
+        match self {
+            Pick::Fit => build(),
+            Pick::Buckets => build().in_buckets(),
+            Pick::WideWord => build().in_wide_word().unwrap_or_else(build),
+        }
+    }
+}
+
+/// The most windows apart two window ids in use may be for a gate of this
+/// shape to be exact (and its model to apply): `2^(T-1) - 1` for ids kept
+/// modulo `2^T`; the bucket shape, `Wide::WINDOW_RANGE - 2` (as
+/// [`IdRange::note`]).
+pub fn id_span(shape: Shape) -> u64 {
+    match shape {
+        Shape::Word64 { id_bits } | Shape::Word128 { id_bits } => {
+            assert!((32..=64).contains(&id_bits), "{shape:?}");
+            (1u64 << (id_bits - 1)) - 1
+        }
+        Shape::Buckets => Wide::WINDOW_RANGE - 2,
+        _ => panic!("a shape the targets do not know: {shape:?}"),
     }
 }

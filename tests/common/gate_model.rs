@@ -4,6 +4,11 @@
 //! `tests/gate.rs` and `fuzz/` (the `gate` target). Window ids are exact
 //! here: it models the gate while no two ids in use are `2^(T-1)` windows
 //! apart or more (the documented limit of ids kept modulo `2^T`).
+//!
+//! Any time works, `u64::MAX` included: the last window of time
+//! (`u64::MAX / window`) has no window after it to borrow, and a window
+//! id past it (an interval reaching beyond the end of time) holds nothing;
+//! waits that would end past `u64::MAX` saturate there, as the gate's do.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -56,7 +61,14 @@ impl<const N: usize> GateModel<N> {
 
     /// Permits in the interval of `N` windows ending at window `end`.
     pub fn interval(&self, end: u64) -> u64 {
-        (end.saturating_sub(N as u64 - 1)..=end)
+        self.interval_wide(end.into())
+    }
+
+    /// `interval` for an end that may lie past the last window of time
+    /// (whose windows hold nothing).
+    fn interval_wide(&self, end: u128) -> u64 {
+        (end.saturating_sub(N as u128 - 1)..=end)
+            .filter_map(|k| u64::try_from(k).ok())
             .map(|k| self.count_in(k))
             .sum()
     }
@@ -74,21 +86,27 @@ impl<const N: usize> GateModel<N> {
     /// The fullest interval containing window `id` (those ending at
     /// `id ..= id + N - 1`).
     pub fn peak(&self, id: u64) -> u64 {
-        (id..=id.saturating_add(N as u64 - 1))
-            .map(|e| self.interval(e))
+        self.peak_wide(id.into())
+    }
+
+    fn peak_wide(&self, id: u128) -> u64 {
+        (id..=id + (N as u128 - 1))
+            .map(|e| self.interval_wide(e))
             .max()
             .unwrap_or(0)
     }
 
-    fn fits(&self, id: u64, n: u64) -> bool {
-        u128::from(self.peak(id)) + u128::from(n) <= u128::from(self.limit)
+    fn fits(&self, id: u128, n: u64) -> bool {
+        u128::from(self.peak_wide(id)) + u128::from(n) <= u128::from(self.limit)
     }
 
     /// The bucket shape: whether window `id`'s bucket has moved past it.
     pub fn retired(&self, id: u64) -> bool {
-        self.touched
-            .range(id + 1..)
-            .any(|t| t % N as u64 == id % N as u64)
+        id.checked_add(1).is_some_and(|next| {
+            self.touched
+                .range(next..)
+                .any(|t| t % N as u64 == id % N as u64)
+        })
     }
 
     fn book(&mut self, newest: u64, id: u64, n: u64) {
@@ -107,7 +125,8 @@ impl<const N: usize> GateModel<N> {
     /// `Gate::try_acquire_prioritized`: a pass if it fits now; else a wait
     /// for the first of the `future` windows after the booking window whose
     /// intervals all have room, if it starts less than `timeout` after
-    /// `now`; else a block.
+    /// `now` (and at all: none starts after the last window of time); else
+    /// a block.
     pub fn try_acquire_prioritized(&mut self, now: u64, n: u64) -> Decision {
         self.decide(now, n, true)
     }
@@ -121,18 +140,23 @@ impl<const N: usize> GateModel<N> {
             return self.block(c);
         }
         let w = self.booking_window(c);
-        if self.fits(w, n) {
+        if self.fits(w.into(), n) {
             self.book(w, w, n);
             return Decision::Pass;
         }
         if prioritized {
             for ahead in 1..=self.future {
-                let id = w + ahead;
-                let wait = (id * self.window).saturating_sub(now);
+                let id = w.checked_add(ahead);
+                // The last window of time has no window after it.
+                let Some((id, start)) = id.and_then(|id| Some((id, id.checked_mul(self.window)?)))
+                else {
+                    break;
+                };
+                let wait = start.saturating_sub(now);
                 if wait >= self.timeout {
                     break;
                 }
-                if self.fits(id, n) {
+                if self.fits(id.into(), n) {
                     self.book(w, id, n);
                     return Decision::Wait(wait);
                 }
@@ -172,7 +196,8 @@ impl<const N: usize> GateModel<N> {
             .sum()
     }
 
-    /// `Gate::retry_after`.
+    /// `Gate::retry_after`: until the first window whose intervals have
+    /// room starts (`u64::MAX - now` if that is past the end of time).
     pub fn retry_after(&self, now: u64, n: u64) -> Option<u64> {
         if n > self.limit {
             return None;
@@ -180,12 +205,14 @@ impl<const N: usize> GateModel<N> {
         if n == 0 {
             return Some(0);
         }
-        let w = self.booking_window(now / self.window);
+        let w = u128::from(self.booking_window(now / self.window));
         let j = (0..).find(|&j| self.fits(w + j, n)).unwrap();
         Some(if j == 0 {
             0
         } else {
-            ((w + j) * self.window).saturating_sub(now)
+            u64::try_from((w + j) * u128::from(self.window))
+                .unwrap_or(u64::MAX)
+                .saturating_sub(now)
         })
     }
 }
