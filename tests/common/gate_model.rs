@@ -8,7 +8,8 @@
 //! Any time works, `u64::MAX` included: the last window of time
 //! (`u64::MAX / window`) has no window after it to borrow, and a window
 //! id past it (an interval reaching beyond the end of time) holds nothing;
-//! waits that would end past `u64::MAX` saturate there, as the gate's do.
+//! a wait or a retry for a window that would start after `u64::MAX` is
+//! never promised (no borrow; `retry_after` is `None`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -197,7 +198,7 @@ impl<const N: usize> GateModel<N> {
     }
 
     /// `Gate::retry_after`: until the first window whose intervals have
-    /// room starts (`u64::MAX - now` if that is past the end of time).
+    /// room starts (`None` if that would be after `u64::MAX`).
     pub fn retry_after(&self, now: u64, n: u64) -> Option<u64> {
         if n > self.limit {
             return None;
@@ -207,12 +208,10 @@ impl<const N: usize> GateModel<N> {
         }
         let w = u128::from(self.booking_window(now / self.window));
         let j = (0..).find(|&j| self.fits(w + j, n)).unwrap();
-        Some(if j == 0 {
-            0
-        } else {
-            u64::try_from((w + j) * u128::from(self.window))
-                .unwrap_or(u64::MAX)
-                .saturating_sub(now)
-        })
+        if j == 0 {
+            return Some(0);
+        }
+        let start = u64::try_from((w + j) * u128::from(self.window)).ok()?;
+        Some(start - now)
     }
 }
