@@ -707,3 +707,33 @@ fn word_borrowed_permits_racing_a_plain_acquire() {
         &["Wait(5) Block | w0=1 w2=2", "Block Pass | w0=1 w1=1"],
     );
 }
+
+/// Found in review (regression): a set's first booking slides gate `a`'s
+/// word on (window 0, holding `a`'s 2 permits, slides out) and its
+/// second member refuses, so the booking is taken back: `a` is a used
+/// word with no counts. A late caller (window 1) must still be booked into
+/// the newest window (2), so that a caller at window 3 then finds (2, 3]
+/// full: whichever window the late permits count in, no interval of 2
+/// windows may hold 4. Before the fix, an emptied word took the late
+/// caller's own window as its newest.
+#[test]
+fn set_cancel_then_late_caller() {
+    loom::model(|| {
+        let w = W.get();
+        let a = Arc::new(Gate::<2>::new(W, 2));
+        let b = Arc::new(Gate::<2>::new(W, 1));
+        assert_eq!(a.try_acquire(0, 2), Decision::Pass);
+        let (a1, b1) = (a.clone(), b.clone());
+        let t1 = spawn(move || GateSet::new([&*a1 as &dyn Member, &*b1]).try_acquire(2 * w, 1));
+        let b2 = b.clone();
+        let t2 = spawn(move || b2.try_acquire(2 * w, 1));
+        let a3 = a.clone();
+        let t3 = spawn(move || a3.try_acquire(w, 2));
+        let (d1, _d2, d3) = (t1.join().unwrap(), t2.join().unwrap(), t3.join().unwrap());
+        let follow = a.try_acquire(3 * w, 2);
+        assert!(
+            !(d3 == Decision::Pass && (follow == Decision::Pass || d1 == Decision::Pass)),
+            "gate a over its limit: set {d1:?}, late {d3:?}, window 3 {follow:?}"
+        );
+    });
+}
