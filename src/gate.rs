@@ -77,7 +77,7 @@ use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::{Metric, ReadOnly};
-use crate::packed::{Layout, Outcome, WordGate};
+use crate::packed::{Fixed, Layout, Outcome, WordGate};
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
@@ -93,7 +93,7 @@ pub use crate::set::{GateSet, Member};
 /// # use core::num::NonZeroU64;
 /// use leaparray::gate::{Gate, Shape};
 /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
-/// assert_eq!(g.shape(), Shape::Word64 { id_bits: 42 });
+/// assert_eq!(g.shape(), Shape::Word64 { id_bits: 33 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -184,9 +184,9 @@ impl<const N: usize> Gate<N> {
         /// # use core::num::NonZeroU64;
         /// use leaparray::gate::{Gate, Shape};
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 4_000);
-        /// assert_eq!(g.shape(), Shape::Word128 { id_bits: 64 });
+        /// assert_eq!(g.shape(), Shape::Word128 { id_bits: 34 });
         /// let g = g.with_occupy_timeout(0);
-        /// assert_eq!((g.occupy_timeout(), g.shape()), (0, Shape::Word64 { id_bits: 39 }));
+        /// assert_eq!((g.occupy_timeout(), g.shape()), (0, Shape::Word64 { id_bits: 33 }));
         /// ```
         #[must_use]
         pub fn with_occupy_timeout(self, ticks: u64) -> Self {
@@ -255,7 +255,7 @@ impl<const N: usize> Gate<N> {
     /// use leaparray::gate::{Gate, Shape};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100).in_wide_word();
     /// # #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    /// assert_eq!(g.unwrap().shape(), Shape::Word128 { id_bits: 64 });
+    /// assert_eq!(g.unwrap().shape(), Shape::Word128 { id_bits: 34 });
     /// ```
     #[must_use]
     #[cfg(not(leaparray_loom))]
@@ -534,7 +534,14 @@ impl<const N: usize> Gate<N> {
         // The common case inline: a 64-bit word and `1 <= n <= limit`.
         if let Repr::Word64(w) = &self.repr {
             if n.wrapping_sub(1) < self.layout.limit {
-                return w.acquire::<N>(&self.layout, now, n, prioritized);
+                // Shapes with up to one future window (the default timeout
+                // and none) with constant shifts and masks.
+                let l = &self.layout;
+                return match l.future {
+                    0 => w.acquire::<N>(Fixed::<u64, N, 0>::new(l), now, n, prioritized),
+                    1 => w.acquire::<N>(Fixed::<u64, N, 1>::new(l), now, n, prioritized),
+                    _ => w.acquire::<N>(l, now, n, prioritized),
+                };
             }
         }
         self.book_otherwise(now, n, prioritized)
@@ -559,7 +566,11 @@ impl<const N: usize> Gate<N> {
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
             ))]
-            Repr::Word128(w) => w.acquire::<N>(l, now, n, prioritized),
+            Repr::Word128(w) => match l.future {
+                0 => w.acquire::<N>(Fixed::<u128, N, 0>::new(l), now, n, prioritized),
+                1 => w.acquire::<N>(Fixed::<u128, N, 1>::new(l), now, n, prioritized),
+                _ => w.acquire::<N>(l, now, n, prioritized),
+            },
             Repr::Buckets(b) => {
                 if let Some(id) = b.admit(l.limit, now, n) {
                     return Outcome::Booked(id);

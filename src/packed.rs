@@ -13,8 +13,11 @@
 //! F + N` are the `N` windows of the interval ending at the newest window,
 //! slots `0 .. F` the `F` windows after it, which only borrowed permits
 //! (prioritized requests told to [`Wait`](crate::Decision::Wait)) can
-//! reach. `b` is the number of bits of the limit: no window of an
-//! admissible interval holds more than the limit, so no slot overflows.
+//! reach. Every slot is as wide as the word allows, `b = (W - 33) / (N +
+//! F)` bits for a word of `W` bits (at most 48), so the layout depends on
+//! the shape only and a decision's shifts are constants ([`Fixed`]); the
+//! limit must fit in `b` bits, and no window of an admissible interval
+//! holds more than the limit, so no slot overflows.
 //! The top bit is set by every write: a word that is all zero has never
 //! been used, and only such a word takes any caller's window as its newest
 //! (a used word whose slots are all zero still has a newest window: older
@@ -211,18 +214,24 @@ impl Layout {
         limit: u64,
         timeout: u64,
     ) -> Option<Layout> {
-        let slot_bits = if limit == 0 {
-            1
-        } else {
-            64 - limit.leading_zeros()
-        };
         let future = future_windows(live, window.get(), timeout);
         // In u64: `live` may be as large as `u32::MAX`.
-        let slot_total = (live as u64 + future as u64) * slot_bits as u64;
-        if slot_total + MIN_ID_BITS as u64 + 1 > word_bits as u64 {
+        let slots = live as u64 + future as u64;
+        // Every slot as wide as the word allows (so that a shape's layout
+        // depends on `N` and `F` only, and its shifts are constants), if
+        // the limit fits.
+        let slot_bits = (word_bits as u64 - MIN_ID_BITS as u64 - 1) / slots;
+        let needed = 64 - limit.leading_zeros() as u64;
+        if slot_bits == 0 || slot_bits < needed {
             return None;
         }
-        let id_bits = word_bits - 1 - slot_total as u32;
+        // Counts never exceed MAX_COUNT (47 bits).
+        let slot_bits = if slot_bits > MAX_SLOT_BITS as u64 {
+            MAX_SLOT_BITS
+        } else {
+            slot_bits as u32
+        };
+        let id_bits = word_bits - 1 - slots as u32 * slot_bits;
         let id_bits = if id_bits > 64 { 64 } else { id_bits };
         Some(Layout {
             id_bits,
@@ -251,10 +260,147 @@ impl Layout {
             slot_max: u64::MAX,
         }
     }
+}
 
+/// The widest slot (counts never exceed `MAX_COUNT`, 47 bits).
+const MAX_SLOT_BITS: u32 = 48;
+
+/// Where a word's fields are: read from a [`Layout`] at run time, or
+/// [`Fixed`] for a shape known at compile time (then every shift and mask
+/// is a constant). Both give the same numbers for the same shape.
+pub(crate) trait Geometry: Copy {
+    /// `T`.
+    fn id_bits(&self) -> u32;
+    /// `b`.
+    fn slot_bits(&self) -> u32;
+    /// `N`.
+    fn live(&self) -> u32;
+    /// `F`.
+    fn future(&self) -> u32;
+    /// `2^T - 1`.
+    fn id_mask(&self) -> u64;
+    /// `2^b - 1`.
+    fn slot_max(&self) -> u64;
+    /// The rest of the gate's parameters.
+    fn layout(&self) -> &Layout;
     #[inline(always)]
-    const fn slots(&self) -> u32 {
-        self.live + self.future
+    fn slots(&self) -> u32 {
+        self.live() + self.future()
+    }
+    #[inline(always)]
+    fn limit(&self) -> u64 {
+        self.layout().limit
+    }
+    #[inline(always)]
+    fn timeout(&self) -> u64 {
+        self.layout().timeout
+    }
+    #[inline(always)]
+    fn window(&self) -> Divisor {
+        self.layout().window
+    }
+}
+
+impl Geometry for &Layout {
+    #[inline(always)]
+    fn id_bits(&self) -> u32 {
+        self.id_bits
+    }
+    #[inline(always)]
+    fn slot_bits(&self) -> u32 {
+        self.slot_bits
+    }
+    #[inline(always)]
+    fn live(&self) -> u32 {
+        self.live
+    }
+    #[inline(always)]
+    fn future(&self) -> u32 {
+        self.future
+    }
+    #[inline(always)]
+    fn id_mask(&self) -> u64 {
+        self.id_mask
+    }
+    #[inline(always)]
+    fn slot_max(&self) -> u64 {
+        self.slot_max
+    }
+    #[inline(always)]
+    fn layout(&self) -> &Layout {
+        self
+    }
+}
+
+/// The geometry of a word of `B` with `N` live and `F` future windows, as
+/// constants (the numbers `Layout::fit` computes for that shape).
+#[derive(Clone, Copy)]
+pub(crate) struct Fixed<'a, B, const N: usize, const F: u32> {
+    layout: &'a Layout,
+    word: core::marker::PhantomData<B>,
+}
+
+impl<'a, B: Bits, const N: usize, const F: u32> Fixed<'a, B, N, F> {
+    const SLOTS: u32 = N as u32 + F;
+    const SLOT_BITS: u32 = {
+        let b = (B::BITS - MIN_ID_BITS - 1) / Self::SLOTS;
+        if b > MAX_SLOT_BITS {
+            MAX_SLOT_BITS
+        } else {
+            b
+        }
+    };
+    const ID_BITS: u32 = {
+        let t = B::BITS - 1 - Self::SLOTS * Self::SLOT_BITS;
+        if t > 64 {
+            64
+        } else {
+            t
+        }
+    };
+
+    /// The constant geometry of `layout`, which must have this shape.
+    #[inline(always)]
+    pub(crate) fn new(layout: &'a Layout) -> Self {
+        debug_assert_eq!(
+            (layout.id_bits, layout.slot_bits, layout.live, layout.future),
+            (Self::ID_BITS, Self::SLOT_BITS, N as u32, F)
+        );
+        Fixed {
+            layout,
+            word: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<B: Bits, const N: usize, const F: u32> Geometry for Fixed<'_, B, N, F> {
+    #[inline(always)]
+    fn id_bits(&self) -> u32 {
+        Self::ID_BITS
+    }
+    #[inline(always)]
+    fn slot_bits(&self) -> u32 {
+        Self::SLOT_BITS
+    }
+    #[inline(always)]
+    fn live(&self) -> u32 {
+        N as u32
+    }
+    #[inline(always)]
+    fn future(&self) -> u32 {
+        F
+    }
+    #[inline(always)]
+    fn id_mask(&self) -> u64 {
+        u64::MAX >> (64 - Self::ID_BITS)
+    }
+    #[inline(always)]
+    fn slot_max(&self) -> u64 {
+        u64::MAX >> (64 - Self::SLOT_BITS)
+    }
+    #[inline(always)]
+    fn layout(&self) -> &Layout {
+        self.layout
     }
 }
 
@@ -309,17 +455,17 @@ impl<A: WordCell> WordGate<A> {
     #[inline(always)]
     pub(crate) fn acquire<const N: usize>(
         &self,
-        l: &Layout,
+        l: impl Geometry,
         now: u64,
         n: u64,
         prioritized: bool,
     ) -> Outcome {
-        let c = l.window.div(now);
+        let c = l.window().div(now);
         let mut cur = self.word.load(Acquire);
         loop {
             let v = view(l, cur, c);
-            let (slot, outcome) = if fits::<_, N>(l, v.slots, l.future, n) {
-                (l.future, Outcome::Booked(v.newest))
+            let (slot, outcome) = if fits::<_, N>(l, v.slots, l.future(), n) {
+                (l.future(), Outcome::Booked(v.newest))
             } else {
                 match prioritized.then(|| borrow::<_, N>(l, v, now, n)).flatten() {
                     Some((slot, wait)) => (slot, Outcome::Borrowed { wait }),
@@ -329,7 +475,7 @@ impl<A: WordCell> WordGate<A> {
             let new = pack(
                 l,
                 v.newest,
-                v.slots + shl::<A::Word>(A::Word::from_u64(n), slot * l.slot_bits),
+                v.slots + shl::<A::Word>(A::Word::from_u64(n), slot * l.slot_bits()),
             );
             // ORDERING: exactness needs only the swap's atomicity (module
             // docs); Acquire/Release make each admission happen after the
@@ -343,18 +489,18 @@ impl<A: WordCell> WordGate<A> {
 
     /// Adds `n` to the newest window without a check (saturating the slot
     /// at `2^b - 1`); `false` if it saturated.
-    pub(crate) fn record(&self, l: &Layout, now: u64, n: u64) -> bool {
-        let c = l.window.div(now);
-        let max = l.slot_max;
+    pub(crate) fn record(&self, l: impl Geometry, now: u64, n: u64) -> bool {
+        let c = l.window().div(now);
+        let max = l.slot_max();
         let mut cur = self.word.load(Acquire);
         loop {
             let v = view(l, cur, c);
-            let have = slot(l, v.slots, l.future);
+            let have = slot(l, v.slots, l.future());
             let (count, saturated) = match have.checked_add(n) {
                 Some(s) if s <= max => (s, false),
                 _ => (max, true),
             };
-            let new = pack(l, v.newest, with_slot(l, v.slots, l.future, count));
+            let new = pack(l, v.newest, with_slot(l, v.slots, l.future(), count));
             match self.word.cas_weak(cur, new, AcqRel, Acquire) {
                 Ok(_) => return !saturated,
                 Err(actual) => cur = actual,
@@ -365,18 +511,18 @@ impl<A: WordCell> WordGate<A> {
     /// Takes back `n` booked into full window id `window`, if the word
     /// still holds that window (a window that slid out took its passes
     /// with it).
-    pub(crate) fn cancel(&self, l: &Layout, window: u64, n: u64) {
-        let mask = l.id_mask;
+    pub(crate) fn cancel(&self, l: impl Geometry, window: u64, n: u64) {
+        let mask = l.id_mask();
         let mut cur = self.word.load(Acquire);
         loop {
-            let counts = cur >> l.id_bits;
+            let counts = cur >> l.id_bits();
             let held = cur.low_u64() & mask;
             let ahead = window.wrapping_sub(held) & mask;
             let behind = held.wrapping_sub(window) & mask;
-            let k = if ahead <= u64::from(l.future) {
-                l.future - ahead as u32
-            } else if behind < u64::from(l.live) {
-                l.future + behind as u32
+            let k = if ahead <= u64::from(l.future()) {
+                l.future() - ahead as u32
+            } else if behind < u64::from(l.live()) {
+                l.future() + behind as u32
             } else {
                 return;
             };
@@ -385,7 +531,7 @@ impl<A: WordCell> WordGate<A> {
             }
             let have = slot(l, counts, k);
             let new_slots = with_slot(l, counts, k, have.saturating_sub(n));
-            let new = (new_slots << l.id_bits) | (cur & A::Word::from_u64(mask));
+            let new = (new_slots << l.id_bits()) | (cur & A::Word::from_u64(mask));
             match self.word.cas_weak(cur, new, AcqRel, Acquire) {
                 Ok(_) => return,
                 Err(actual) => cur = actual,
@@ -394,20 +540,20 @@ impl<A: WordCell> WordGate<A> {
     }
 
     /// The fullest interval a booking at `now` would join.
-    pub(crate) fn load<const N: usize>(&self, l: &Layout, now: u64) -> u64 {
-        let v = view(l, self.word.load(Acquire), l.window.div(now));
-        peak::<_, N>(l, v.slots, l.future)
+    pub(crate) fn load<const N: usize>(&self, l: impl Geometry, now: u64) -> u64 {
+        let v = view(l, self.word.load(Acquire), l.window().div(now));
+        peak::<_, N>(l, v.slots, l.future())
     }
 
     /// Passes in the interval of `N` windows ending at the window of `now`.
-    pub(crate) fn count(&self, l: &Layout, now: u64) -> u64 {
-        let c = l.window.div(now);
+    pub(crate) fn count(&self, l: impl Geometry, now: u64) -> u64 {
+        let c = l.window().div(now);
         let v = view(l, self.word.load(Acquire), c);
         let late = v.newest.saturating_sub(c);
-        let first = u64::from(l.future).saturating_add(late);
+        let first = u64::from(l.future()).saturating_add(late);
         let mut total = 0;
         let mut k = first;
-        while k < first + u64::from(l.live) && k < u64::from(l.slots()) {
+        while k < first + u64::from(l.live()) && k < u64::from(l.slots()) {
             total += slot(l, v.slots, k as u32);
             k += 1;
         }
@@ -417,11 +563,16 @@ impl<A: WordCell> WordGate<A> {
     /// Ticks from `now` until `n` (`1 ..= limit`) would be admitted if
     /// nothing else arrived.
     /// `None` if that window would start after `u64::MAX`.
-    pub(crate) fn retry_after<const N: usize>(&self, l: &Layout, now: u64, n: u64) -> Option<u64> {
-        let v = view(l, self.word.load(Acquire), l.window.div(now));
+    pub(crate) fn retry_after<const N: usize>(
+        &self,
+        l: impl Geometry,
+        now: u64,
+        n: u64,
+    ) -> Option<u64> {
+        let v = view(l, self.word.load(Acquire), l.window().div(now));
         // After `S` windows every slot has slid out, and `n <= limit` fits.
         let mut j = 0;
-        while j < u64::from(l.slots()) && !fits::<_, N>(l, slide(l, v.slots, j), l.future, n) {
+        while j < u64::from(l.slots()) && !fits::<_, N>(l, slide(l, v.slots, j), l.future(), n) {
             j += 1;
         }
         if j == 0 {
@@ -434,13 +585,13 @@ impl<A: WordCell> WordGate<A> {
 
 /// The word `w` as seen from window `c`.
 #[inline(always)]
-fn view<B: Bits>(l: &Layout, w: B, c: u64) -> View<B> {
-    let d = c.wrapping_sub(w.low_u64()) & l.id_mask;
+fn view<B: Bits>(l: impl Geometry, w: B, c: u64) -> View<B> {
+    let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
     if d == 0 {
         // The newest window is the caller's: the common case, inline.
         View {
             newest: c,
-            slots: w >> l.id_bits,
+            slots: w >> l.id_bits(),
         }
     } else {
         view_moved(l, w, c, d)
@@ -451,12 +602,12 @@ fn view<B: Bits>(l: &Layout, w: B, c: u64) -> View<B> {
 /// newest: once per window per caller moving the word on, or a late
 /// caller.
 #[inline(never)]
-fn view_moved<B: Bits>(l: &Layout, w: B, c: u64, d: u64) -> View<B> {
-    let slots = w >> l.id_bits;
+fn view_moved<B: Bits>(l: impl Geometry, w: B, c: u64, d: u64) -> View<B> {
+    let slots = w >> l.id_bits();
     if w == B::ZERO {
         // Never used: any id will do.
         View { newest: c, slots }
-    } else if d <= l.id_mask >> 1 {
+    } else if d <= l.id_mask() >> 1 {
         View {
             newest: c,
             slots: slide(l, slots, d),
@@ -464,7 +615,7 @@ fn view_moved<B: Bits>(l: &Layout, w: B, c: u64, d: u64) -> View<B> {
     } else {
         // Late by 2^T - d windows.
         View {
-            newest: c.saturating_add((l.id_mask - d) + 1),
+            newest: c.saturating_add((l.id_mask() - d) + 1),
             slots,
         }
     }
@@ -473,24 +624,24 @@ fn view_moved<B: Bits>(l: &Layout, w: B, c: u64, d: u64) -> View<B> {
 /// The start of window `newest + ahead`, if it starts at all (by
 /// `u64::MAX`).
 #[inline]
-fn start_of(l: &Layout, newest: u64, ahead: u64) -> Option<u64> {
-    newest.checked_add(ahead)?.checked_mul(l.window.get())
+fn start_of(l: impl Geometry, newest: u64, ahead: u64) -> Option<u64> {
+    newest.checked_add(ahead)?.checked_mul(l.window().get())
 }
 
 /// `slots` after the newest window moved `d` windows on.
 #[inline(always)]
-fn slide<B: Bits>(l: &Layout, slots: B, d: u64) -> B {
+fn slide<B: Bits>(l: impl Geometry, slots: B, d: u64) -> B {
     if d >= u64::from(l.slots()) {
         return B::ZERO;
     }
-    let all = l.slots() * l.slot_bits;
-    shl(slots, d as u32 * l.slot_bits) & !shl(B::ONES, all)
+    let all = l.slots() * l.slot_bits();
+    shl(slots, d as u32 * l.slot_bits()) & !shl(B::ONES, all)
 }
 
 /// The word for `newest` and `slots`.
 #[inline(always)]
-fn pack<B: Bits>(l: &Layout, newest: u64, slots: B) -> B {
-    (slots << l.id_bits) | B::from_u64(newest & l.id_mask) | used::<B>()
+fn pack<B: Bits>(l: impl Geometry, newest: u64, slots: B) -> B {
+    (slots << l.id_bits()) | B::from_u64(newest & l.id_mask()) | used::<B>()
 }
 
 /// `x << k`, 0 when `k` is the width or more.
@@ -505,19 +656,19 @@ fn shl<B: Bits>(x: B, k: u32) -> B {
 
 /// The count in slot `k` (0 past the last slot).
 #[inline(always)]
-fn slot<B: Bits>(l: &Layout, slots: B, k: u32) -> u64 {
-    let at = k * l.slot_bits;
+fn slot<B: Bits>(l: impl Geometry, slots: B, k: u32) -> u64 {
+    let at = k * l.slot_bits();
     if at >= B::BITS {
         0
     } else {
-        (slots >> at).low_u64() & l.slot_max
+        (slots >> at).low_u64() & l.slot_max()
     }
 }
 
 #[inline(always)]
-fn with_slot<B: Bits>(l: &Layout, slots: B, k: u32, count: u64) -> B {
-    let at = k * l.slot_bits;
-    (slots & !(B::from_u64(l.slot_max) << at)) | (B::from_u64(count) << at)
+fn with_slot<B: Bits>(l: impl Geometry, slots: B, k: u32, count: u64) -> B {
+    let at = k * l.slot_bits();
+    (slots & !(B::from_u64(l.slot_max()) << at)) | (B::from_u64(count) << at)
 }
 
 /// The fullest interval of `N` windows that contains slot `s`'s window, of
@@ -528,10 +679,10 @@ fn with_slot<B: Bits>(l: &Layout, slots: B, k: u32, count: u64) -> B {
 /// `s <= F`, so every slot read is below `F + N`: no shift reaches the
 /// word's width.
 #[inline(always)]
-fn peak<B: Bits, const N: usize>(l: &Layout, slots: B, s: u32) -> u64 {
-    debug_assert!(s <= l.future);
+fn peak<B: Bits, const N: usize>(l: impl Geometry, slots: B, s: u32) -> u64 {
+    debug_assert!(s <= l.future());
     let n = N as u32;
-    let at = |k: u32| (slots >> (k * l.slot_bits)).low_u64() & l.slot_max;
+    let at = |k: u32| (slots >> (k * l.slot_bits())).low_u64() & l.slot_max();
     // The interval ending at slot `s`: slots s .. s + N.
     let mut sum = 0;
     for i in 0..n {
@@ -550,23 +701,28 @@ fn peak<B: Bits, const N: usize>(l: &Layout, slots: B, s: u32) -> u64 {
 
 /// Whether `n` more in slot `s` keeps every interval within the limit.
 #[inline(always)]
-fn fits<B: Bits, const N: usize>(l: &Layout, slots: B, s: u32, n: u64) -> bool {
-    peak::<B, N>(l, slots, s).saturating_add(n) <= l.limit
+fn fits<B: Bits, const N: usize>(l: impl Geometry, slots: B, s: u32, n: u64) -> bool {
+    peak::<B, N>(l, slots, s).saturating_add(n) <= l.limit()
 }
 
 /// The first window after the newest (slot, ticks to wait) where
 /// `n` fits and whose start is less than `timeout` after `now`.
-fn borrow<B: Bits, const N: usize>(l: &Layout, v: View<B>, now: u64, n: u64) -> Option<(u32, u64)> {
+fn borrow<B: Bits, const N: usize>(
+    l: impl Geometry,
+    v: View<B>,
+    now: u64,
+    n: u64,
+) -> Option<(u32, u64)> {
     let mut ahead = 1;
-    while ahead <= l.future {
+    while ahead <= l.future() {
         // A window that would start after `u64::MAX` never starts.
         let start = start_of(l, v.newest, u64::from(ahead))?;
         // Positive: the newest window is the caller's own or a later one.
         let wait = start - now;
-        if wait >= l.timeout {
+        if wait >= l.timeout() {
             return None;
         }
-        let s = l.future - ahead;
+        let s = l.future() - ahead;
         if fits::<B, N>(l, v.slots, s, n) {
             return Some((s, wait));
         }
@@ -586,17 +742,58 @@ mod tests {
     }
 
     #[test]
-    fn layouts_take_the_bits_of_the_limit() {
+    fn slots_take_every_bit_the_shape_leaves() {
+        // 64 bits: 1 used bit, at least 32 id bits, (N + F) slots of b.
         let l = layout(2, 500, 1_000, 500);
         assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 1, 33));
         let l = layout(2, 500, 1_000, 0);
-        assert_eq!((l.slot_bits, l.future, l.id_bits), (10, 0, 43));
+        assert_eq!((l.slot_bits, l.future, l.id_bits), (15, 0, 33));
+        let l = layout(2, 500, 7, 0);
+        assert_eq!(
+            (l.slot_bits, l.id_bits),
+            (15, 33),
+            "the same for any limit that fits"
+        );
         let w = Divisor::new(NonZeroU64::new(500).unwrap());
         assert!(
-            Layout::fit(64, 2, w, 1 << 11, 500).is_none(),
-            "3 x 12 + 33 > 64"
+            Layout::fit(64, 2, w, 1 << 10, 500).is_none(),
+            "11 bits > 31 / 3"
         );
-        assert_eq!(Layout::fit(128, 2, w, 1 << 11, 500).unwrap().id_bits, 64);
+        let l = Layout::fit(128, 2, w, 1 << 10, 500).unwrap();
+        assert_eq!((l.slot_bits, l.id_bits), (31, 34));
+        let l = Layout::fit(128, 1, w, 1, 0).unwrap();
+        assert_eq!(
+            (l.slot_bits, l.id_bits),
+            (48, 64),
+            "slots no wider than counts"
+        );
+    }
+
+    /// `Fixed` gives the numbers `Layout::fit` computes.
+    #[test]
+    fn fixed_geometry_is_the_layout() {
+        fn same<B: Bits, const N: usize, const F: u32>(word_bits: u32) {
+            let w = Divisor::new(NonZeroU64::new(10).unwrap());
+            let l = Layout::fit(word_bits, N as u32, w, 1, u64::from(F) * 10).unwrap();
+            let f = Fixed::<B, N, F>::new(&l);
+            assert_eq!(
+                (
+                    f.id_bits(),
+                    f.slot_bits(),
+                    f.id_mask(),
+                    f.slot_max(),
+                    f.slots()
+                ),
+                (l.id_bits, l.slot_bits, l.id_mask, l.slot_max, N as u32 + F)
+            );
+        }
+        same::<u64, 1, 0>(64);
+        same::<u64, 2, 1>(64);
+        same::<u64, 10, 1>(64);
+        same::<u64, 31, 0>(64);
+        same::<u128, 1, 0>(128);
+        same::<u128, 2, 1>(128);
+        same::<u128, 60, 1>(128);
     }
 
     #[test]
@@ -604,14 +801,14 @@ mod tests {
         let l = layout(2, 500, 10, 500);
         // slot 0: window newest + 1 (borrowed 4), slot 1: newest (3),
         // slot 2: newest - 1 (6).
-        let slots = 4u64 | (3 << 4) | (6 << 8);
+        let slots = 4u64 | (3 << 10) | (6 << 20);
         assert_eq!(peak::<_, 2>(&l, slots, 1), 9, "max(3 + 6, 4 + 3)");
         assert_eq!(
             peak::<_, 2>(&l, slots, 0),
             7,
             "the borrowed window's interval"
         );
-        assert_eq!(slide(&l, slots, 1), (4 << 4) | (3 << 8));
+        assert_eq!(slide(&l, slots, 1), (4 << 10) | (3 << 20));
         assert_eq!(slide(&l, slots, 3), 0);
     }
 }

@@ -55,9 +55,9 @@ fn shapes_follow_the_documented_table() {
     let s = |n: u64, t: u64| Gate::<2>::new(nz(500), n).with_occupy_timeout(t).shape();
     // 64 bits: 1 used bit, at least 32 id bits, (N + F) * b slot bits.
     assert_eq!(s(1_023, 500), Shape::Word64 { id_bits: 33 });
-    assert_eq!(s(1_024, 500), Shape::Word128 { id_bits: 64 });
+    assert_eq!(s(1_024, 500), Shape::Word128 { id_bits: 34 });
     assert_eq!(s(32_767, 0), Shape::Word64 { id_bits: 33 });
-    assert_eq!(s(32_768, 0), Shape::Word128 { id_bits: 64 });
+    assert_eq!(s(32_768, 0), Shape::Word128 { id_bits: 33 });
     assert_eq!(s((1 << 31) - 1, 500), Shape::Word128 { id_bits: 34 });
     assert_eq!(s(1 << 31, 500), Shape::Buckets);
     let ten = |n: u64| Gate::<10>::new(nz(100), n).shape();
@@ -214,8 +214,10 @@ fn limiter_trait() {
     }
     assert_eq!(via_reference(&g), Decision::Block);
     assert!(format!("{g:?}").contains("limit: 5"));
-    // A word's slot holds at most 2^b - 1 (here 7): record saturates.
-    assert_eq!(l.record(0, 10), Err(leaparray::AddError::Saturated));
+    // A word's slot holds at most 2^b - 1 (5 slots of 6 bits: 63): record
+    // saturates there.
+    assert_eq!(l.record(0, 100), Err(leaparray::AddError::Saturated));
+    assert_eq!(l.count(0), 63);
 }
 
 /// `retry_after` is exact: waiting that long (and no longer) gets the
