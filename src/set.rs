@@ -2,11 +2,12 @@
 //!
 //! A set admits a request only if every member gate admits it, and leaves
 //! nothing booked in any member when one refuses. It first asks every
-//! member after the first for room without booking ([`Gate::remaining`]),
-//! so a request that one of them would refuse books nothing anywhere (the
-//! first member's booking is its own check). Then it books in each member
-//! in order; if a member refuses (another request took the room in
-//! between), it takes back what it booked in the members before.
+//! member for room without booking ([`Gate::remaining`]), so a request
+//! that one of them would refuse books nothing and changes nothing
+//! anywhere. Then it books in each member in order; if a member refuses
+//! (another request took the room in between), it takes back what it
+//! booked in the members before (a word it booked into may then have moved
+//! on to a newer window, with its counts as they were).
 //!
 //! Each member's own admission keeps that member's limit, and taking a
 //! booking back only lowers counts, so no member ever counts more than its
@@ -176,9 +177,10 @@ impl<'a, const K: usize> GateSet<'a, K> {
     #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire_each(&self, now: u64, n: [u64; K]) -> Decision {
         let token = private::Token;
-        // The first member's booking is its own check: ask the others.
-        let others = self.gates.iter().zip(n).skip(1);
-        if others.clone().any(|(g, n)| g.remaining(now) < n) {
+        // Every member first, the first one too: a request that one of them
+        // would refuse changes nothing anywhere (a booking taken back
+        // could have moved a member's newest window on).
+        if self.gates.iter().zip(n).any(|(g, n)| g.remaining(now) < n) {
             return Decision::Block;
         }
         let mut booked = [0u64; K];

@@ -107,6 +107,22 @@ fn a_cancelled_booking_keeps_late_callers_in_the_newest_window() {
     }
 }
 
+/// Found by the `gate_set` fuzz target: when the first member's own booking
+/// was its check, a refusal there still changed it (a bucket-shaped gate
+/// records the refusal, which moves a bucket on and retires an old
+/// window). A set asks every member first: a refused request changes
+/// nothing anywhere.
+#[test]
+fn a_refused_request_changes_nothing_in_any_member() {
+    let a = Gate::<2>::new(nz(10), 2).in_buckets();
+    let b = Gate::<2>::new(nz(10), 5);
+    assert_eq!(a.try_acquire(0, 1), Decision::Pass); // window 0
+    let set = GateSet::new([&a as &dyn Member, &b]);
+    assert_eq!(set.try_acquire(20, 3), Decision::Block, "3 > a's limit");
+    assert_eq!(a.count(0), 1, "window 0 is still held");
+    assert_eq!(a.metric().unwrap().block(20), 0, "no refusal recorded in a");
+}
+
 /// 4 threads: two send requests through a set of two gates, two send
 /// requests to the first gate alone. At the end each gate counts exactly
 /// the permits of the decisions that passed through it (so no refused set
