@@ -77,7 +77,9 @@ use crate::error::AddError;
 use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::{Metric, ReadOnly};
-use crate::packed::{Fixed, Layout, Outcome, WordGate};
+#[cfg(target_pointer_width = "64")]
+use crate::packed::Fixed;
+use crate::packed::{Layout, Outcome, WordGate};
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
@@ -534,14 +536,20 @@ impl<const N: usize> Gate<N> {
         // The common case inline: a 64-bit word and `1 <= n <= limit`.
         if let Repr::Word64(w) = &self.repr {
             if n.wrapping_sub(1) < self.layout.limit {
-                // Shapes with up to one future window (the default timeout
-                // and none) with constant shifts and masks.
                 let l = &self.layout;
+                // On 64-bit targets, shapes with up to one future window
+                // (the default timeout and none) decide with constant
+                // shifts and masks; elsewhere (microcontrollers) one copy
+                // of the code reads them from the layout: about 2.5 KB
+                // less of `.text` on a Cortex-M.
+                #[cfg(target_pointer_width = "64")]
                 return match l.future {
                     0 => w.acquire::<N>(Fixed::<u64, N, 0>::new(l), now, n, prioritized),
                     1 => w.acquire::<N>(Fixed::<u64, N, 1>::new(l), now, n, prioritized),
                     _ => w.acquire::<N>(l, now, n, prioritized),
                 };
+                #[cfg(not(target_pointer_width = "64"))]
+                return w.acquire::<N>(l, now, n, prioritized);
             }
         }
         self.book_otherwise(now, n, prioritized)

@@ -15,7 +15,7 @@
 //! (prioritized requests told to [`Wait`](crate::Decision::Wait)) can
 //! reach. Every slot is as wide as the word allows, `b = (W - 33) / (N +
 //! F)` bits for a word of `W` bits (at most 48), so the layout depends on
-//! the shape only and a decision's shifts are constants ([`Fixed`]); the
+//! the shape only and a decision's shifts are constants (`Fixed`); the
 //! limit must fit in `b` bits, and no window of an admissible interval
 //! holds more than the limit, so no slot overflows.
 //! The top bit is set by every write: a word that is all zero has never
@@ -333,13 +333,16 @@ impl Geometry for &Layout {
 }
 
 /// The geometry of a word of `B` with `N` live and `F` future windows, as
-/// constants (the numbers `Layout::fit` computes for that shape).
+/// constants (the numbers `Layout::fit` computes for that shape). Used on
+/// 64-bit targets only (see `Gate::book`).
+#[cfg(target_pointer_width = "64")]
 #[derive(Clone, Copy)]
 pub(crate) struct Fixed<'a, B, const N: usize, const F: u32> {
     layout: &'a Layout,
     word: core::marker::PhantomData<B>,
 }
 
+#[cfg(target_pointer_width = "64")]
 impl<'a, B: Bits, const N: usize, const F: u32> Fixed<'a, B, N, F> {
     const SLOTS: u32 = N as u32 + F;
     const SLOT_BITS: u32 = {
@@ -373,6 +376,7 @@ impl<'a, B: Bits, const N: usize, const F: u32> Fixed<'a, B, N, F> {
     }
 }
 
+#[cfg(target_pointer_width = "64")]
 impl<B: Bits, const N: usize, const F: u32> Geometry for Fixed<'_, B, N, F> {
     #[inline(always)]
     fn id_bits(&self) -> u32 {
@@ -770,6 +774,7 @@ mod tests {
     }
 
     /// `Fixed` gives the numbers `Layout::fit` computes.
+    #[cfg(target_pointer_width = "64")]
     #[test]
     fn fixed_geometry_is_the_layout() {
         fn same<B: Bits, const N: usize, const F: u32>(word_bits: u32) {
