@@ -1,14 +1,15 @@
-//! [`Divisor`]: `now / window` as a multiply, a subtract and two shifts.
+//! [`Divisor`]: `now / window` as two multiplies and an add.
 //!
 //! A gate divides every `now` by its window. A 64-bit `div` costs 35 to 90
 //! cycles on the x86-64 cores this crate is measured on, more than the rest
 //! of a decision; the window is fixed when the gate is built, so the
-//! quotient can be computed with a precomputed reciprocal instead
-//! (Granlund and Montgomery, "Division by invariant integers using
-//! multiplication", PLDI 1994, figure 4.1): with `l = ceil(log2 d)`,
-//! `m = floor(2^64 * (2^l - d) / d) + 1`, `t = (m * n) >> 64`,
-//! `n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0)`, exact for every
-//! 64-bit `n` and `d >= 1`.
+//! quotient can be computed with a precomputed reciprocal instead (Lemire,
+//! Kaser and Kurz, "Faster remainder by direct computation", 2019,
+//! theorem 1): with `c = ceil(2^128 / d)`, `n / d = (c * n) >> 128` for
+//! every 64-bit `n`, because `c * d - 2^128 < d <= 2^64`. `c` takes 128
+//! bits, so the product is two 64 x 64 multiplies and an add, with no
+//! shift by a variable amount. `d = 1` (where `c` would be `2^128`) is
+//! `n` itself.
 //!
 //! Written here because the crate that does this (`strength_reduce`) cannot
 //! build its divisors in a `const fn`, and a `static` gate needs one.
@@ -20,30 +21,18 @@ use core::num::NonZeroU64;
 pub(crate) struct Divisor {
     /// The divisor itself (for the products `id * d`).
     d: u64,
-    /// `floor(2^64 (2^l - d) / d) + 1`, below `2^64` for every `d >= 1`.
-    m: u64,
-    /// `min(l, 1)`.
-    shift1: u32,
-    /// `max(l - 1, 0)`.
-    shift2: u32,
+    /// `ceil(2^128 / d)` (0 for `d = 1`, which does not use it).
+    c: u128,
 }
 
 impl Divisor {
     /// The reciprocal of `d`.
     pub(crate) const fn new(d: NonZeroU64) -> Self {
         let d = d.get();
-        // l = ceil(log2 d): 0 for d = 1, 64 for d > 2^63.
-        let l = 64 - (d - 1).leading_zeros();
-        let pow = 1u128 << l;
-        // 2^l - d < d, so the quotient is below 2^64 and m <= 2^64 - 1
-        // (equality would need (2^l - d) / d >= 1 - 2^-64).
-        let m = ((1u128 << 64) * (pow - d as u128)) / d as u128 + 1;
-        Divisor {
-            d,
-            m: m as u64,
-            shift1: if l < 1 { l } else { 1 },
-            shift2: l.saturating_sub(1),
-        }
+        // For d >= 2: floor((2^128 - 1) / d) + 1 = ceil(2^128 / d), whether
+        // or not d divides 2^128.
+        let c = if d == 1 { 0 } else { u128::MAX / d as u128 + 1 };
+        Divisor { d, c }
     }
 
     /// The divisor.
@@ -63,8 +52,13 @@ impl Divisor {
     /// `n / d`.
     #[inline(always)]
     pub(crate) const fn div(self, n: u64) -> u64 {
-        let t = ((self.m as u128 * n as u128) >> 64) as u64;
-        (t + ((n - t) >> self.shift1)) >> self.shift2
+        if self.d == 1 {
+            return n;
+        }
+        // (c * n) >> 128 = (c_hi * n + ((c_lo * n) >> 64)) >> 64.
+        let low = ((self.c as u64 as u128) * n as u128) >> 64;
+        let high = ((self.c >> 64) as u64 as u128) * n as u128;
+        ((high + low) >> 64) as u64
     }
 }
 
