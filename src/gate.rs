@@ -116,6 +116,11 @@ pub enum Shape {
 }
 
 enum Repr<const N: usize> {
+    /// A 64-bit word with one future window (the default occupy timeout).
+    Word64F1(WordGate<AtomicU64>),
+    /// A 64-bit word with no future window (no prioritized requests).
+    Word64F0(WordGate<AtomicU64>),
+    /// A 64-bit word with more future windows.
     Word64(WordGate<AtomicU64>),
     #[cfg(all(
         not(leaparray_loom),
@@ -205,9 +210,16 @@ impl<const N: usize> Gate<N> {
             // More windows than any word has slots for fit no word.
             let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
             if let Some(layout) = Layout::fit(64, live, div, limit, timeout) {
+                let word = WordGate::new(atomic_u64(0));
                 return Gate {
                     layout,
-                    repr: Repr::Word64(WordGate::new(atomic_u64(0))),
+                    // The variant names the common shapes, so that a
+                    // decision dispatches on one discriminant.
+                    repr: match layout.future {
+                        0 => Repr::Word64F0(word),
+                        1 => Repr::Word64F1(word),
+                        _ => Repr::Word64(word),
+                    },
                 };
             }
             #[cfg(all(not(leaparray_loom), any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -325,7 +337,7 @@ impl<const N: usize> Gate<N> {
     #[must_use]
     pub const fn shape(&self) -> Shape {
         match &self.repr {
-            Repr::Word64(_) => Shape::Word64 {
+            Repr::Word64F1(_) | Repr::Word64F0(_) | Repr::Word64(_) => Shape::Word64 {
                 id_bits: self.layout.id_bits,
             },
             #[cfg(all(
@@ -469,7 +481,9 @@ impl<const N: usize> Gate<N> {
     #[must_use]
     pub fn peek(&self, now: u64) -> u64 {
         match &self.repr {
-            Repr::Word64(w) => w.load::<N>(&self.layout, now),
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
+                w.load::<N>(&self.layout, now)
+            }
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
@@ -520,7 +534,9 @@ impl<const N: usize> Gate<N> {
             return Some(0);
         }
         match &self.repr {
-            Repr::Word64(w) => w.retry_after::<N>(&self.layout, now, n),
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
+                w.retry_after::<N>(&self.layout, now, n)
+            }
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
@@ -534,25 +550,27 @@ impl<const N: usize> Gate<N> {
     #[inline(always)]
     pub(crate) fn book(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
         // The common case inline: a 64-bit word and `1 <= n <= limit`.
-        if let Repr::Word64(w) = &self.repr {
-            if n.wrapping_sub(1) < self.layout.limit {
-                let l = &self.layout;
-                // On 64-bit targets, shapes with up to one future window
-                // (the default timeout and none) decide with constant
-                // shifts and masks; elsewhere (microcontrollers) one copy
-                // of the code reads them from the layout: about 2.5 KB
-                // less of `.text` on a Cortex-M.
-                #[cfg(target_pointer_width = "64")]
-                return match l.future {
-                    0 => w.acquire::<N>(Fixed::<u64, N, 0>::new(l), now, n, prioritized),
-                    1 => w.acquire::<N>(Fixed::<u64, N, 1>::new(l), now, n, prioritized),
-                    _ => w.acquire::<N>(l, now, n, prioritized),
-                };
-                #[cfg(not(target_pointer_width = "64"))]
-                return w.acquire::<N>(l, now, n, prioritized);
+        // On 64-bit targets, shapes with up to one future window (the
+        // default timeout and none) decide with constant shifts and masks;
+        // elsewhere (microcontrollers) one copy of the code reads them from
+        // the layout: about 2.5 KB less of `.text` on a Cortex-M.
+        let l = &self.layout;
+        let sized = n.wrapping_sub(1) < l.limit;
+        match &self.repr {
+            #[cfg(target_pointer_width = "64")]
+            Repr::Word64F1(w) if sized => {
+                w.acquire::<N>(Fixed::<u64, N, 1>::new(l), now, n, prioritized)
             }
+            #[cfg(target_pointer_width = "64")]
+            Repr::Word64F0(w) if sized => {
+                w.acquire::<N>(Fixed::<u64, N, 0>::new(l), now, n, prioritized)
+            }
+            #[cfg(not(target_pointer_width = "64"))]
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) if sized => {
+                w.acquire::<N>(l, now, n, prioritized)
+            }
+            _ => self.book_otherwise(now, n, prioritized),
         }
-        self.book_otherwise(now, n, prioritized)
     }
 
     /// `book` for the other shapes and sizes.
@@ -569,7 +587,9 @@ impl<const N: usize> Gate<N> {
             return Outcome::Refused;
         }
         match &self.repr {
-            Repr::Word64(w) => w.acquire::<N>(l, now, n, prioritized),
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
+                w.acquire::<N>(l, now, n, prioritized)
+            }
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
@@ -600,7 +620,9 @@ impl<const N: usize> Gate<N> {
             return;
         }
         match &self.repr {
-            Repr::Word64(w) => w.cancel(&self.layout, window, n),
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
+                w.cancel(&self.layout, window, n)
+            }
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
@@ -617,7 +639,9 @@ impl<const N: usize> Limiter for Gate<N> {
     /// limit): beyond that, [`AddError::Saturated`].
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
         let ok = match &self.repr {
-            Repr::Word64(w) => w.record(&self.layout, now, n),
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
+                w.record(&self.layout, now, n)
+            }
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")
@@ -638,7 +662,7 @@ impl<const N: usize> Limiter for Gate<N> {
     /// newest) or whose bucket moved on count 0.
     fn count(&self, now: u64) -> u64 {
         match &self.repr {
-            Repr::Word64(w) => w.count(&self.layout, now),
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => w.count(&self.layout, now),
             #[cfg(all(
                 not(leaparray_loom),
                 any(target_arch = "x86_64", target_arch = "aarch64")

@@ -427,6 +427,8 @@ struct View<B> {
     newest: u64,
     /// Slot `k` at bits `k * b`.
     slots: B,
+    /// The word that holds `newest` and `slots` (so a booking is one add).
+    base: B,
 }
 
 /// A gate in one atomic word of type `A`.
@@ -476,11 +478,8 @@ impl<A: WordCell> WordGate<A> {
                     None => return Outcome::Refused,
                 }
             };
-            let new = pack(
-                l,
-                v.newest,
-                v.slots + shl::<A::Word>(A::Word::from_u64(n), slot * l.slot_bits()),
-            );
+            // No carry: the slot's count plus `n` is within the limit.
+            let new = v.base + shl(A::Word::from_u64(n), l.id_bits() + slot * l.slot_bits());
             // ORDERING: exactness needs only the swap's atomicity (module
             // docs); Acquire/Release make each admission happen after the
             // ones it counted, for callers that publish data with them.
@@ -596,6 +595,7 @@ fn view<B: Bits>(l: impl Geometry, w: B, c: u64) -> View<B> {
         View {
             newest: c,
             slots: w >> l.id_bits(),
+            base: w | used::<B>(),
         }
     } else {
         view_moved(l, w, c, d)
@@ -610,17 +610,24 @@ fn view_moved<B: Bits>(l: impl Geometry, w: B, c: u64, d: u64) -> View<B> {
     let slots = w >> l.id_bits();
     if w == B::ZERO {
         // Never used: any id will do.
-        View { newest: c, slots }
-    } else if d <= l.id_mask() >> 1 {
         View {
             newest: c,
-            slots: slide(l, slots, d),
+            slots,
+            base: pack(l, c, slots),
+        }
+    } else if d <= l.id_mask() >> 1 {
+        let slots = slide(l, slots, d);
+        View {
+            newest: c,
+            slots,
+            base: pack(l, c, slots),
         }
     } else {
-        // Late by 2^T - d windows.
+        // Late by 2^T - d windows: the word stays as it is.
         View {
             newest: c.saturating_add((l.id_mask() - d) + 1),
             slots,
+            base: w,
         }
     }
 }
