@@ -360,8 +360,8 @@ fn bucket_retry_after_never_overflows() {
 #[test]
 fn threads_at_one_now_get_exactly_the_limit() {
     // Miri interprets every step: a smaller limit, still overrun by the
-    // tries (4 x 60 x 2 on average > 200).
-    const LIMIT: u64 = if cfg!(miri) { 200 } else { 1_000 };
+    // tries (4 x 25 x 2 on average > 60).
+    const LIMIT: u64 = if cfg!(miri) { 60 } else { 1_000 };
     const THREADS: u64 = 4;
     let rounds = if cfg!(miri) { 2 } else { 50 };
     for (round, wide) in (0..rounds).map(|r| (r, r % 2 == 1)) {
@@ -369,7 +369,7 @@ fn threads_at_one_now_get_exactly_the_limit() {
         let g = Arc::new(if wide { g.in_wide_word().unwrap() } else { g });
         let start = Arc::new(Barrier::new(THREADS as usize));
         let passed = Arc::new(AtomicU64::new(0));
-        let tries = if cfg!(miri) { 60 } else { 1_000 };
+        let tries = if cfg!(miri) { 25 } else { 1_000 };
         let hs: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (g, start, passed) = (g.clone(), start.clone(), passed.clone());
@@ -402,7 +402,7 @@ fn threads_at_one_now_get_exactly_the_limit() {
 fn a_ledger_under_clocks_that_disagree() {
     const THREADS: u64 = 4;
     const WINDOW: u64 = 100;
-    let steps = if cfg!(miri) { 40 } else { 4_000 };
+    let steps = if cfg!(miri) { 15 } else { 4_000 };
     let limit = 50;
     let n_windows = 2;
     for shape in 0..3 {
@@ -474,6 +474,15 @@ fn cases() -> u32 {
         .unwrap_or(256)
 }
 
+/// Steps per case: fewer under Miri, which interprets every one.
+fn max_steps(n: usize) -> usize {
+    if cfg!(miri) {
+        20
+    } else {
+        n
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 2 } else { cases() },
@@ -491,7 +500,7 @@ proptest! {
         window in 1u64..200,
         limit in 0u64..30,
         timeout in prop::option::of(0u64..700),
-        steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..150),
+        steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
     ) {
         let mut g = Gate::<3>::new(nz(window), limit);
         if let Some(t) = timeout {
@@ -526,7 +535,7 @@ proptest! {
     fn bucket_shape_matches_the_model(
         window in 1u64..200,
         limit in 0u64..30,
-        steps in prop::collection::vec((-150i64..400, 0u64..8), 1..100),
+        steps in prop::collection::vec((-150i64..400, 0u64..8), 1..max_steps(100)),
     ) {
         const UNIT: u64 = 1 << 30;
         let g = Gate::<3>::new(nz(window), limit * UNIT);
