@@ -13,7 +13,8 @@
 //! | [`Shape::Buckets`] | else | a [`Metric`]'s buckets: book, read, take back on refusal (see "The bucket shape") |
 //!
 //! (33: at least 32 bits of window id and a bit that marks a used word.)
-//! `b` is the number of bits of the limit (`limit < 2^b`), `F` the number
+//! In this condition `b` is the number of bits of the limit (`limit <
+//! 2^b`; a word's slots are then as wide as the shape allows), `F` the number
 //! of windows after the newest that prioritized requests may borrow:
 //! `ceil(occupy_timeout / window)`, at most `N` (1 by default, 0 with
 //! [`with_occupy_timeout(0)`](Gate::with_occupy_timeout)). So with the
@@ -635,8 +636,9 @@ impl<const N: usize> Gate<N> {
 
 impl<const N: usize> Limiter for Gate<N> {
     /// Adds `n` passes to the booking window without a check. In the word
-    /// shapes a window counts at most `2^b - 1` (`b` the bits of the
-    /// limit): beyond that, [`AddError::Saturated`].
+    /// shapes a window counts at most `2^b - 1`, `b` the slot width of the
+    /// shape (`(W - 33) / (N + F)` bits of a `W`-bit word, at most 48):
+    /// beyond that, [`AddError::Saturated`].
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
         let ok = match &self.repr {
             Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
