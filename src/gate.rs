@@ -123,12 +123,19 @@ enum Repr<const N: usize> {
     Word64F0(WordGate<AtomicU64>),
     /// A 64-bit word with more future windows.
     Word64(WordGate<AtomicU64>),
-    #[cfg(all(
-        not(leaparray_loom),
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    ))]
+    /// A 128-bit word (on targets without one, its type has no values and
+    /// the variant is never built).
+    #[allow(dead_code)]
     Word128(WordGate<crate::sync::AtomicU128>),
     Buckets(BucketGate<N>),
+}
+
+/// A gate's state as every path but the hot one sees it: the three 64-bit
+/// variants are one word.
+enum State<'a, const N: usize> {
+    Word64(&'a WordGate<AtomicU64>),
+    Word128(&'a WordGate<crate::sync::AtomicU128>),
+    Buckets(&'a BucketGate<N>),
 }
 
 /// Discards a gate's old state in a `const fn`, which cannot run drop
@@ -294,6 +301,15 @@ impl<const N: usize> Gate<N> {
         None
     }
 
+    /// The state, the 64-bit variants as one.
+    const fn state(&self) -> State<'_, N> {
+        match &self.repr {
+            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => State::Word64(w),
+            Repr::Word128(w) => State::Word128(w),
+            Repr::Buckets(b) => State::Buckets(b),
+        }
+    }
+
     /// The most permits admitted per interval.
     ///
     /// ```
@@ -337,18 +353,14 @@ impl<const N: usize> Gate<N> {
     /// ```
     #[must_use]
     pub const fn shape(&self) -> Shape {
-        match &self.repr {
-            Repr::Word64F1(_) | Repr::Word64F0(_) | Repr::Word64(_) => Shape::Word64 {
+        match self.state() {
+            State::Word64(_) => Shape::Word64 {
                 id_bits: self.layout.id_bits,
             },
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(_) => Shape::Word128 {
+            State::Word128(_) => Shape::Word128 {
                 id_bits: self.layout.id_bits,
             },
-            Repr::Buckets(_) => Shape::Buckets,
+            State::Buckets(_) => Shape::Buckets,
         }
     }
 
@@ -481,16 +493,10 @@ impl<const N: usize> Gate<N> {
     /// ```
     #[must_use]
     pub fn peek(&self, now: u64) -> u64 {
-        match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
-                w.load::<N>(&self.layout, now)
-            }
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(w) => w.load::<N>(&self.layout, now),
-            Repr::Buckets(b) => b.load(now).unwrap_or(self.layout.limit),
+        match self.state() {
+            State::Word64(w) => w.load::<N>(&self.layout, now),
+            State::Word128(w) => w.load::<N>(&self.layout, now),
+            State::Buckets(b) => b.load(now).unwrap_or(self.layout.limit),
         }
     }
 
@@ -534,16 +540,10 @@ impl<const N: usize> Gate<N> {
         if n == 0 {
             return Some(0);
         }
-        match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
-                w.retry_after::<N>(&self.layout, now, n)
-            }
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(w) => w.retry_after::<N>(&self.layout, now, n),
-            Repr::Buckets(b) => b.retry_after(self.layout.limit, now, n),
+        match self.state() {
+            State::Word64(w) => w.retry_after::<N>(&self.layout, now, n),
+            State::Word128(w) => w.retry_after::<N>(&self.layout, now, n),
+            State::Buckets(b) => b.retry_after(self.layout.limit, now, n),
         }
     }
 
@@ -582,25 +582,23 @@ impl<const N: usize> Gate<N> {
             return Outcome::Booked(l.window.div(now));
         }
         if n > l.limit {
-            if let Repr::Buckets(b) = &self.repr {
+            if let State::Buckets(b) = self.state() {
                 b.block(now, n);
             }
             return Outcome::Refused;
         }
-        match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
-                w.acquire::<N>(l, now, n, prioritized)
-            }
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(w) => match l.future {
+        match self.state() {
+            State::Word64(w) => w.acquire::<N>(l, now, n, prioritized),
+            // Constant shifts for the common shapes, as in `book`.
+            #[cfg(target_pointer_width = "64")]
+            State::Word128(w) => match l.future {
                 0 => w.acquire::<N>(Fixed::<u128, N, 0>::new(l), now, n, prioritized),
                 1 => w.acquire::<N>(Fixed::<u128, N, 1>::new(l), now, n, prioritized),
                 _ => w.acquire::<N>(l, now, n, prioritized),
             },
-            Repr::Buckets(b) => {
+            #[cfg(not(target_pointer_width = "64"))]
+            State::Word128(w) => w.acquire::<N>(l, now, n, prioritized),
+            State::Buckets(b) => {
                 if let Some(id) = b.admit(l.limit, now, n) {
                     return Outcome::Booked(id);
                 }
@@ -620,16 +618,10 @@ impl<const N: usize> Gate<N> {
         if n == 0 {
             return;
         }
-        match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
-                w.cancel(&self.layout, window, n)
-            }
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(w) => w.cancel(&self.layout, window, n),
-            Repr::Buckets(b) => b.cancel(window, n),
+        match self.state() {
+            State::Word64(w) => w.cancel(&self.layout, window, n),
+            State::Word128(w) => w.cancel(&self.layout, window, n),
+            State::Buckets(b) => b.cancel(window, n),
         }
     }
 }
@@ -640,16 +632,10 @@ impl<const N: usize> Limiter for Gate<N> {
     /// shape (`(W - 33) / (N + F)` bits of a `W`-bit word, at most 48):
     /// beyond that, [`AddError::Saturated`].
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
-        let ok = match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => {
-                w.record(&self.layout, now, n)
-            }
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(w) => w.record(&self.layout, now, n),
-            Repr::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
+        let ok = match self.state() {
+            State::Word64(w) => w.record(&self.layout, now, n),
+            State::Word128(w) => w.record(&self.layout, now, n),
+            State::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
         };
         if ok {
             Ok(())
@@ -663,14 +649,10 @@ impl<const N: usize> Limiter for Gate<N> {
     /// windows that slid out of a word (those `N` or more before the
     /// newest) or whose bucket moved on count 0.
     fn count(&self, now: u64) -> u64 {
-        match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => w.count(&self.layout, now),
-            #[cfg(all(
-                not(leaparray_loom),
-                any(target_arch = "x86_64", target_arch = "aarch64")
-            ))]
-            Repr::Word128(w) => w.count(&self.layout, now),
-            Repr::Buckets(b) => b.metric().pass(now),
+        match self.state() {
+            State::Word64(w) => w.count(&self.layout, now),
+            State::Word128(w) => w.count(&self.layout, now),
+            State::Buckets(b) => b.metric().pass(now),
         }
     }
 

@@ -180,6 +180,20 @@ impl WordCell for crate::sync::AtomicU128 {
     }
 }
 
+#[cfg(not(all(
+    not(leaparray_loom),
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+impl WordCell for crate::sync::AtomicU128 {
+    type Word = u128;
+    fn load(&self, _: Ordering) -> u128 {
+        match *self {}
+    }
+    fn cas_weak(&self, _: u128, _: u128, _: Ordering, _: Ordering) -> Result<u128, u128> {
+        match *self {}
+    }
+}
+
 /// Where the fields of a gate word are, and what the gate needs to decide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
