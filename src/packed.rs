@@ -470,8 +470,17 @@ impl<A: WordCell> WordGate<A> {
         WordGate { word }
     }
 
-    /// Admits `n` (`1 ..= limit`) at `now` into the newest window, or (if
-    /// `prioritized`) borrows a later one, or refuses.
+    /// Admits `n` (at least 1) at `now` into the newest window, or (if
+    /// `prioritized`) borrows a later one, or refuses (always if `n >
+    /// limit`).
+    ///
+    /// The common case inline: the caller's window is the newest and the
+    /// first swap succeeds (or the interval is full). It calls nothing, so
+    /// it saves no registers; every other case (a window that moved on, a
+    /// late caller, a borrowing, a lost race) is [`acquire_from`], which
+    /// starts over from the word this one read.
+    ///
+    /// [`acquire_from`]: Self::acquire_from
     #[inline(always)]
     pub(crate) fn acquire<const N: usize>(
         &self,
@@ -481,7 +490,35 @@ impl<A: WordCell> WordGate<A> {
         prioritized: bool,
     ) -> Outcome {
         let c = l.window().div(now);
-        let mut cur = self.word.load(Acquire);
+        let cur = self.word.load(Acquire);
+        if c.wrapping_sub(cur.low_u64()) & l.id_mask() == 0 {
+            // `view(l, cur, c)` when its newest window is `c`.
+            if fits::<_, N>(l, cur >> l.id_bits(), l.future(), n) {
+                let new = (cur | used::<A::Word>()) + booking::<_, A::Word>(l, l.future(), n);
+                // ORDERING: as in `acquire_from`.
+                if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() {
+                    return Outcome::Booked(c);
+                }
+            } else if !prioritized {
+                return Outcome::Refused;
+            }
+        }
+        self.acquire_from::<N>(l, now, n, prioritized, cur)
+    }
+
+    /// [`acquire`](Self::acquire) for every case, starting from a word
+    /// `cur` read from the cell (maybe stale: the swap then fails and the
+    /// loop goes on with the word it returned).
+    #[inline(never)]
+    fn acquire_from<const N: usize>(
+        &self,
+        l: impl Geometry,
+        now: u64,
+        n: u64,
+        prioritized: bool,
+        mut cur: A::Word,
+    ) -> Outcome {
+        let c = l.window().div(now);
         loop {
             let v = view(l, cur, c);
             let (slot, outcome) = if fits::<_, N>(l, v.slots, l.future(), n) {
@@ -493,7 +530,7 @@ impl<A: WordCell> WordGate<A> {
                 }
             };
             // No carry: the slot's count plus `n` is within the limit.
-            let new = v.base + shl(A::Word::from_u64(n), l.id_bits() + slot * l.slot_bits());
+            let new = v.base + booking::<_, A::Word>(l, slot, n);
             // ORDERING: exactness needs only the swap's atomicity (module
             // docs); Acquire/Release make each admission happen after the
             // ones it counted, for callers that publish data with them.
@@ -667,6 +704,12 @@ fn slide<B: Bits>(l: impl Geometry, slots: B, d: u64) -> B {
 #[inline(always)]
 fn pack<B: Bits>(l: impl Geometry, newest: u64, slots: B) -> B {
     (slots << l.id_bits()) | B::from_u64(newest & l.id_mask()) | used::<B>()
+}
+
+/// `n` in slot `slot`, in place in a word: what a booking adds.
+#[inline(always)]
+fn booking<G: Geometry, B: Bits>(l: G, slot: u32, n: u64) -> B {
+    shl(B::from_u64(n), l.id_bits() + slot * l.slot_bits())
 }
 
 /// `x << k`, 0 when `k` is the width or more.

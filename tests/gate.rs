@@ -75,7 +75,16 @@ fn all_or_nothing_and_edge_sizes() {
         assert_eq!(g.count(0), 0, "nothing booked");
         assert_eq!(g.try_acquire(0, limit + 1), Decision::Block);
         assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
-        assert_eq!(g.try_acquire(0, limit), Decision::Pass);
+        assert_eq!(g.try_acquire_prioritized(0, limit + 1), Decision::Block);
+        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), Decision::Block);
+        assert_eq!(g.try_acquire(0, 1), Decision::Pass);
+        assert_eq!(
+            g.try_acquire(0, u64::MAX),
+            Decision::Block,
+            "not 1 + MAX wrapped"
+        );
+        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), Decision::Block);
+        assert_eq!(g.try_acquire(0, limit - 1), Decision::Pass);
         assert_eq!(g.try_acquire(0, 1), Decision::Block);
         assert_eq!(g.count(0), limit, "a refused request leaves nothing");
     }
