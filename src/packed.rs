@@ -455,6 +455,7 @@ pub(crate) struct WordGate<A> {
 }
 
 /// What a decision on the word concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// Booked into this window.
     Booked(u64),
@@ -520,17 +521,9 @@ impl<A: WordCell> WordGate<A> {
     ) -> Outcome {
         let c = l.window().div(now);
         loop {
-            let v = view(l, cur, c);
-            let (slot, outcome) = if fits::<_, N>(l, v.slots, l.future(), n) {
-                (l.future(), Outcome::Booked(v.newest))
-            } else {
-                match prioritized.then(|| borrow::<_, N>(l, v, now, n)).flatten() {
-                    Some((slot, wait)) => (slot, Outcome::Borrowed { wait }),
-                    None => return Outcome::Refused,
-                }
+            let Some((new, outcome)) = decide::<_, N>(l, cur, c, now, n, prioritized) else {
+                return Outcome::Refused;
             };
-            // No carry: the slot's count plus `n` is within the limit.
-            let new = v.base + booking::<_, A::Word>(l, slot, n);
             // ORDERING: exactness needs only the swap's atomicity (module
             // docs); Acquire/Release make each admission happen after the
             // ones it counted, for callers that publish data with them.
@@ -595,23 +588,12 @@ impl<A: WordCell> WordGate<A> {
 
     /// The fullest interval a booking at `now` would join.
     pub(crate) fn load<const N: usize>(&self, l: impl Geometry, now: u64) -> u64 {
-        let v = view(l, self.word.load(Acquire), l.window().div(now));
-        peak::<_, N>(l, v.slots, l.future())
+        load_of::<_, N>(l, self.word.load(Acquire), l.window().div(now))
     }
 
     /// Passes in the interval of `N` windows ending at the window of `now`.
     pub(crate) fn count(&self, l: impl Geometry, now: u64) -> u64 {
-        let c = l.window().div(now);
-        let v = view(l, self.word.load(Acquire), c);
-        let late = v.newest.saturating_sub(c);
-        let first = u64::from(l.future()).saturating_add(late);
-        let mut total = 0;
-        let mut k = first;
-        while k < first + u64::from(l.live()) && k < u64::from(l.slots()) {
-            total += slot(l, v.slots, k as u32);
-            k += 1;
-        }
-        total
+        count_of(l, self.word.load(Acquire), l.window().div(now))
     }
 
     /// Ticks from `now` until `n` (`1 ..= limit`) would be admitted if
@@ -623,18 +605,96 @@ impl<A: WordCell> WordGate<A> {
         now: u64,
         n: u64,
     ) -> Option<u64> {
-        let v = view(l, self.word.load(Acquire), l.window().div(now));
-        // After `S` windows every slot has slid out, and `n <= limit` fits.
-        let mut j = 0;
-        while j < u64::from(l.slots()) && !fits::<_, N>(l, slide(l, v.slots, j), l.future(), n) {
-            j += 1;
-        }
-        if j == 0 {
-            return Some(0);
-        }
-        // Positive: the newest window is the caller's own or a later one.
-        Some(start_of(l, v.newest, j)? - now)
+        retry_after_of::<_, N>(l, self.word.load(Acquire), now, n)
     }
+}
+
+/// One decision on the word `cur` for `n` (at least 1) at `now` (in window
+/// `c`): the word to swap in and what it means, or `None` (refused).
+#[inline(always)]
+pub(crate) fn decide<B: Bits, const N: usize>(
+    l: impl Geometry,
+    cur: B,
+    c: u64,
+    now: u64,
+    n: u64,
+    prioritized: bool,
+) -> Option<(B, Outcome)> {
+    let v = view(l, cur, c);
+    let (slot, outcome) = if fits::<_, N>(l, v.slots, l.future(), n) {
+        (l.future(), Outcome::Booked(v.newest))
+    } else {
+        let (slot, wait) = prioritized
+            .then(|| borrow::<_, N>(l, v, now, n))
+            .flatten()?;
+        (slot, Outcome::Borrowed { wait })
+    };
+    // No carry: the slot's count plus `n` is within the limit.
+    Some((v.base + booking::<_, B>(l, slot, n), outcome))
+}
+
+/// The fullest interval a booking in window `c` would join, in word `w`.
+pub(crate) fn load_of<B: Bits, const N: usize>(l: impl Geometry, w: B, c: u64) -> u64 {
+    peak::<_, N>(l, view(l, w, c).slots, l.future())
+}
+
+/// Passes in the interval of `N` windows ending at window `c`, in word `w`.
+pub(crate) fn count_of<B: Bits>(l: impl Geometry, w: B, c: u64) -> u64 {
+    let v = view(l, w, c);
+    let late = v.newest.saturating_sub(c);
+    let first = u64::from(l.future()).saturating_add(late);
+    let mut total = 0;
+    let mut k = first;
+    while k < first + u64::from(l.live()) && k < u64::from(l.slots()) {
+        total += slot(l, v.slots, k as u32);
+        k += 1;
+    }
+    total
+}
+
+/// Ticks from `now` until `n` (`1 ..= limit`) would be admitted by word
+/// `w` if nothing else arrived; `None` if that window would start after
+/// `u64::MAX`.
+pub(crate) fn retry_after_of<B: Bits, const N: usize>(
+    l: impl Geometry,
+    w: B,
+    now: u64,
+    n: u64,
+) -> Option<u64> {
+    let v = view(l, w, l.window().div(now));
+    // After `S` windows every slot has slid out, and `n <= limit` fits.
+    let mut j = 0;
+    while j < u64::from(l.slots()) && !fits::<_, N>(l, slide(l, v.slots, j), l.future(), n) {
+        j += 1;
+    }
+    if j == 0 {
+        return Some(0);
+    }
+    // Positive: the newest window is the caller's own or a later one.
+    Some(start_of(l, v.newest, j)? - now)
+}
+
+/// Windows from the newest window of the used word `w` to window `c`, if
+/// `c` is that window or a later one (read modulo `2^T`, as a decision
+/// reads it); `None` if `c` is earlier (a late caller) or `w` was never
+/// used.
+pub(crate) fn ahead_of<B: Bits>(l: impl Geometry, w: B, c: u64) -> Option<u64> {
+    let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
+    (w != B::ZERO && d <= l.id_mask() >> 1).then_some(d)
+}
+
+/// The newest window of the used word `w`, read from window `c` (its
+/// full id, as a decision reads it modulo `2^T`).
+pub(crate) fn newest_of<B: Bits>(l: impl Geometry, w: B, c: u64) -> u64 {
+    match ahead_of(l, w, c) {
+        Some(d) => c.saturating_sub(d),
+        None => view(l, w, c).newest,
+    }
+}
+
+/// A used word whose newest window is `newest` and whose slots are empty.
+pub(crate) fn empty_at<B: Bits>(l: impl Geometry, newest: u64) -> B {
+    pack(l, newest, B::ZERO)
 }
 
 /// The word `w` as seen from window `c`.
