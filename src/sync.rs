@@ -46,6 +46,47 @@ pub(crate) use portable_atomic::AtomicU128;
 )))]
 pub(crate) enum AtomicU128 {}
 
+/// The 128-bit word of a [`KeyedGate`](crate::keyed::KeyedGate) slot, on
+/// every target: portable-atomic's (lock-free on x86-64 and AArch64; on
+/// other targets see the `portable-atomic` dependency in `Cargo.toml`).
+#[cfg(not(leaparray_loom))]
+pub(crate) use portable_atomic::AtomicU128 as SlotWord;
+
+/// Loom builds: loom has no 128-bit atomic, so a slot is a word behind a
+/// loom mutex. Each operation is one critical section, so it is as atomic
+/// as a real compare-and-swap, and lock/unlock give it acquire/release: the
+/// keyed table's protocol (`crate::keyed`) needs no more than that, and
+/// loom explores every interleaving of these sections.
+#[cfg(leaparray_loom)]
+pub(crate) struct SlotWord(loom::sync::Mutex<u128>);
+
+#[cfg(leaparray_loom)]
+impl SlotWord {
+    pub(crate) fn new(v: u128) -> Self {
+        SlotWord(loom::sync::Mutex::new(v))
+    }
+
+    pub(crate) fn load(&self, _: Ordering) -> u128 {
+        *self.0.lock().unwrap()
+    }
+
+    pub(crate) fn compare_exchange(
+        &self,
+        cur: u128,
+        new: u128,
+        _: Ordering,
+        _: Ordering,
+    ) -> Result<u128, u128> {
+        let mut v = self.0.lock().unwrap();
+        if *v == cur {
+            *v = new;
+            Ok(cur)
+        } else {
+            Err(*v)
+        }
+    }
+}
+
 #[cfg(all(
     not(leaparray_loom),
     not(feature = "portable-atomic"),

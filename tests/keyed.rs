@@ -1,0 +1,285 @@
+//! The keyed gate: a property test against one `Gate` per key, overflow
+//! and recycling, the high-water rule for keys that come back, and real
+//! threads hammering a hot key while another floods new keys.
+
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+
+use leaparray::keyed::{KeyedError, KeyedGate, Overflow};
+use leaparray::{Decision, Gate};
+use proptest::prelude::*;
+
+fn nz(v: u64) -> NonZeroU64 {
+    NonZeroU64::new(v).unwrap()
+}
+
+fn max_steps(n: usize) -> usize {
+    if cfg!(miri) {
+        n / 10
+    } else {
+        n
+    }
+}
+
+/// Runs `steps` against a `KeyedGate<2, CAP>` and one `Gate<2>` (no occupy
+/// timeout) per key: every decision, `remaining` and `retry_after` agree.
+/// At most 8 distinct keys (a probe has 8 slots or more), so a key's probe
+/// always has room; times
+/// go forward with jitter of less than two windows (so every caller is
+/// within `N` windows of the newest any caller reached).
+fn matches_a_gate_per_key<const CAP: usize>(
+    window: u64,
+    limit: u64,
+    keys: &[u64],
+    steps: &[(usize, u64, u64, u64)],
+) -> Result<(), TestCaseError> {
+    let table = KeyedGate::<2, CAP>::new(nz(window), limit);
+    let gates: Vec<Gate<2>> = keys
+        .iter()
+        .map(|_| Gate::<2>::new(nz(window), limit).with_occupy_timeout(0))
+        .collect();
+    let mut base = 10 * window;
+    for &(k, dt, jitter, n) in steps {
+        base += dt;
+        let now = base - jitter % (2 * window);
+        let (key, gate) = (keys[k % keys.len()], &gates[k % keys.len()]);
+        prop_assert_eq!(table.remaining(key, now), gate.remaining(now), "remaining");
+        prop_assert_eq!(
+            table.retry_after(key, now, n),
+            gate.retry_after(now, n),
+            "retry_after"
+        );
+        prop_assert_eq!(table.try_acquire(key, now, n), gate.try_acquire(now, n));
+    }
+    prop_assert_eq!(table.stats(base).overflowed, 0);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else { 256 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn decides_each_key_as_its_own_gate(
+        window in 1u64..200,
+        limit in 0u64..12,
+        keys in prop::collection::hash_set(any::<u64>(), 1..=8),
+        steps in prop::collection::vec((0usize..8, 0u64..400, 0u64..400, 0u64..5), 1..max_steps(200)),
+    ) {
+        let keys: Vec<u64> = keys.into_iter().collect();
+        matches_a_gate_per_key::<8>(window, limit, &keys, &steps)?;
+        matches_a_gate_per_key::<16>(window, limit, &keys, &steps)?;
+        matches_a_gate_per_key::<1024>(window, limit, &keys, &steps)?;
+    }
+}
+
+/// Keys whose probes are the same slots: every key of a one-slot table.
+#[test]
+fn a_full_probe_refuses_new_keys_by_default_and_admits_them_if_asked() {
+    let t = KeyedGate::<2, 1>::new(nz(500), 10);
+    assert_eq!(t.try_acquire(1, 0, 10), Decision::Pass);
+    assert_eq!(t.try_acquire(2, 0, 1), Decision::Block, "no room");
+    assert_eq!(t.remaining(2, 0), 0);
+    // Key 1's last permit is in window 0: its slot is recyclable from
+    // window 4 (2N windows later), at 2,000.
+    assert_eq!(t.retry_after(2, 0, 1), Some(2_000));
+    assert_eq!(t.stats(0).overflowed, 1);
+    assert_eq!(
+        t.try_acquire(1, 400, 1),
+        Decision::Block,
+        "key 1 still full"
+    );
+
+    let open = KeyedGate::<2, 1>::new(nz(500), 10).with_overflow(Overflow::Admit);
+    assert_eq!(open.try_acquire(1, 0, 10), Decision::Pass);
+    assert_eq!(open.try_acquire(2, 0, 10), Decision::Pass, "fail open");
+    assert_eq!(
+        open.try_acquire(1, 0, 1),
+        Decision::Block,
+        "key 1 is still limited"
+    );
+    assert_eq!(open.stats(0).overflowed, 1);
+}
+
+/// A key with permits in its live interval is never evicted, whatever
+/// floods in; an idle one is recycled after two intervals.
+#[test]
+fn live_keys_stay_and_idle_ones_are_recycled() {
+    let t = KeyedGate::<2, 4>::new(nz(100), 5);
+    assert_eq!(t.try_acquire(7, 0, 5), Decision::Pass);
+    // A flood of new keys: three find room, the rest overflow; key 7 is
+    // never handed a fresh limit.
+    for k in 100..200 {
+        let _ = t.try_acquire(k, 150, 1);
+        assert_eq!(t.try_acquire(7, 150, 1), Decision::Block, "flood key {k}");
+    }
+    let s = t.stats(150);
+    assert_eq!((s.resident, s.recycled, s.overflowed), (4, 0, 97));
+    // At window 4 (t = 400) key 7's window 0 is two intervals old, but the
+    // flood's keys booked at window 1: only key 7 is recyclable.
+    assert_eq!(t.stats(400).recyclable, 1);
+    assert_eq!(
+        t.try_acquire(500, 400, 1),
+        Decision::Pass,
+        "recycles key 7's slot"
+    );
+    let s = t.stats(400);
+    assert_eq!((s.resident, s.recyclable, s.recycled), (4, 0, 1));
+    // Key 7 is gone; its permits had all slid out: it starts afresh (the
+    // flood's keys, booked at window 1, are recyclable from window 5).
+    assert_eq!(t.remaining(7, 500), 5);
+    assert_eq!(t.try_acquire(7, 500, 5), Decision::Pass);
+}
+
+/// The high-water rule: a key full in window 5, evicted at window 10, comes
+/// back with a clock still in window 5 (stalled since before the
+/// eviction), and finds room (another idle slot). Its own gate would
+/// refuse it; the table may admit it, but must count it in window 8 or
+/// later (the recycler's window minus `N`), not in window 5, where its
+/// old permits already fill the limit. Then at window 9 it has nothing
+/// left.
+#[test]
+fn a_key_back_after_eviction_counts_from_the_high_water() {
+    let (kept, evicted) = (1u64, 2u64);
+    for z in 100u64..200 {
+        // Two slots: both keys' probes are both slots.
+        let t = KeyedGate::<2, 2>::new(nz(100), 10);
+        assert_eq!(t.try_acquire(kept, 0, 1), Decision::Pass); // window 0
+        assert_eq!(t.try_acquire(evicted, 550, 10), Decision::Pass); // window 5: full
+                                                                     // Window 10: both are idle for two intervals; `z` recycles the first
+                                                                     // of its probe. Try keys until that is `evicted`'s slot.
+        assert_eq!(t.try_acquire(z, 1_000, 1), Decision::Pass);
+        if t.remaining(evicted, 550) != 10 {
+            continue; // `evicted` still holds its slot (0 left at window 5)
+        }
+        assert_eq!(t.stats(1_000).recycled, 1);
+        // Back at window 5: `kept`'s slot (window 0) is recyclable there.
+        assert_eq!(
+            t.try_acquire(evicted, 560, 10),
+            Decision::Pass,
+            "room, late"
+        );
+        assert_eq!(t.stats(1_000).recycled, 2);
+        assert_eq!(
+            t.remaining(evicted, 950),
+            0,
+            "its 10 count in window 8, not in window 5"
+        );
+        assert_eq!(t.retry_after(evicted, 950, 1), Some(50));
+        return;
+    }
+    panic!("no key in 100..200 recycles the evicted key's slot");
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let w = nz(500);
+    assert_eq!(
+        KeyedGate::<2, 4>::try_new(w, 40_000).unwrap_err(),
+        KeyedError::LimitTooLarge { max: 32_767 }
+    );
+    let bad = KeyedGate::<3, 4>::new(w, 1_024);
+    assert_eq!(bad.error(), Some(KeyedError::LimitTooLarge { max: 1_023 }));
+    assert_eq!(bad.try_acquire(1, 0, 1), Decision::Block);
+    assert_eq!(bad.remaining(1, 0), 0);
+    assert_eq!(bad.retry_after(1, 0, 1), None);
+    let t = KeyedGate::<2, 4>::new(w, 3);
+    assert_eq!(t.try_acquire(1, 0, 0), Decision::Pass, "n = 0");
+    assert_eq!(t.try_acquire(1, 0, 4), Decision::Block, "n > limit");
+    assert_eq!(t.try_acquire(1, 0, u64::MAX), Decision::Block);
+    assert_eq!(t.retry_after(1, 0, 4), None);
+    assert_eq!(
+        t.try_acquire(1, u64::MAX, 3),
+        Decision::Pass,
+        "the end of time"
+    );
+    assert_eq!(t.try_acquire(1, u64::MAX, 1), Decision::Block);
+    assert_eq!(
+        t.retry_after(1, u64::MAX, 1),
+        None,
+        "no window starts after u64::MAX"
+    );
+}
+
+/// Threads hammer one hot key while another floods a small table with new
+/// keys; all use one clock per phase. In every interval of two windows the
+/// hot key is admitted at most its limit (and the flood never hands it a
+/// fresh one), and the table's memory is what it was.
+#[test]
+fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
+    const LIMIT: u64 = 50;
+    const PHASES: usize = 24;
+    let table: &'static KeyedGate<2, 64> = Box::leak(Box::new(KeyedGate::new(nz(100), LIMIT)));
+    let hot = 0xfeed;
+    // Resident before the flood starts (a key with no room would overflow).
+    assert_eq!(table.try_acquire(hot, 10, 1), Decision::Pass);
+    let per_phase: Arc<Vec<AtomicU64>> = Arc::new((0..PHASES).map(|_| AtomicU64::new(0)).collect());
+    let hammers = if cfg!(miri) { 1 } else { 2 };
+    let barrier = Arc::new(Barrier::new(hammers + 1));
+    // The phase the flood has finished: the hammers keep at it until then.
+    let flooded = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for _ in 0..hammers {
+        let (b, counts, flooded) = (barrier.clone(), per_phase.clone(), flooded.clone());
+        handles.push(std::thread::spawn(move || {
+            for phase in 0..PHASES {
+                b.wait();
+                // Phases 0..: windows 0, 0, 1, 2, 2, 3, ... (some share a window).
+                let now = (phase as u64 * 2 / 3) * 100 + 10;
+                let mut tries = 0;
+                while tries < 10 || flooded.load(Ordering::Acquire) <= phase as u64 {
+                    if table.try_acquire(hot, now, 1) == Decision::Pass {
+                        counts[phase].fetch_add(1, Ordering::Relaxed);
+                    }
+                    tries += 1;
+                }
+                b.wait();
+            }
+        }));
+    }
+    let flood = {
+        let (b, flooded) = (barrier.clone(), flooded.clone());
+        std::thread::spawn(move || {
+            let mut key = 1u64 << 40;
+            for phase in 0..PHASES {
+                b.wait();
+                let now = (phase as u64 * 2 / 3) * 100 + 10;
+                for _ in 0..if cfg!(miri) { 20 } else { 500 } {
+                    key += 1;
+                    let _ = table.try_acquire(key, now, 1);
+                }
+                flooded.store(phase as u64 + 1, Ordering::Release);
+                b.wait();
+            }
+        })
+    };
+    for h in handles {
+        h.join().unwrap();
+    }
+    flood.join().unwrap();
+    let mut per_window = [0u64; PHASES];
+    per_window[0] = 1;
+    for (phase, c) in per_phase.iter().enumerate() {
+        per_window[phase * 2 / 3] += c.load(Ordering::Relaxed);
+    }
+    for w in 1..PHASES {
+        assert!(
+            per_window[w - 1] + per_window[w] <= LIMIT,
+            "windows {} and {w}: {} + {}",
+            w - 1,
+            per_window[w - 1],
+            per_window[w]
+        );
+    }
+    if !cfg!(miri) {
+        assert_eq!(
+            per_window[0], LIMIT,
+            "the hot key got its limit: {per_window:?}"
+        );
+    }
+    assert!(table.stats(0).resident <= 64);
+}
