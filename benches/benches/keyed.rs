@@ -1,0 +1,313 @@
+//! The keyed gate against governor's keyed limiter, side by side in one run:
+//! `cargo bench -p leaparray-benches --bench keyed`.
+//!
+//! - `keyed_1m/*`: 1,000,000 distinct keys, all resident before measuring,
+//!   looked up in a random order (a pregenerated sequence of 2^22 keys drawn
+//!   from the set, cycled): the cost of a decision for a key whose slot is
+//!   most likely not in any cache. The keyed gate is a
+//!   `KeyedGate<2, 2^21>` (load factor 0.48); a key whose probe of 8 slots
+//!   is already full finds no room (about 0.4% of keys at this load, as
+//!   linear probing predicts): the key set is the first 1,000,000 keys the
+//!   table has room for (the count of the others is printed), and governor
+//!   gets the same keys.
+//! - `keyed_1k/*`: the same with 1,000 keys (cache-resident), a
+//!   `KeyedGate<2, 4096>`.
+//! - `keyed_2_threads/*`: two threads on one table (or one governor), the
+//!   1,000,000 keys in random order; aggregate time per decision.
+//!
+//! Every decision is admitted: a limit of 1,000 per two windows of 500
+//! ticks, and time advancing one tick every 4,096 decisions (256 with 1,000
+//! keys), so a key gets a few (a few hundred) decisions per interval.
+//! Refusals, if any, are counted and reported. The keyed gate gets `now`
+//! passed in; governor (`RateLimiter::dashmap_with_clock`, its default
+//! keyed store, a `DashMap` hashing with std's SipHash) runs with its
+//! `FakeRelativeClock` (no clock read, the fair comparison), advanced one
+//! microsecond where the gate's `now` advances one tick, under the same
+//! rate: a burst of 1,000, one permit per microsecond.
+
+use std::hint::black_box;
+use std::num::{NonZeroU32, NonZeroU64};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+mod common;
+use common::on_threads;
+use governor::clock::{Clock, FakeRelativeClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
+use leaparray::keyed::KeyedGate;
+use leaparray::Decision;
+
+const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
+/// Per key, per interval of two windows (1,000 ticks).
+const LIMIT: u64 = 1_000;
+
+/// 2^21 slots for 1,000,000 keys (load factor 0.48): 32 MiB, so a `static`.
+static BIG: KeyedGate<2, { 1 << 21 }> = KeyedGate::new(WINDOW, LIMIT);
+/// 4,096 slots for 1,000 keys (load factor 0.24): 64 KiB.
+static SMALL: KeyedGate<2, 4096> = KeyedGate::new(WINDOW, LIMIT);
+
+/// The last `now` given to `BIG`, so that its groups never go back in time.
+static BIG_NOW: AtomicU64 = AtomicU64::new(0);
+
+/// governor's keyed limiter on its default keyed store, with the fake clock.
+type Governor = RateLimiter<
+    u64,
+    DashMapStateStore<u64>,
+    FakeRelativeClock,
+    NoOpMiddleware<<FakeRelativeClock as Clock>::Instant>,
+>;
+
+/// governor's quota matching the gate's limit: a burst of 1,000 and one
+/// permit per microsecond (one gate tick).
+fn governor() -> (Governor, FakeRelativeClock) {
+    let quota = Quota::with_period(Duration::from_micros(1))
+        .unwrap()
+        .allow_burst(NonZeroU32::new(LIMIT as u32).unwrap());
+    let clock = FakeRelativeClock::default();
+    (RateLimiter::dashmap_with_clock(quota, clock.clone()), clock)
+}
+
+/// splitmix64's output function: a bijection, so distinct inputs give
+/// distinct keys.
+fn splitmix(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A key set and a random sequence of its keys, `2^log2` long.
+struct Keys {
+    set: Vec<u64>,
+    seq: Vec<u64>,
+}
+
+impl Keys {
+    /// `n` distinct keys, each inserted into `gate` at `now` 0: the first
+    /// `n` of a pseudo-random sequence that the gate has room for (a key
+    /// whose probe of 8 slots is full is refused: reported, and replaced
+    /// by the next one).
+    fn new<const CAP: usize>(gate: &KeyedGate<2, CAP>, n: usize, log2: u32, seed: u64) -> Keys {
+        let mut set = Vec::with_capacity(n);
+        let mut tried = 0u64;
+        while set.len() < n {
+            let k = splitmix(tried ^ (seed << 40));
+            tried += 1;
+            if gate.try_acquire(k, 0, 1) == Decision::Pass {
+                set.push(k);
+            }
+        }
+        let s = gate.stats(0);
+        eprintln!(
+            "KeyedGate<2, {CAP}>: {} of the first {tried} keys found no room (load {:.3} after); \
+             the {n} keys are the others",
+            s.overflowed,
+            s.resident as f64 / CAP as f64
+        );
+        // xorshift64*: the draws, mapped onto 0..n by multiply-shift.
+        let mut x = splitmix(seed) | 1;
+        let seq = (0..1usize << log2)
+            .map(|_| {
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+                set[((r * n as u64) >> 32) as usize]
+            })
+            .collect();
+        Keys { set, seq }
+    }
+
+    fn mask(&self) -> usize {
+        self.seq.len() - 1
+    }
+}
+
+/// The 1,000,000 keys, inserted into `BIG`.
+fn million() -> &'static Keys {
+    static K: OnceLock<Keys> = OnceLock::new();
+    K.get_or_init(|| Keys::new(&BIG, 1_000_000, 22, 1))
+}
+
+/// The 1,000 keys, inserted into `SMALL`.
+fn thousand() -> &'static Keys {
+    static K: OnceLock<Keys> = OnceLock::new();
+    K.get_or_init(|| Keys::new(&SMALL, 1_000, 16, 2))
+}
+
+/// Books one permit for every key of `keys` at `now` and checks that each
+/// is admitted (all are resident).
+fn warm_gate<const CAP: usize>(gate: &KeyedGate<2, CAP>, keys: &Keys, now: u64) {
+    let before = gate.stats(now);
+    for &k in &keys.set {
+        assert_eq!(gate.try_acquire(k, now, 1), Decision::Pass);
+    }
+    let s = gate.stats(now);
+    assert_eq!(s.overflowed, before.overflowed, "a key found no room");
+    assert_eq!(s.recycled, before.recycled, "a key lost its slot");
+    assert_eq!(s.resident, keys.set.len(), "{s:?}");
+}
+
+fn warm_governor(lim: &Governor, keys: &Keys) {
+    for k in &keys.set {
+        assert!(lim.check_key(k).is_ok());
+    }
+    assert_eq!(lim.len(), keys.set.len());
+}
+
+/// Prints the refusals of a benchmark that ran (not filtered out).
+fn report(group: &str, name: &str, refused: u64, decided: u64) {
+    if decided == 0 {
+        return;
+    }
+    eprintln!("{group}/{name}: {refused} of {decided} decisions refused");
+}
+
+/// One thread, the keys of `keys` in random order, time advancing one tick
+/// every `2^shift` decisions from `start`; returns the last `now`.
+fn one_thread<const CAP: usize>(
+    c: &mut Criterion,
+    group: &str,
+    gate: &KeyedGate<2, CAP>,
+    keys: &Keys,
+    shift: u32,
+    start: u64,
+) -> u64 {
+    let mut g = c.benchmark_group(group);
+    let mask = keys.mask();
+    warm_gate(gate, keys, start);
+    let (mut i, mut refused) = (0usize, 0u64);
+    g.bench_function("leaparray_keyed", |b| {
+        b.iter(|| {
+            let key = keys.seq[i & mask];
+            let now = start + (i >> shift) as u64;
+            i += 1;
+            let d = gate.try_acquire(black_box(key), black_box(now), black_box(1));
+            if d != Decision::Pass {
+                refused += 1;
+            }
+            d
+        })
+    });
+    report(group, "leaparray_keyed", refused, i as u64);
+    let end = start + (i >> shift) as u64 + 1;
+
+    let (lim, clock) = governor();
+    warm_governor(&lim, keys);
+    let tick = (1usize << shift) - 1;
+    let (mut i, mut refused) = (0usize, 0u64);
+    g.bench_function("governor_keyed_fake_clock", |b| {
+        b.iter(|| {
+            let key = keys.seq[i & mask];
+            if i & tick == tick {
+                clock.advance(Duration::from_micros(1));
+            }
+            i += 1;
+            let r = lim.check_key(black_box(&key));
+            if r.is_err() {
+                refused += 1;
+            }
+            r
+        })
+    });
+    report(group, "governor_keyed_fake_clock", refused, i as u64);
+    g.finish();
+    end
+}
+
+fn keyed_1m(c: &mut Criterion) {
+    let keys = million();
+    let start = BIG_NOW.load(Ordering::Relaxed);
+    let end = one_thread(c, "keyed_1m", &BIG, keys, 12, start);
+    BIG_NOW.store(end, Ordering::Relaxed);
+}
+
+fn keyed_1k(c: &mut Criterion) {
+    let keys = thousand();
+    one_thread(c, "keyed_1k", &SMALL, keys, 8, 0);
+}
+
+fn keyed_2_threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("keyed_2_threads");
+    let keys = million();
+    let mask = keys.mask();
+    // Each call of the routine starts where the last left off in the
+    // sequence; the two threads take alternate keys of it.
+    let cursor = Arc::new(AtomicU64::new(0));
+    // Both threads read one shared clock, which each advances every 4,096
+    // of its calls: 8,192 decisions per tick, about 8 per key per interval.
+    let start = BIG_NOW.load(Ordering::Relaxed);
+    warm_gate(&BIG, keys, start);
+    let clock = Arc::new(Padded(AtomicU64::new(start)));
+    let (decided, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    g.bench_function("leaparray_keyed", |b| {
+        b.iter_custom(|iters| {
+            let (clock, refused) = (clock.clone(), refused.clone());
+            let from = cursor.fetch_add(iters, Ordering::Relaxed) as usize;
+            decided.fetch_add(iters, Ordering::Relaxed);
+            on_threads(2, iters, move |t, i| {
+                let key = keys.seq[(from + 2 * i as usize + t as usize) & mask];
+                let now = if i % 4096 == 0 {
+                    clock.0.fetch_add(1, Ordering::Relaxed)
+                } else {
+                    clock.0.load(Ordering::Relaxed)
+                };
+                if BIG.try_acquire(black_box(key), black_box(now), 1) != Decision::Pass {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+    });
+    report(
+        "keyed_2_threads",
+        "leaparray_keyed",
+        refused.load(Ordering::Relaxed),
+        decided.load(Ordering::Relaxed),
+    );
+    BIG_NOW.store(clock.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+
+    let (lim, fake) = governor();
+    warm_governor(&lim, keys);
+    let lim = Arc::new(lim);
+    cursor.store(0, Ordering::Relaxed);
+    let (decided, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    g.bench_function("governor_keyed_fake_clock", |b| {
+        b.iter_custom(|iters| {
+            let (lim, fake, refused) = (lim.clone(), fake.clone(), refused.clone());
+            let from = cursor.fetch_add(iters, Ordering::Relaxed) as usize;
+            decided.fetch_add(iters, Ordering::Relaxed);
+            on_threads(2, iters, move |t, i| {
+                let key = keys.seq[(from + 2 * i as usize + t as usize) & mask];
+                if i % 4096 == 0 {
+                    fake.advance(Duration::from_micros(1));
+                }
+                if lim.check_key(black_box(&key)).is_err() {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+    });
+    report(
+        "keyed_2_threads",
+        "governor_keyed_fake_clock",
+        refused.load(Ordering::Relaxed),
+        decided.load(Ordering::Relaxed),
+    );
+    g.finish();
+}
+
+/// A clock on a cache line of its own.
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+criterion_group! {
+    name = benches;
+    config = common::config();
+    targets = keyed_1m, keyed_1k, keyed_2_threads
+}
+criterion_main!(benches);
