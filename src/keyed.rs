@@ -122,7 +122,7 @@ use core::num::NonZeroU64;
 
 use crate::divide::Divisor;
 use crate::limiter::Decision;
-use crate::packed::{self, Layout};
+use crate::packed::{self, Layout, Outcome};
 use crate::sync::{
     const_fn_unless_loom, AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},
@@ -274,6 +274,18 @@ impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
             .field("error", &self.error)
             .finish_non_exhaustive()
     }
+}
+
+/// What [`KeyedGate::try_acquire`] did.
+enum Booking {
+    /// Booked into this window (read by the loom models).
+    In(#[cfg_attr(not(leaparray_loom), allow(dead_code))] u64),
+    /// Refused by the key's gate (or a misconfigured table).
+    Refused,
+    /// No room for the key: the overflow policy decides.
+    Overflowed,
+    /// `n == 0`.
+    Nothing,
 }
 
 /// The seed [`KeyedGate::new`] mixes keys with.
@@ -543,11 +555,24 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
+        match self.book(key, now, n) {
+            Booking::In(_) | Booking::Nothing => Decision::Pass,
+            Booking::Refused => Decision::Block,
+            Booking::Overflowed => match self.overflow {
+                Overflow::Refuse => Decision::Block,
+                Overflow::Admit => Decision::Pass,
+            },
+        }
+    }
+
+    /// The decision, and the window it booked into.
+    #[inline]
+    fn book(&self, key: u64, now: u64, n: u64) -> Booking {
         if n == 0 {
-            return Decision::Pass;
+            return Booking::Nothing;
         }
         if self.error.is_some() {
-            return Decision::Block;
+            return Booking::Refused;
         }
         let l = &self.layout;
         let c = l.window.div(now);
@@ -576,14 +601,21 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     // The key's gate word: decide as its gate.
                     loop {
                         let w = word(s);
-                        let Some((new, _)) = packed::decide::<u64, N>(l, w, c, now, n, false)
+                        let Some((new, outcome)) = packed::decide::<u64, N>(l, w, c, now, n, false)
                         else {
-                            return Decision::Block;
+                            return Booking::Refused;
                         };
                         // ORDERING: Release publishes the booking as a
                         // gate's swap does; a failed swap rereads.
                         match self.slots[at].compare_exchange(s, slot(key, new), AcqRel, Acquire) {
-                            Ok(_) => return Decision::Pass,
+                            Ok(_) => {
+                                // No prioritized request borrows here.
+                                let at = match outcome {
+                                    Outcome::Booked(w) => w,
+                                    Outcome::Borrowed { .. } | Outcome::Refused => c,
+                                };
+                                return Booking::In(at);
+                            }
                             Err(actual) => s = actual,
                         }
                         if key_of(s) != key || word(s) & USED == 0 {
@@ -630,10 +662,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 continue 'scan;
             }
             self.overflowed.fetch_add(1, Relaxed);
-            return match self.overflow {
-                Overflow::Refuse => Decision::Block,
-                Overflow::Admit => Decision::Pass,
-            };
+            return Booking::Overflowed;
         }
     }
 
@@ -813,6 +842,37 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             }
         }
         s
+    }
+}
+
+/// Loom models only: what the models observe beyond the public API.
+#[cfg(leaparray_loom)]
+#[doc(hidden)]
+impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
+    /// `try_acquire`, and the window it booked into: `Ok(Some(w))` booked
+    /// in `w`, `Ok(None)` refused, `Err(())` overflowed.
+    pub fn loom_acquire(&self, key: u64, now: u64, n: u64) -> Result<Option<u64>, ()> {
+        match self.book(key, now, n) {
+            Booking::In(w) => Ok(Some(w)),
+            Booking::Refused | Booking::Nothing => Ok(None),
+            Booking::Overflowed => Err(()),
+        }
+    }
+
+    /// The first slot of `key`'s probe.
+    pub fn loom_home(&self, key: u64) -> usize {
+        self.home(key)
+    }
+
+    /// The slot index holding `key`'s gate word or a claim of it, for
+    /// every slot that does.
+    pub fn loom_slots_of(&self, key: u64) -> std::vec::Vec<usize> {
+        (0..CAP)
+            .filter(|&i| {
+                let s = self.slots[i].load(Acquire);
+                word(s) != 0 && key_of(s) == key
+            })
+            .collect()
     }
 }
 
