@@ -555,7 +555,58 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
-        match self.book(key, now, n) {
+        self.decision(self.book(key, now, n))
+    }
+
+    /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
+    /// n)` pairs) at one `now`, each decided as if alone, in order: the
+    /// decision for `requests[i]` goes to `decisions[i]`. Returns how many
+    /// were decided (the shorter of the two slices).
+    ///
+    /// Faster per decision than one call each when the table is larger than
+    /// the caches: it reads the home slots of up to 16 keys before deciding
+    /// any of them, so their cache misses overlap instead of following one
+    /// another (a packet path's receive burst).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::Decision::{Block, Pass};
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 2);
+    /// let mut out = [Block; 4];
+    /// assert_eq!(T.try_acquire_burst(0, &[(1, 1), (2, 2), (1, 1), (1, 1)], &mut out), 4);
+    /// assert_eq!(out, [Pass, Pass, Pass, Block]);
+    /// ```
+    #[must_use = "the decisions are in `decisions`; a Pass has booked its permits"]
+    pub fn try_acquire_burst(
+        &self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+    ) -> usize {
+        const AHEAD: usize = 16;
+        let len = requests.len().min(decisions.len());
+        for (reqs, outs) in requests[..len]
+            .chunks(AHEAD)
+            .zip(decisions[..len].chunks_mut(AHEAD))
+        {
+            let mut homes = [0usize; AHEAD];
+            let mut firsts = [0u128; AHEAD];
+            for (i, &(key, _)) in reqs.iter().enumerate() {
+                homes[i] = self.home(key);
+                firsts[i] = self.slots[homes[i]].load(Acquire);
+            }
+            for (i, (&(key, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
+                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), now, n));
+            }
+        }
+        len
+    }
+
+    /// The decision a booking means, under the overflow policy.
+    #[inline(always)]
+    fn decision(&self, b: Booking) -> Decision {
+        match b {
             Booking::In(_) | Booking::Nothing => Decision::Pass,
             Booking::Refused => Decision::Block,
             Booking::Overflowed => match self.overflow {
@@ -568,6 +619,38 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// The decision, and the window it booked into.
     #[inline]
     fn book(&self, key: u64, now: u64, n: u64) -> Booking {
+        self.book_from(key, self.home(key), None, now, n)
+    }
+
+    /// [`book`](Self::book), given the key's home and maybe the value of
+    /// its home slot read earlier. A stale value costs a failed swap when
+    /// it leads to a booking; a refusal or an overflow it led to is decided
+    /// again from a fresh read, so every decision of a burst is made on the
+    /// table as the requests before it left it.
+    #[inline(always)]
+    fn book_from(&self, key: u64, home: usize, first: Option<u128>, now: u64, n: u64) -> Booking {
+        let b = match self.book_scan(key, home, first, now, n) {
+            Booking::Refused | Booking::Overflowed if first.is_some() => {
+                self.book_scan(key, home, None, now, n)
+            }
+            b => b,
+        };
+        if let Booking::Overflowed = b {
+            self.overflowed.fetch_add(1, Relaxed);
+        }
+        b
+    }
+
+    /// [`book_from`](Self::book_from), taking `first` at its word.
+    #[inline(always)]
+    fn book_scan(
+        &self,
+        key: u64,
+        home: usize,
+        mut first: Option<u128>,
+        now: u64,
+        n: u64,
+    ) -> Booking {
         if n == 0 {
             return Booking::Nothing;
         }
@@ -576,7 +659,6 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         }
         let l = &self.layout;
         let c = l.window.div(now);
-        let home = self.home(key);
         'scan: loop {
             // The first slot a new key may take, and a claim of another key
             // in the way (settled before overflowing, so a table with room
@@ -585,7 +667,10 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             let mut claim = None;
             for i in 0..Self::PROBE {
                 let at = Self::at(home, i);
-                let mut s = self.slots[at].load(Acquire);
+                let mut s = match first.take() {
+                    Some(s) => s,
+                    None => self.slots[at].load(Acquire),
+                };
                 let w = word(s);
                 if w == 0 {
                     if room.is_none() {
@@ -661,7 +746,6 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 self.settle(other, j, s, c);
                 continue 'scan;
             }
-            self.overflowed.fetch_add(1, Relaxed);
             return Booking::Overflowed;
         }
     }

@@ -283,3 +283,54 @@ fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
     }
     assert!(table.stats(0).resident <= 64);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else { 128 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// A burst decides as the same calls one at a time, in order, on a
+    /// twin table (repeated keys, a full table, any sizes).
+    #[test]
+    fn a_burst_decides_as_calls_one_at_a_time(
+        limit in 0u64..6,
+        bursts in prop::collection::vec(
+            (0u64..3_000, prop::collection::vec((0u64..40, 0u64..4), 0..40)),
+            1..max_steps(12),
+        ),
+    ) {
+        let burst = KeyedGate::<2, 16>::new(nz(100), limit);
+        let single = KeyedGate::<2, 16>::new(nz(100), limit);
+        let mut now = 0;
+        for (dt, reqs) in bursts {
+            now += dt;
+            let mut out = vec![Decision::Block; reqs.len()];
+            prop_assert_eq!(burst.try_acquire_burst(now, &reqs, &mut out), reqs.len());
+            for (&(key, n), &d) in reqs.iter().zip(&out) {
+                prop_assert_eq!(d, single.try_acquire(key, now, n), "key {} n {}", key, n);
+            }
+            prop_assert_eq!(burst.stats(now), single.stats(now));
+        }
+    }
+}
+
+#[test]
+fn a_burst_decides_as_many_as_both_slices_hold() {
+    let t = KeyedGate::<2, 16>::new(nz(100), 5);
+    let mut out = [Decision::Block; 2];
+    assert_eq!(
+        t.try_acquire_burst(0, &[(1, 1), (2, 1), (3, 1)], &mut out),
+        2
+    );
+    assert_eq!(out, [Decision::Pass; 2]);
+    assert_eq!(t.stats(0).resident, 2, "the third was not decided");
+    let mut more = [Decision::Block; 3];
+    assert_eq!(t.try_acquire_burst(0, &[(1, 5)], &mut more), 1);
+    assert_eq!(
+        more,
+        [Decision::Block; 3],
+        "key 1 has 4 left; the rest untouched"
+    );
+}
