@@ -5,11 +5,14 @@
 //!   looked up in a random order (a pregenerated sequence of 2^22 keys drawn
 //!   from the set, cycled): the cost of a decision for a key whose slot is
 //!   most likely not in any cache. The keyed gate is a
-//!   `KeyedGate<2, 2^21>` (load factor 0.48); a key whose probe of 8 slots
-//!   is already full finds no room (about 0.4% of keys at this load, as
+//!   `KeyedGate<2, 2^21>` (load factor 0.48); a key whose probe of 16 slots
+//!   is already full finds no room (about 0.02% of keys at this load, as
 //!   linear probing predicts): the key set is the first 1,000,000 keys the
 //!   table has room for (the count of the others is printed), and governor
 //!   gets the same keys.
+//! - `*/leaparray_keyed_burst_32`: the same decisions, 32 at a time
+//!   (`KeyedGate::try_acquire_burst`, a receive burst on a packet path):
+//!   the time per decision.
 //! - `keyed_1k/*`: the same with 1,000 keys (cache-resident), a
 //!   `KeyedGate<2, 4096>`.
 //! - `keyed_2_threads/*`: two threads on one table (or one governor), the
@@ -29,7 +32,7 @@ use std::hint::black_box;
 use std::num::{NonZeroU32, NonZeroU64};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -90,7 +93,7 @@ struct Keys {
 impl Keys {
     /// `n` distinct keys, each inserted into `gate` at `now` 0: the first
     /// `n` of a pseudo-random sequence that the gate has room for (a key
-    /// whose probe of 8 slots is full is refused: reported, and replaced
+    /// whose probe of 16 slots is full is refused: reported, and replaced
     /// by the next one).
     fn new<const CAP: usize>(gate: &KeyedGate<2, CAP>, n: usize, log2: u32, seed: u64) -> Keys {
         let mut set = Vec::with_capacity(n);
@@ -195,6 +198,32 @@ fn one_thread<const CAP: usize>(
         })
     });
     report(group, "leaparray_keyed", refused, i as u64);
+    let start = start + (i >> shift) as u64 + 1;
+
+    // The same decisions in bursts of 32 (`try_acquire_burst`), the time
+    // per decision.
+    let (mut i, mut refused) = (0usize, 0u64);
+    g.bench_function("leaparray_keyed_burst_32", |b| {
+        b.iter_custom(|iters| {
+            let mut reqs = [(0u64, 1u64); 32];
+            let mut out = [Decision::Block; 32];
+            let t0 = Instant::now();
+            let mut done = 0;
+            while done < iters {
+                let m = 32.min(iters - done) as usize;
+                for r in &mut reqs[..m] {
+                    r.0 = keys.seq[i & mask];
+                    i += 1;
+                }
+                let now = start + (i >> shift) as u64;
+                let k = gate.try_acquire_burst(black_box(now), black_box(&reqs[..m]), &mut out);
+                refused += out[..k].iter().filter(|d| **d != Decision::Pass).count() as u64;
+                done += m as u64;
+            }
+            t0.elapsed()
+        })
+    });
+    report(group, "leaparray_keyed_burst_32", refused, i as u64);
     let end = start + (i >> shift) as u64 + 1;
 
     let (lim, clock) = governor();
