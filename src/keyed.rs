@@ -120,6 +120,8 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
+use crossbeam_utils::CachePadded;
+
 use crate::divide::Divisor;
 use crate::limiter::Decision;
 use crate::packed::{self, Layout, Outcome};
@@ -253,6 +255,13 @@ pub struct KeyedGate<const N: usize, const CAP: usize> {
     error: Option<KeyedError>,
     seed: u64,
     overflow: Overflow,
+    /// Written by insertions, recycling and overflows only: on cache lines
+    /// of their own, away from what every decision reads.
+    shared: CachePadded<Shared>,
+}
+
+/// A [`KeyedGate`]'s table-wide counters.
+struct Shared {
     /// The newest window any recycler had reached when it recycled (0 if
     /// none): a key that comes back books no earlier than `N` windows
     /// before it.
@@ -340,8 +349,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         ///
         /// A limit that does not fit a slot builds a table that refuses
         /// every request and says why in [`error`](Self::error);
-        /// [`try_new`](Self::try_new) returns the error instead. `N` and
-        /// `CAP` must be at least 1 (checked at compile time).
+        /// [`try_new`](Self::try_new) returns the error instead. `1 <= N <=
+        /// 31` (a slot's word has 31 bits for `N` windows' counts) and `CAP
+        /// >= 1`, checked at compile time.
         ///
         /// ```
         /// # use core::num::NonZeroU64;
@@ -354,7 +364,12 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         /// ```
         #[must_use]
         pub fn new(window: NonZeroU64, limit: u64) -> Self {
-            const { assert!(N > 0 && CAP > 0, "KeyedGate<N, CAP> needs N >= 1 and CAP >= 1") };
+            const {
+                assert!(
+                    N > 0 && N <= 31 && CAP > 0,
+                    "KeyedGate<N, CAP> needs 1 <= N <= 31 and CAP >= 1"
+                )
+            };
             let div = Divisor::new(window);
             let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
             let (layout, error) = match Layout::fit(64, live, div, limit, 0) {
@@ -370,10 +385,12 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 error,
                 seed: DEFAULT_SEED,
                 overflow: Overflow::Refuse,
-                high_water: crate::sync::atomic_u64(0),
-                tokens: crate::sync::atomic_u64(0),
-                recycled: crate::sync::atomic_u64(0),
-                overflowed: crate::sync::atomic_u64(0),
+                shared: CachePadded::new(Shared {
+                    high_water: crate::sync::atomic_u64(0),
+                    tokens: crate::sync::atomic_u64(0),
+                    recycled: crate::sync::atomic_u64(0),
+                    overflowed: crate::sync::atomic_u64(0),
+                }),
             }
         }
     }
@@ -636,7 +653,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             b => b,
         };
         if let Booking::Overflowed = b {
-            self.overflowed.fetch_add(1, Relaxed);
+            self.shared.overflowed.fetch_add(1, Relaxed);
         }
         b
     }
@@ -723,7 +740,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     // ORDERING: before the swap that evicts, so a settler
                     // that reads the evicted slot reads this too (module
                     // docs, "Recycling").
-                    self.high_water.fetch_max(c, AcqRel);
+                    self.shared.high_water.fetch_max(c, AcqRel);
                 }
                 let mine = slot(key, self.token());
                 if self.slots[at]
@@ -731,7 +748,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     .is_ok()
                 {
                     if recycling {
-                        self.recycled.fetch_add(1, Relaxed);
+                        self.shared.recycled.fetch_add(1, Relaxed);
                     }
                     let i = (at + CAP - home) % CAP;
                     self.settle(key, i, mine, c);
@@ -752,7 +769,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     /// A claim token no claim had: nonzero, top bit clear.
     fn token(&self) -> u64 {
-        self.tokens.fetch_add(1, Relaxed) % (USED - 1) + 1
+        self.shared.tokens.fetch_add(1, Relaxed) % (USED - 1) + 1
     }
 
     /// Whether the gate word `w` is recyclable by a caller in window `c`:
@@ -795,7 +812,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             }
         }
         let from = c
-            .max(self.high_water.load(Acquire))
+            .max(self.shared.high_water.load(Acquire))
             .saturating_sub(Self::GRACE);
         let empty = packed::empty_at::<u64>(&self.layout, from);
         let _ = self.slots[at].compare_exchange(mine, slot(key, empty), AcqRel, Acquire);
@@ -912,8 +929,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     pub fn stats(&self, now: u64) -> Stats {
         let c = self.layout.window.div(now);
         let mut s = Stats {
-            recycled: self.recycled.load(Relaxed),
-            overflowed: self.overflowed.load(Relaxed),
+            recycled: self.shared.recycled.load(Relaxed),
+            overflowed: self.shared.overflowed.load(Relaxed),
             ..Stats::default()
         };
         for cell in &self.slots {
