@@ -5,8 +5,11 @@
 //! by side in one 128-bit atomic. Every decision, insertion and recycling
 //! of a slot is one 128-bit compare-and-swap that also checks the key, so
 //! "this slot is still this key's" and "book here" cannot come apart. No
-//! lock, no allocation, usable in a `static`, from an interrupt handler and
-//! on a packet path.
+//! lock and no allocation: usable in a `static`, on a packet path, and from
+//! an interrupt or signal handler wherever the 128-bit atomic is lock-free
+//! or masks interrupts (x86-64, AArch64, single-core chips: see
+//! [`guarantees`](crate::guarantees), section 4; elsewhere
+//! [`KeyedGate::new`] does not compile unless that is accepted by name).
 //!
 //! ```
 //! use core::num::NonZeroU64;
@@ -107,13 +110,26 @@
 //!
 //! # Exactness
 //!
+//! In every interval of `N` windows, each key has at most `limit` permits
+//! counted, under any interleaving, with [`Overflow::Refuse`]: a permit is
+//! counted in a window no earlier than its caller's own and no later than
+//! the newest window any caller of the table had reached (as a [`Gate`]
+//! counts late callers), and within the ranges of the gate's word (no
+//! caller lagging the newest window by `2^(T-1)` windows or more; `T = 64 -
+//! 1 - N b`, at least 32).
+//!
 //! While its probe has room, a key is decided exactly as a [`Gate`] of its
 //! own (with no occupy timeout) would decide it, for callers whose window
 //! is no more than `N` windows before the newest window any caller of the
-//! table had reached; a caller further behind may be booked into a later
-//! window than its own gate would book it (counted later: stricter, never
-//! looser). In every interval of `N` windows, each key is admitted at most
-//! `limit` permits, under any interleaving, with [`Overflow::Refuse`].
+//! table had reached. A caller further behind may be decided otherwise:
+//! after its key was recycled by a caller `2N` windows or more ahead, it is
+//! booked from the high water on, and may be admitted where its own gate,
+//! still holding the old permits, would refuse (the permits count in
+//! different windows, so no interval holds more than `limit`). The high
+//! water only grows: one recycling caller with a far-future clock makes
+//! every key inserted after it start `N` windows before that time (booked
+//! there, as a [`Gate`]'s late callers are after a far-future caller:
+//! stricter, never looser).
 //!
 //! [`Gate`]: crate::Gate
 
@@ -132,7 +148,8 @@ use crate::sync::{
 };
 
 /// Slots a key may live in: its home slot and the `PROBE - 1` after it
-/// (or all `CAP` slots if there are fewer): four 64-byte cache lines.
+/// (or all `CAP` slots if there are fewer): 256 bytes, four 64-byte cache
+/// lines' worth (five lines when the home slot does not start one).
 pub const PROBE: usize = 16;
 
 /// The top bit of a slot's word: set in every gate word.
@@ -210,7 +227,8 @@ impl std::error::Error for KeyedError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Stats {
-    /// Slots holding a key now.
+    /// Slots holding a key's gate word now (claims not yet settled are not
+    /// counted).
     pub resident: usize,
     /// Of those, the ones recyclable at the time asked: their key has been
     /// idle for two intervals.
@@ -224,7 +242,7 @@ pub struct Stats {
 
 /// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in
 /// `16 * CAP` bytes fixed at compile time: `N` windows per interval, keys
-/// are `u64` (hash other keys with [`KeyHasher`] or your own keyed hash).
+/// are `u64` (hash other keys with `KeyHasher` or your own keyed hash).
 /// See the [module docs](self) for where keys live, what happens when the
 /// table is full, and the exactness guarantee.
 ///
@@ -297,6 +315,22 @@ enum Booking {
     Nothing,
 }
 
+#[cfg(feature = "defmt")]
+impl<const N: usize, const CAP: usize> defmt::Format for KeyedGate<N, CAP> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "KeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {}, error: {} }}",
+            N,
+            CAP,
+            self.window(),
+            self.limit(),
+            self.overflow,
+            self.error
+        );
+    }
+}
+
 /// The seed [`KeyedGate::new`] mixes keys with.
 const DEFAULT_SEED: u64 = 0x243f_6a88_85a3_08d3;
 
@@ -348,7 +382,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         /// when a key finds no room.
         ///
         /// A limit that does not fit a slot builds a table that refuses
-        /// every request and says why in [`error`](Self::error);
+        /// every request for permits (`n >= 1`) and says why in
+        /// [`error`](Self::error);
         /// [`try_new`](Self::try_new) returns the error instead. `1 <= N <=
         /// 31` (a slot's word has 31 bits for `N` windows' counts) and `CAP
         /// >= 1`, checked at compile time.
@@ -368,7 +403,16 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 assert!(
                     N > 0 && N <= 31 && CAP > 0,
                     "KeyedGate<N, CAP> needs 1 <= N <= 31 and CAP >= 1"
-                )
+                );
+                assert!(
+                    crate::sync::SLOT_INTERRUPT_SAFE,
+                    "leaparray: on this target a KeyedGate slot (portable-atomic's AtomicU128) \
+                     is a global spin lock, and a handler that uses the table while the code it \
+                     interrupted holds the lock deadlocks. On a single-core chip enable \
+                     portable-atomic's `unsafe-assume-single-core` (or `critical-section` where \
+                     there is no CAS); if no interrupt or signal handler ever uses the table, \
+                     enable leaparray's `portable-atomic-fallback-not-interrupt-safe` feature."
+                );
             };
             let div = Divisor::new(window);
             let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
@@ -442,7 +486,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     const_fn_unless_loom! {
         /// The same table (it must be empty: the seed decides where keys
         /// live) with keys mixed with `seed`. Keys an attacker chooses should
-        /// be hashed with a secret key first ([`KeyHasher`] behind `std`):
+        /// be hashed with a secret key first (`KeyHasher` behind `std`):
         /// the mix is not a keyed hash, and the default seed is public.
         ///
         /// ```
@@ -558,8 +602,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// windows that contains the booking window then holds at most `limit`
     /// of that key's permits, as a [`Gate`](crate::Gate) of its own would;
     /// inserts the key if it has no slot. `n == 0` always passes and books
-    /// nothing; `n > limit` never passes. A key with no room in its probe
-    /// gets the [`Overflow`] policy.
+    /// nothing; `n > limit` never passes and takes no slot. A key with no
+    /// room in its probe gets the [`Overflow`] policy.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -671,10 +715,11 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         if n == 0 {
             return Booking::Nothing;
         }
-        if self.error.is_some() {
+        let l = &self.layout;
+        if self.error.is_some() || n > l.limit {
+            // Never admitted: no slot for it either.
             return Booking::Refused;
         }
-        let l = &self.layout;
         let c = l.window.div(now);
         'scan: loop {
             // The first slot a new key may take, and a claim of another key
@@ -837,7 +882,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     /// Permits `key` could still take at `now`: `limit` minus the fullest
     /// interval a booking would join (`limit` for a key with no slot; 0 if
-    /// it has no room and the policy refuses). Books nothing.
+    /// it has no room and the policy refuses). Books nothing. Like
+    /// [`retry_after`](Self::retry_after), it assumes nothing else arrives:
+    /// a claim of another key in flight counts as room.
     ///
     /// ```
     /// # use core::num::NonZeroU64;

@@ -52,6 +52,31 @@ pub(crate) enum AtomicU128 {}
 #[cfg(not(leaparray_loom))]
 pub(crate) use portable_atomic::AtomicU128 as SlotWord;
 
+/// Whether a [`SlotWord`] may be used where an interrupt or signal handler
+/// can interrupt its user: lock-free (x86-64, where portable-atomic uses
+/// `cmpxchg16b`, detected at run time; AArch64; any target where
+/// portable-atomic says so, which includes masking interrupts on
+/// single-core chips with `unsafe-assume-single-core`), a critical section
+/// on targets without CAS (`portable-atomic-critical-section`), or accepted
+/// by name with `portable-atomic-fallback-not-interrupt-safe`. Elsewhere it is
+/// portable-atomic's global spin lock, and `KeyedGate::new` does not
+/// compile.
+#[cfg(not(leaparray_loom))]
+pub(crate) const SLOT_INTERRUPT_SAFE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+        || SlotWord::is_always_lock_free()
+        // No CAS at all: portable-atomic goes through `critical-section`
+        // for every width (an interrupt-safe critical section, by that
+        // crate's contract).
+        || cfg!(all(
+            feature = "portable-atomic-critical-section",
+            not(target_has_atomic = "ptr")
+        ))
+        || cfg!(feature = "portable-atomic-fallback-not-interrupt-safe");
+
+/// Loom builds: the modelled slot holds no lock a handler could meet.
+#[cfg(leaparray_loom)]
+pub(crate) const SLOT_INTERRUPT_SAFE: bool = true;
+
 /// Loom builds: loom has no 128-bit atomic, so a slot is a word behind a
 /// loom mutex. Each operation is one critical section, so it is as atomic
 /// as a real compare-and-swap, and lock/unlock give it acquire/release: the

@@ -334,3 +334,20 @@ fn a_burst_decides_as_many_as_both_slices_hold() {
         "key 1 has 4 left; the rest untouched"
     );
 }
+
+/// A request that can never pass (`n > limit`, or any request under a limit
+/// of 0) takes no slot: the next key still finds room.
+#[test]
+fn a_request_that_can_never_pass_takes_no_slot() {
+    let t = KeyedGate::<2, 1>::new(nz(500), 10);
+    assert_eq!(t.try_acquire(1, 0, 11), Decision::Block, "n > limit");
+    assert_eq!(t.stats(0).resident, 0);
+    assert_eq!(t.try_acquire(2, 0, 1), Decision::Pass, "room for key 2");
+    let zero = KeyedGate::<2, 1>::new(nz(500), 0);
+    assert_eq!(zero.try_acquire(1, 0, 1), Decision::Block);
+    assert_eq!(
+        zero.stats(0),
+        Default::default(),
+        "nothing inserted, nothing overflowed"
+    );
+}
