@@ -748,8 +748,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     // The key's gate word: decide as its gate.
                     loop {
                         let w = word(s);
-                        let Some((new, outcome)) = packed::decide::<u64, N>(l, w, c, now, n, false)
-                        else {
+                        let Some((new, outcome)) = self.decide(w, c, now, n) else {
                             return Booking::Refused;
                         };
                         // ORDERING: Release publishes the booking as a
@@ -810,6 +809,18 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             }
             return Booking::Overflowed;
         }
+    }
+
+    /// One decision on the gate word `w` (`packed::decide`): with constant
+    /// shifts on 64-bit targets, from the layout elsewhere (one copy of
+    /// the code on microcontrollers, as `Gate` does).
+    #[inline(always)]
+    fn decide(&self, w: u64, c: u64, now: u64, n: u64) -> Option<(u64, Outcome)> {
+        #[cfg(target_pointer_width = "64")]
+        let l = packed::Fixed::<u64, N, 0>::new(&self.layout);
+        #[cfg(not(target_pointer_width = "64"))]
+        let l = &self.layout;
+        packed::decide::<u64, N>(l, w, c, now, n, false)
     }
 
     /// A claim token no claim had: nonzero, top bit clear.
