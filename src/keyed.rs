@@ -722,6 +722,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         }
         let c = l.window.div(now);
         'scan: loop {
+            // Whether this pass's read of the home slot is `first`.
+            let early = first.is_some();
             // The first slot a new key may take, and a claim of another key
             // in the way (settled before overflowing, so a table with room
             // never overflows for a claim in flight).
@@ -780,6 +782,12 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             }
             if let Some((at, s)) = room {
                 let recycling = word(s) != 0;
+                if recycling && early && at == home && self.slots[at].load(Acquire) != s {
+                    // The home slot's value came from before a burst's
+                    // earlier requests, and they changed it: look again
+                    // rather than raise the high water for nothing.
+                    continue 'scan;
+                }
                 if recycling {
                     // ORDERING: before the swap that evicts, so a settler
                     // that reads the evicted slot reads this too (module
