@@ -13,6 +13,9 @@
 //! - `*/leaparray_keyed_burst_32`: the same decisions, 32 at a time
 //!   (`KeyedGate::try_acquire_burst`, a receive burst on a packet path):
 //!   the time per decision.
+//! - `keyed_1m/floor_*`: the hardware floor of such a decision: one 16-byte
+//!   atomic load and one 16-byte compare-and-swap at a random slot of a
+//!   32 MiB array, nothing else.
 //! - `keyed_1k/*`: the same with 1,000 keys (cache-resident), a
 //!   `KeyedGate<2, 4096>`.
 //! - `keyed_2_threads/*`: two threads on one table (or one governor), the
@@ -44,6 +47,7 @@ use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 use leaparray::keyed::KeyedGate;
 use leaparray::Decision;
+use portable_atomic::AtomicU128;
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 /// Per key, per interval of two windows (1,000 ticks).
@@ -256,6 +260,25 @@ fn keyed_1m(c: &mut Criterion) {
     BIG_NOW.store(end, Ordering::Relaxed);
 }
 
+/// The hardware floor of a decision on a table larger than the caches: one
+/// 16-byte atomic load and one 16-byte compare-and-swap at a random slot of
+/// a 32 MiB array (2^21 slots, as `BIG`), nothing else. The keyed gate adds
+/// the key's hash, the check and its bookkeeping to this.
+fn keyed_1m_floor(c: &mut Criterion) {
+    static SLOTS: [AtomicU128; 1 << 21] = [const { AtomicU128::new(0) }; 1 << 21];
+    let mut g = c.benchmark_group("keyed_1m");
+    let mut i = 0u64;
+    g.bench_function("floor_load_and_cas_at_random_of_32_mib", |b| {
+        b.iter(|| {
+            i += 1;
+            let s = &SLOTS[(splitmix(i) >> 43) as usize];
+            let v = s.load(Ordering::Acquire);
+            s.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire)
+        })
+    });
+    g.finish();
+}
+
 fn keyed_1k(c: &mut Criterion) {
     let keys = thousand();
     one_thread(c, "keyed_1k", &SMALL, keys, 8, 0);
@@ -337,6 +360,6 @@ struct Padded(AtomicU64);
 criterion_group! {
     name = benches;
     config = common::config();
-    targets = keyed_1m, keyed_1k, keyed_2_threads
+    targets = keyed_1m, keyed_1m_floor, keyed_1k, keyed_2_threads
 }
 criterion_main!(benches);
