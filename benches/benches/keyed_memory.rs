@@ -93,7 +93,7 @@ fn main() {
     let mut rows = Vec::new();
 
     // (a) The keyed gate, 1,000,000 keys at time 0: the first 1,000,000
-    // the table has room for (a key whose probe of 8 slots is full is
+    // the table has room for (a key whose probe of 16 slots is full is
     // refused: counted).
     let base = rss();
     let t0 = Instant::now();
