@@ -213,7 +213,7 @@ fn bad_parameters_are_errors_not_panics() {
 fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
     const LIMIT: u64 = 50;
     const PHASES: usize = 24;
-    let table: &'static KeyedGate<2, 64> = Box::leak(Box::new(KeyedGate::new(nz(100), LIMIT)));
+    let table: Arc<KeyedGate<2, 64>> = Arc::new(KeyedGate::new(nz(100), LIMIT));
     let hot = 0xfeed;
     // Resident before the flood starts (a key with no room would overflow).
     assert_eq!(table.try_acquire(hot, 10, 1), Decision::Pass);
@@ -225,6 +225,7 @@ fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
     let mut handles = Vec::new();
     for _ in 0..hammers {
         let (b, counts, flooded) = (barrier.clone(), per_phase.clone(), flooded.clone());
+        let table = table.clone();
         handles.push(std::thread::spawn(move || {
             for phase in 0..PHASES {
                 b.wait();
@@ -242,7 +243,7 @@ fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
         }));
     }
     let flood = {
-        let (b, flooded) = (barrier.clone(), flooded.clone());
+        let (b, flooded, table) = (barrier.clone(), flooded.clone(), table.clone());
         std::thread::spawn(move || {
             let mut key = 1u64 << 40;
             for phase in 0..PHASES {
