@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use crossbeam_utils::CachePadded;
 
 mod common;
 use common::on_threads;
@@ -104,14 +105,14 @@ fn admit_2_threads(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let gate = Arc::new(Gate::<2>::new(NonZeroU64::MIN, 32_767).with_occupy_timeout(0));
             assert!(matches!(gate.shape(), Shape::Word64 { .. }));
-            let clock = Arc::new(Padded(AtomicU64::new(0)));
+            let clock = Arc::new(CachePadded::new(AtomicU64::new(0)));
             let (g2, r2) = (gate.clone(), refused.clone());
             decided.fetch_add(iters, Ordering::Relaxed);
             on_threads(2, iters, move |_, i| {
                 let now = if i % 256 == 0 {
-                    clock.0.fetch_add(1, Ordering::Relaxed)
+                    clock.fetch_add(1, Ordering::Relaxed)
                 } else {
-                    clock.0.load(Ordering::Relaxed)
+                    clock.load(Ordering::Relaxed)
                 };
                 if g2.try_acquire(black_box(now), 1) != Decision::Pass {
                     r2.fetch_add(1, Ordering::Relaxed);
@@ -139,10 +140,6 @@ fn admit_2_threads(c: &mut Criterion) {
     });
     g.finish();
 }
-
-/// A clock on a cache line of its own (the gate's word is on another).
-#[repr(align(128))]
-struct Padded(AtomicU64);
 
 criterion_group! {
     name = benches;

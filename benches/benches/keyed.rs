@@ -38,6 +38,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use crossbeam_utils::CachePadded;
 
 mod common;
 use common::on_threads;
@@ -295,7 +296,7 @@ fn keyed_2_threads(c: &mut Criterion) {
     // of its calls: 8,192 decisions per tick, about 8 per key per interval.
     let start = BIG_NOW.load(Ordering::Relaxed);
     warm_gate(&BIG, keys, start);
-    let clock = Arc::new(Padded(AtomicU64::new(start)));
+    let clock = Arc::new(CachePadded::new(AtomicU64::new(start)));
     let (decided, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     g.bench_function("leaparray_keyed", |b| {
         b.iter_custom(|iters| {
@@ -305,9 +306,9 @@ fn keyed_2_threads(c: &mut Criterion) {
             on_threads(2, iters, move |t, i| {
                 let key = keys.seq[(from + 2 * i as usize + t as usize) & mask];
                 let now = if i % 4096 == 0 {
-                    clock.0.fetch_add(1, Ordering::Relaxed)
+                    clock.fetch_add(1, Ordering::Relaxed)
                 } else {
-                    clock.0.load(Ordering::Relaxed)
+                    clock.load(Ordering::Relaxed)
                 };
                 if BIG.try_acquire(black_box(key), black_box(now), 1) != Decision::Pass {
                     refused.fetch_add(1, Ordering::Relaxed);
@@ -321,7 +322,7 @@ fn keyed_2_threads(c: &mut Criterion) {
         refused.load(Ordering::Relaxed),
         decided.load(Ordering::Relaxed),
     );
-    BIG_NOW.store(clock.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    BIG_NOW.store(clock.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 
     let (lim, fake) = governor();
     warm_governor(&lim, keys);
@@ -352,10 +353,6 @@ fn keyed_2_threads(c: &mut Criterion) {
     );
     g.finish();
 }
-
-/// A clock on a cache line of its own.
-#[repr(align(128))]
-struct Padded(AtomicU64);
 
 criterion_group! {
     name = benches;
