@@ -119,7 +119,12 @@ impl Config {
     /// assert_eq!((c.limit, c.restart_grace), (10, Duration::from_millis(500)));
     /// ```
     #[must_use]
-    pub fn new(url: impl Into<String>, name: impl Into<String>, window: Duration, limit: u64) -> Self {
+    pub fn new(
+        url: impl Into<String>,
+        name: impl Into<String>,
+        window: Duration,
+        limit: u64,
+    ) -> Self {
         Self {
             url: url.into(),
             name: name.into(),

@@ -56,7 +56,10 @@ impl Decision {
     /// ```
     #[must_use]
     pub const fn is_admitted(self) -> bool {
-        matches!(self, Decision::Admitted { .. } | Decision::AdmittedLocally { .. })
+        matches!(
+            self,
+            Decision::Admitted { .. } | Decision::AdmittedLocally { .. }
+        )
     }
 
     /// The window an admission is counted in.
@@ -200,7 +203,10 @@ impl<const N: usize> RedisGate<N> {
             FaultPolicy::Refuse => None,
         };
         let clock = MonotonicClock::new(Unit::Micros);
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(micros).unwrap_or(0);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(micros)
+            .unwrap_or(0);
         let process = format!(
             "{}-{}-{}",
             std::process::id(),
@@ -505,14 +511,22 @@ impl<const N: usize> Inner<N> {
         d
     }
 
-    fn refill(&self, lease: &mut Lease, n: u64, block: u64, ended: &mut Option<(u64, u64)>) -> Decision {
+    fn refill(
+        &self,
+        lease: &mut Lease,
+        n: u64,
+        block: u64,
+        ended: &mut Option<(u64, u64)>,
+    ) -> Decision {
         for _ in 0..2 {
             let Some(mut con) = self.conn() else {
                 return self.fault(n);
             };
             let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
             let (sent, local) = (Instant::now(), self.clock.now());
-            let r = self.calls.book(&mut con, &epoch, self.cfg.limit, block.max(n), n, None);
+            let r = self
+                .calls
+                .book(&mut con, &epoch, self.cfg.limit, block.max(n), n, None);
             self.round_trips.fetch_add(1, Relaxed);
             let r = match r {
                 Ok(r) => r,
@@ -592,7 +606,11 @@ impl<const N: usize> Inner<N> {
         let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
         let r = self.calls.give_back(&mut con, &epoch, window, left);
         drop(epoch);
-        let counter = if keeper { &self.keeper_round_trips } else { &self.round_trips };
+        let counter = if keeper {
+            &self.keeper_round_trips
+        } else {
+            &self.round_trips
+        };
         counter.fetch_add(1, Relaxed);
         match r {
             Ok(_) => self.put(con),
@@ -634,7 +652,11 @@ impl<const N: usize> Inner<N> {
         if *epoch == target {
             Ok(())
         } else {
-            Err((redis::ErrorKind::TryAgain, "leaparray-redis: the epoch keeps changing").into())
+            Err((
+                redis::ErrorKind::TryAgain,
+                "leaparray-redis: the epoch keeps changing",
+            )
+                .into())
         }
     }
 
@@ -699,13 +721,18 @@ impl<const N: usize> Inner<N> {
             self.return_ended_lease();
             if self.up.load(Relaxed) {
                 pause = self.cfg.heartbeat;
-                let Some(mut con) = lock(&self.pool).pop() else { continue };
+                let Some(mut con) = lock(&self.pool).pop() else {
+                    continue;
+                };
                 match self.beat(&mut con) {
                     Ok(()) => self.put(con),
                     Err(_) => self.broken(),
                 }
             } else {
-                match self.connect().and_then(|mut con| self.beat(&mut con).map(|()| con)) {
+                match self
+                    .connect()
+                    .and_then(|mut con| self.beat(&mut con).map(|()| con))
+                {
                     Ok(con) => {
                         self.put(con);
                         self.up.store(true, Relaxed);

@@ -57,12 +57,22 @@ impl Calls {
         }
     }
 
-    fn invoke(&self, con: &mut Connection, op: &str, epoch: &str, extra: &[String]) -> RedisResult<Reply> {
+    fn invoke(
+        &self,
+        con: &mut Connection,
+        op: &str,
+        epoch: &str,
+        extra: &[String],
+    ) -> RedisResult<Reply> {
         let mut inv = self.script.prepare_invoke();
         for k in &self.keys {
             inv.key(k);
         }
-        inv.arg(op).arg(epoch).arg(self.window_us).arg(self.n_windows).arg(self.grace_us);
+        inv.arg(op)
+            .arg(epoch)
+            .arg(self.window_us)
+            .arg(self.n_windows)
+            .arg(self.grace_us);
         for a in extra {
             inv.arg(a);
         }
@@ -112,7 +122,13 @@ impl Calls {
     }
 
     /// Takes back `permits` never used from window `id`.
-    pub fn give_back(&self, con: &mut Connection, epoch: &str, id: u64, permits: u64) -> RedisResult<Reply> {
+    pub fn give_back(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        id: u64,
+        permits: u64,
+    ) -> RedisResult<Reply> {
         self.invoke(con, "return", epoch, &[id.to_string(), permits.to_string()])
     }
 }
@@ -129,7 +145,13 @@ fn decode(v: &[redis::Value]) -> RedisResult<Reply> {
         1 => Status::Limit,
         2 => Status::Stale,
         3 => Status::Fenced,
-        _ => return Err((redis::ErrorKind::TypeError, "leaparray-redis: unknown status").into()),
+        _ => {
+            return Err((
+                redis::ErrorKind::TypeError,
+                "leaparray-redis: unknown status",
+            )
+                .into())
+        }
     };
     let epoch = match v.get(2) {
         Some(x) => redis::from_redis_value::<String>(x)?,

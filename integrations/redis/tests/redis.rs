@@ -27,7 +27,11 @@ struct Server {
 
 impl Server {
     fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let mut s = Server { port, child: None };
         s.restart();
         s
@@ -35,7 +39,16 @@ impl Server {
 
     fn restart(&mut self) {
         let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
@@ -47,7 +60,11 @@ impl Server {
         self.child = Some(child);
         let t = Instant::now();
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(10), "redis-server did not listen on {}", self.port);
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "redis-server did not listen on {}",
+                self.port
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -75,7 +92,12 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Launches `processes` workers with `args`; returns them and their ledger paths.
-fn launch(server: &Server, name: &str, processes: usize, args: &[&str]) -> (Vec<Child>, Vec<std::path::PathBuf>) {
+fn launch(
+    server: &Server,
+    name: &str,
+    processes: usize,
+    args: &[&str],
+) -> (Vec<Child>, Vec<std::path::PathBuf>) {
     let dir = std::env::temp_dir().join(format!("leaparray-redis-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut children = Vec::new();
@@ -115,16 +137,32 @@ fn finish(children: Vec<Child>, paths: &[std::path::PathBuf]) -> BTreeMap<u64, u
 
 /// Every interval of `N` windows that holds an admission: (first window, load).
 fn loads(merged: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
-    let (lo, hi) = (*merged.keys().next().unwrap(), *merged.keys().last().unwrap());
+    let (lo, hi) = (
+        *merged.keys().next().unwrap(),
+        *merged.keys().last().unwrap(),
+    );
     (lo.saturating_sub(N - 1)..=hi)
-        .map(|s| (s, (s..s + N).map(|w| merged.get(&w).copied().unwrap_or(0)).sum()))
+        .map(|s| {
+            (
+                s,
+                (s..s + N)
+                    .map(|w| merged.get(&w).copied().unwrap_or(0))
+                    .sum(),
+            )
+        })
         .collect()
 }
 
 fn assert_never_over(merged: &BTreeMap<u64, u64>, limit: u64) {
     assert!(!merged.is_empty(), "nothing was admitted");
-    let over: Vec<_> = loads(merged).into_iter().filter(|&(_, l)| l > limit).collect();
-    assert!(over.is_empty(), "intervals over the limit {limit}: {over:?}\nledger: {merged:?}");
+    let over: Vec<_> = loads(merged)
+        .into_iter()
+        .filter(|&(_, l)| l > limit)
+        .collect();
+    assert!(
+        over.is_empty(),
+        "intervals over the limit {limit}: {over:?}\nledger: {merged:?}"
+    );
 }
 
 /// The mean load of the intervals in the middle of the run (an interval's
@@ -133,14 +171,29 @@ fn assert_close(merged: &BTreeMap<u64, u64>, limit: u64) {
     let l = loads(merged);
     let middle = &l[(2 * N) as usize..l.len() - (2 * N) as usize];
     let mean = middle.iter().map(|&(_, l)| l).sum::<u64>() as f64 / middle.len() as f64;
-    assert!(mean >= 0.8 * limit as f64, "mean load {mean:.1} of {} intervals, limit {limit}: {merged:?}", middle.len());
+    assert!(
+        mean >= 0.8 * limit as f64,
+        "mean load {mean:.1} of {} intervals, limit {limit}: {merged:?}",
+        middle.len()
+    );
 }
 
 #[test]
 fn exact_mode_fleet_never_over_and_close_to_the_limit() {
     let _g = serial();
     let server = Server::start();
-    let (ch, paths) = launch(&server, "exact", 3, &["threads=3", "duration_ms=4000", "limit=60", "window_ms=250", "settle_ms=600"]);
+    let (ch, paths) = launch(
+        &server,
+        "exact",
+        3,
+        &[
+            "threads=3",
+            "duration_ms=4000",
+            "limit=60",
+            "window_ms=250",
+            "settle_ms=600",
+        ],
+    );
     let merged = finish(ch, &paths);
     assert_never_over(&merged, 60);
     assert_close(&merged, 60);
@@ -154,7 +207,15 @@ fn lease_mode_fleet_never_over_and_close_to_the_limit() {
         &server,
         "lease",
         3,
-        &["threads=3", "duration_ms=4000", "limit=400", "window_ms=250", "mode=lease", "block=20", "settle_ms=600"],
+        &[
+            "threads=3",
+            "duration_ms=4000",
+            "limit=400",
+            "window_ms=250",
+            "mode=lease",
+            "block=20",
+            "settle_ms=600",
+        ],
     );
     let merged = finish(ch, &paths);
     assert_never_over(&merged, 400);
@@ -168,18 +229,30 @@ fn restart_mid_run(mode: &[&str], limit: u64) {
     let _g = serial();
     let mut server = Server::start();
     let window_us = 500_000;
-    let mut args = vec!["threads=2", "duration_ms=7000", "window_ms=500", "grace_ms=500"];
+    let mut args = vec![
+        "threads=2",
+        "duration_ms=7000",
+        "window_ms=500",
+        "grace_ms=500",
+    ];
     let limit_arg = format!("limit={limit}");
     args.push(&limit_arg);
     args.extend_from_slice(mode);
     let (ch, paths) = launch(&server, "restart", 3, &args);
     std::thread::sleep(Duration::from_millis(1_500));
-    let mut con = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
     let t = Instant::now();
     loop {
         let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut con).unwrap();
         let cur = (s * 1_000_000 + us) / window_us;
-        let n: Option<u64> = redis::cmd("HGET").arg("{restart}").arg(cur).query(&mut con).unwrap();
+        let n: Option<u64> = redis::cmd("HGET")
+            .arg("{restart}")
+            .arg(cur)
+            .query(&mut con)
+            .unwrap();
         if n.unwrap_or(0) >= limit || t.elapsed() > Duration::from_secs(3) {
             break;
         }
@@ -188,7 +261,11 @@ fn restart_mid_run(mode: &[&str], limit: u64) {
     server.kill();
     std::thread::sleep(Duration::from_millis(200));
     server.restart();
-    let back = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64 / window_us;
+    let back = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+        / window_us;
     let merged = finish(ch, &paths);
     assert_never_over(&merged, limit);
     let before: u64 = merged.range(..back).map(|(_, n)| n).sum();
@@ -212,7 +289,15 @@ fn lease_mode_survives_a_redis_restart() {
 /// The largest number of `times` (µs) in a span of one second starting at
 /// one of `starts`.
 fn worst_second(times: &[u64], starts: impl Iterator<Item = u64>) -> usize {
-    starts.map(|a| times.iter().filter(|&&t| t >= a && t < a + 1_000_000).count()).max().unwrap_or(0)
+    starts
+        .map(|a| {
+            times
+                .iter()
+                .filter(|&&t| t >= a && t < a + 1_000_000)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn connected<const W: usize>(g: &RedisGate<W>) {
@@ -237,17 +322,26 @@ fn boundary_traffic_fixed_window_160_leaparray_redis_100() {
         }
     }
     // envoyproxy/ratelimit's fixed window: INCRBY + EXPIRE on the second's key.
-    let mut con = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
     let mut fixed = Vec::new();
     for &t in &requests {
         let key = format!("fixed:{}", t / 1_000_000);
-        let (n, _): (u64, bool) = redis::pipe().atomic().incr(&key, 1).expire(&key, 2).query(&mut con).unwrap();
+        let (n, _): (u64, bool) = redis::pipe()
+            .atomic()
+            .incr(&key, 1)
+            .expire(&key, 2)
+            .query(&mut con)
+            .unwrap();
         if n <= 100 {
             fixed.push(t);
         }
     }
     let gate = RedisGate::<2>::open(
-        Config::new(server.url(), "boundary", Duration::from_millis(500), 100).restart_grace(Duration::from_millis(1)),
+        Config::new(server.url(), "boundary", Duration::from_millis(500), 100)
+            .restart_grace(Duration::from_millis(1)),
     )
     .unwrap();
     connected(&gate);
@@ -263,7 +357,10 @@ fn boundary_traffic_fixed_window_160_leaparray_redis_100() {
     // (one that cuts a window: 115, as the core's `boundary` example says).
     let halves = || (0..4).map(|k| t0 - 500_000 + k * 500_000);
     assert_eq!((fixed.len(), worst_second(&fixed, halves())), (200, 160));
-    assert_eq!((sliding.len(), worst_second(&sliding, halves())), (140, 100));
+    assert_eq!(
+        (sliding.len(), worst_second(&sliding, halves())),
+        (140, 100)
+    );
     assert_eq!(worst_second(&fixed, fixed.iter().copied()), 160);
     assert_eq!(worst_second(&sliding, sliding.iter().copied()), 115);
 }
@@ -274,10 +371,16 @@ fn the_documented_calls_work_against_redis() {
     let _g = serial();
     let server = Server::start();
     let grace = Duration::from_millis(1);
-    let gate = RedisGate::<2>::open(Config::new(server.url(), "b", Duration::from_millis(500), 10).restart_grace(grace)).unwrap();
+    let gate = RedisGate::<2>::open(
+        Config::new(server.url(), "b", Duration::from_millis(500), 10).restart_grace(grace),
+    )
+    .unwrap();
     connected(&gate);
     std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(gate.try_acquire_at(1_000_000, 1), Decision::Admitted { window: 2 });
+    assert_eq!(
+        gate.try_acquire_at(1_000_000, 1),
+        Decision::Admitted { window: 2 }
+    );
     assert!(gate.try_acquire(1).is_admitted());
     assert_eq!(gate.stats().round_trips, 2);
 
@@ -295,7 +398,11 @@ fn the_documented_calls_work_against_redis() {
     }
     // 40 decisions from one block, unless a window ended in between.
     assert_eq!(admitted, 40);
-    assert!(leased.stats().round_trips - before <= 2, "{:?}", leased.stats());
+    assert!(
+        leased.stats().round_trips - before <= 2,
+        "{:?}",
+        leased.stats()
+    );
 
     // Redis away: the local share admits, then refuses.
     drop(server);
@@ -304,6 +411,8 @@ fn the_documented_calls_work_against_redis() {
         assert!(t.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(5));
     }
-    let local = (0..200).filter(|_| matches!(leased.try_acquire(1), Decision::AdmittedLocally { .. })).count();
+    let local = (0..200)
+        .filter(|_| matches!(leased.try_acquire(1), Decision::AdmittedLocally { .. }))
+        .count();
     assert!((1..=100).contains(&local), "{local}");
 }

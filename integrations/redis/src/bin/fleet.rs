@@ -25,7 +25,9 @@ type Args = HashMap<String, String>;
 
 fn arg<T: std::str::FromStr>(a: &Args, k: &str, default: T) -> T {
     match a.get(k) {
-        Some(v) => v.parse().unwrap_or_else(|_| fail(&format!("bad value for {k}: {v}"))),
+        Some(v) => v
+            .parse()
+            .unwrap_or_else(|_| fail(&format!("bad value for {k}: {v}"))),
         None => default,
     }
 }
@@ -40,7 +42,9 @@ fn main() {
     let cmd = it.next().unwrap_or_default();
     let args: Args = it
         .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or_else(|| fail(&format!("expected key=value, got {kv}")));
+            let (k, v) = kv
+                .split_once('=')
+                .unwrap_or_else(|| fail(&format!("expected key=value, got {kv}")));
             (k.to_owned(), v.to_owned())
         })
         .collect();
@@ -114,12 +118,14 @@ fn worker(a: &Args) {
     let stats = gate.stats();
     drop(gate); // returns the live lease
     if !ledger.is_empty() {
-        let mut f = std::fs::File::create(&ledger).unwrap_or_else(|e| fail(&format!("{ledger}: {e}")));
+        let mut f =
+            std::fs::File::create(&ledger).unwrap_or_else(|e| fail(&format!("{ledger}: {e}")));
         for (w, n) in windows.lock().unwrap().iter() {
             writeln!(f, "{w} {n}").unwrap();
         }
         if record_latency {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(format!("{ledger}.lat")).unwrap());
+            let mut f =
+                std::io::BufWriter::new(std::fs::File::create(format!("{ledger}.lat")).unwrap());
             for l in latencies.lock().unwrap().iter() {
                 writeln!(f, "{l}").unwrap();
             }
@@ -179,7 +185,8 @@ fn fleet(a: &Args, bench: bool) {
         m
     };
     let tables: Vec<_> = ledgers.iter().map(per_second).collect();
-    let seconds_seen: std::collections::BTreeSet<u64> = tables.iter().flat_map(|t| t.keys().copied()).collect();
+    let seconds_seen: std::collections::BTreeSet<u64> =
+        tables.iter().flat_map(|t| t.keys().copied()).collect();
     print!("{:>12}", "second");
     for p in 0..processes {
         print!("{:>8}", format!("p{p}"));
@@ -218,7 +225,10 @@ fn fleet(a: &Args, bench: bool) {
     for s in &summaries {
         let get = |k: &str| -> f64 {
             s.split_whitespace()
-                .find_map(|kv| kv.strip_prefix(&format!("{k}=")).map(|v| v.parse().unwrap_or(0.0)))
+                .find_map(|kv| {
+                    kv.strip_prefix(&format!("{k}="))
+                        .map(|v| v.parse().unwrap_or(0.0))
+                })
                 .unwrap_or(0.0)
         };
         decisions += get("decisions") as u64;
@@ -238,8 +248,18 @@ fn fleet(a: &Args, bench: bool) {
             lat.extend(text.lines().filter_map(|l| l.parse::<u32>().ok()));
         }
         lat.sort_unstable();
-        let q = |f: f64| lat.get(((lat.len() as f64 - 1.0) * f) as usize).copied().unwrap_or(0) as f64 / 1000.0;
-        println!("latency per decision: p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs", q(0.5), q(0.99), q(0.999));
+        let q = |f: f64| {
+            lat.get(((lat.len() as f64 - 1.0) * f) as usize)
+                .copied()
+                .unwrap_or(0) as f64
+                / 1000.0
+        };
+        println!(
+            "latency per decision: p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs",
+            q(0.5),
+            q(0.99),
+            q(0.999)
+        );
         // Shortfall: full intervals (4 consecutive windows, aligned) in the
         // middle of the run, against the limit.
         let ids: Vec<u64> = merged.keys().copied().collect();
@@ -250,7 +270,9 @@ fn fleet(a: &Args, bench: bool) {
             let mut count = 0u64;
             let mut w = lo;
             while w + N as u64 <= hi {
-                let load: u64 = (w..w + N as u64).map(|i| merged.get(&i).copied().unwrap_or(0)).sum();
+                let load: u64 = (w..w + N as u64)
+                    .map(|i| merged.get(&i).copied().unwrap_or(0))
+                    .sum();
                 let short = c.limit.saturating_sub(load);
                 worst = worst.max(short);
                 sum_short += short;
@@ -288,7 +310,9 @@ fn intervals(merged: &BTreeMap<u64, u64>, limit: u64) -> (u64, usize) {
     let mut fullest = 0;
     let mut over = 0;
     for start in lo.saturating_sub(N as u64 - 1)..=hi {
-        let load: u64 = (start..start + N as u64).map(|i| merged.get(&i).copied().unwrap_or(0)).sum();
+        let load: u64 = (start..start + N as u64)
+            .map(|i| merged.get(&i).copied().unwrap_or(0))
+            .sum();
         fullest = fullest.max(load);
         over += usize::from(load > limit);
     }
