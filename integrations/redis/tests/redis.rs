@@ -416,3 +416,77 @@ fn the_documented_calls_work_against_redis() {
         .count();
     assert!((1..=100).contains(&local), "{local}");
 }
+
+fn booked(url: &str, name: &str) -> u64 {
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let all: BTreeMap<String, u64> = redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(&mut con)
+        .unwrap();
+    all.values().sum()
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "timed out waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The local share's admissions reach Redis when it is back: flushed after
+/// a pause (same epoch), written back with the ledger after a restart.
+#[test]
+fn local_admissions_are_written_to_redis_when_it_is_back() {
+    let _g = serial();
+    let mut server = Server::start();
+    let config = Config::new(server.url(), "local", Duration::from_secs(2), 1_000)
+        .on_fault(FaultPolicy::Local { share: 5 })
+        .restart_grace(Duration::from_millis(1));
+    let gate = RedisGate::<4>::open(config).unwrap();
+    connected(&gate);
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(matches!(gate.try_acquire(2), Decision::Admitted { .. }));
+
+    // Redis stops answering (CLIENT PAUSE): timeouts, then the local share.
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(400)
+        .arg("ALL")
+        .query(&mut con)
+        .unwrap();
+    wait_until("a decision refused by the pause", || {
+        !matches!(gate.try_acquire(0), Decision::Admitted { .. })
+    });
+    assert!(matches!(
+        gate.try_acquire(3),
+        Decision::AdmittedLocally { .. }
+    ));
+    wait_until("reconnected", || gate.is_connected());
+    wait_until("the local admissions flushed", || {
+        booked(&server.url(), "local") == 5
+    });
+
+    // Redis restarts empty: the ledger (now 5) is written back.
+    server.kill();
+    wait_until("disconnected", || {
+        let _ = gate.try_acquire(0);
+        !gate.is_connected()
+    });
+    assert!(matches!(
+        gate.try_acquire(2),
+        Decision::AdmittedLocally { .. }
+    ));
+    server.restart();
+    wait_until("reconnected", || gate.is_connected());
+    wait_until("the ledger written back", || {
+        booked(&server.url(), "local") == 7
+    });
+}

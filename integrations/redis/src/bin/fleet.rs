@@ -237,9 +237,10 @@ fn fleet(a: &Args, bench: bool) {
         secs = secs.max(get("seconds"));
     }
     println!(
-        "decisions {decisions} ({:.0}/s), admitted {admitted}, Redis round trips per decision {:.4}",
+        "decisions {decisions} ({:.0}/s), admitted {admitted}, Redis round trips per decision {:.4}, per admission {:.4}",
         decisions as f64 / secs,
-        trips as f64 / decisions.max(1) as f64
+        trips as f64 / decisions.max(1) as f64,
+        trips as f64 / admitted.max(1) as f64
     );
     if bench {
         let mut lat: Vec<u32> = Vec::new();
