@@ -119,8 +119,9 @@ struct Lease {
     left: u64,
     /// Before this instant, Redis's clock is certainly still in `window`.
     deadline: Option<Instant>,
-    /// Redis refused a block in `window`: refuse locally until `deadline`.
-    refused: bool,
+    /// Redis refused a block in `window` with this much room left: until
+    /// `deadline`, refuse locally what does not fit in it.
+    refused: Option<u64>,
 }
 
 struct Inner<const N: usize> {
@@ -265,7 +266,9 @@ impl<const N: usize> RedisGate<N> {
     /// (lease mode too). For deterministic tests and for fleets whose
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
-    /// the windows the callers name.
+    /// the windows the callers name. Use one time source per gate: its
+    /// ledger of bookings (written back after a Redis restart) keeps the
+    /// newest `N` windows of whichever clock it is given.
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -491,7 +494,7 @@ impl<const N: usize> Inner<N> {
                 window: lease.window,
             };
         }
-        if live && lease.refused {
+        if live && lease.refused.is_some_and(|room| n > room) {
             return Decision::Refused;
         }
         // The block is used up or its window is over: book another, holding
@@ -544,7 +547,7 @@ impl<const N: usize> Inner<N> {
                     self.put(con);
                     if lease.deadline.is_some() && lease.window == r.window {
                         lease.left += r.booked - n;
-                        lease.refused = false;
+                        lease.refused = None;
                     } else {
                         if lease.left > 0 && ended.is_none() {
                             *ended = Some((lease.window, lease.left));
@@ -553,7 +556,7 @@ impl<const N: usize> Inner<N> {
                             window: r.window,
                             left: r.booked - n,
                             deadline: Some(self.deadline(sent, &r)),
-                            refused: false,
+                            refused: None,
                         };
                     }
                     return Decision::Admitted { window: r.window };
@@ -569,10 +572,10 @@ impl<const N: usize> Inner<N> {
                             window: r.window,
                             left: 0,
                             deadline: Some(self.deadline(sent, &r)),
-                            refused: true,
+                            refused: Some(r.room),
                         };
                     } else {
-                        lease.refused = true;
+                        lease.refused = Some(r.room);
                     }
                     return Decision::Refused;
                 }
@@ -594,16 +597,21 @@ impl<const N: usize> Inner<N> {
         Decision::Refused
     }
 
-    /// Gives back `left` permits never used from `window`: first out of
-    /// the ledger, then out of Redis (a failure leaves Redis counting them:
-    /// under the limit, never over).
+    /// Gives back `left` permits never used from `window`: out of the
+    /// ledger and out of Redis under one read lock of the epoch, so a
+    /// restore writes the ledger either before both (then the give-back
+    /// subtracts in the new epoch) or after both (then Redis refuses it as
+    /// stale, and the restore writes the net count). A failure leaves Redis
+    /// counting them: under the limit, never over.
     fn give_back(&self, window: u64, left: u64, keeper: bool) {
-        self.ledger.give_back(window, left);
-        if !self.up.load(Relaxed) {
-            return;
-        }
-        let Some(mut con) = self.conn() else { return };
+        let con = if self.up.load(Relaxed) {
+            self.conn()
+        } else {
+            None
+        };
         let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
+        self.ledger.give_back(window, left);
+        let Some(mut con) = con else { return };
         let r = self.calls.give_back(&mut con, &epoch, window, left);
         drop(epoch);
         let counter = if keeper {
@@ -625,50 +633,46 @@ impl<const N: usize> Inner<N> {
         let (mut target, mut now) = (seen.epoch.clone(), seen.now);
         for _ in 0..3 {
             if *epoch == target {
-                return Ok(());
+                break;
             }
-            let mut windows = self.ledger.live(now);
-            let pending = self.ledger.take_pending(now);
-            windows.extend_from_slice(&pending);
-            let r = self.calls.restore(con, &target, &self.process, &windows);
+            // The ledger only: it cannot grow while the epoch is stale (no
+            // booking succeeds), so a retry after a lost reply, skipped by
+            // the script as already applied, loses nothing.
+            let windows = self.ledger.live(now);
+            let r = self.calls.restore(con, &target, &self.process, &windows)?;
             counter.fetch_add(1, Relaxed);
-            match r {
-                Err(e) => {
-                    self.ledger.untake_pending(&pending);
-                    return Err(e);
-                }
-                Ok(r) if r.status == Status::Stale => {
-                    self.ledger.untake_pending(&pending);
-                    (target, now) = (r.epoch, r.now);
-                }
-                Ok(_) => {
-                    for (w, n) in pending {
-                        self.ledger.book(w, n);
-                    }
-                    *epoch = target.clone();
-                }
+            if r.status == Status::Stale {
+                (target, now) = (r.epoch, r.now);
+            } else {
+                epoch.clone_from(&target);
             }
         }
-        if *epoch == target {
-            Ok(())
-        } else {
-            Err((
+        if *epoch != target {
+            return Err((
                 redis::ErrorKind::TryAgain,
                 "leaparray-redis: the epoch keeps changing",
             )
-                .into())
+                .into());
         }
+        self.flush_in(con, &epoch, now, counter)
     }
 
-    /// Writes the local fault policy's admissions to Redis (epoch unchanged).
-    fn flush(&self, con: &mut Connection, now: u64) -> RedisResult<()> {
+    /// Writes the local fault policy's admissions to Redis under `epoch`
+    /// (not idempotent: a reply lost to a timeout can count them twice,
+    /// under the limit, never over).
+    fn flush_in(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        now: u64,
+        counter: &AtomicU64,
+    ) -> RedisResult<()> {
         let pending = self.ledger.take_pending(now);
         if pending.is_empty() {
             return Ok(());
         }
-        let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
-        let r = self.calls.restore(con, &epoch, "", &pending);
-        self.keeper_round_trips.fetch_add(1, Relaxed);
+        let r = self.calls.restore(con, epoch, "", &pending);
+        counter.fetch_add(1, Relaxed);
         match r {
             Ok(r) if r.status == Status::Done => {
                 for (w, n) in pending {
@@ -677,7 +681,7 @@ impl<const N: usize> Inner<N> {
                 Ok(())
             }
             Ok(_) => {
-                // Stale: the next check restores them with the rest.
+                // Stale: the next heartbeat restores, then flushes them.
                 self.ledger.untake_pending(&pending);
                 Ok(())
             }
@@ -686,6 +690,12 @@ impl<const N: usize> Inner<N> {
                 Err(e)
             }
         }
+    }
+
+    /// Writes the local fault policy's admissions to Redis (epoch unchanged).
+    fn flush(&self, con: &mut Connection, now: u64) -> RedisResult<()> {
+        let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
+        self.flush_in(con, &epoch, now, &self.keeper_round_trips)
     }
 
     /// One heartbeat: check the epoch (restore if it changed), flush

@@ -231,7 +231,7 @@ fn restart_mid_run(mode: &[&str], limit: u64) {
     let window_us = 500_000;
     let mut args = vec![
         "threads=2",
-        "duration_ms=7000",
+        "duration_ms=8000",
         "window_ms=500",
         "grace_ms=500",
     ];
