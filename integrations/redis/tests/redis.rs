@@ -404,6 +404,10 @@ fn the_documented_calls_work_against_redis() {
         leased.stats()
     );
 
+    // A request that can never fit is refused without refusing small ones.
+    assert_eq!(leased.try_acquire(2_000), Decision::Refused);
+    assert!(leased.try_acquire(11).is_admitted()); // more than the block has left
+
     // Redis away: the local share admits, then refuses.
     drop(server);
     let t = Instant::now();
