@@ -6,6 +6,9 @@
 -- ARGV: op, epoch, window_us, n_windows, grace_us, then per op (see below).
 -- Every reply starts {status, now_us, epoch}; status 0 done, 1 refused by
 -- the limit, 2 stale epoch (restore first), 3 fenced (restart grace).
+-- Redis 3.2 to 4 need this to write after TIME; from Redis 5 on it is the
+-- default (and from 7 a no-op).
+if redis.replicate_commands then pcall(redis.replicate_commands) end
 local op, known = ARGV[1], ARGV[2]
 local window, nw = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now
