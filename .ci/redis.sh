@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# leaparray-redis against a real Redis: its tests start their own
+# redis-server processes on free loopback ports (and kill them, a restart
+# included), so this script only makes sure redis-server is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v redis-server >/dev/null; then
+  apt-get update
+  apt-get install -y redis-server
+  # Debian starts a system instance on 6379; the tests use their own ports.
+fi
+redis-server --version
+started=$(date +%s)
+if cargo test -p leaparray-redis; then
+  echo "leaparray-redis: PASS ($(( $(date +%s) - started ))s)"
+else
+  echo "leaparray-redis: FAIL"
+  exit 1
+fi

@@ -1,0 +1,228 @@
+//! What a [`RedisGate`](crate::RedisGate) is told: the limit, the mode, the
+//! fault policy and the timings of reconnection and restart.
+
+use std::time::Duration;
+
+/// How decisions are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every decision is one Redis round trip (one `EVALSHA`).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, Mode};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 100);
+    /// assert_eq!(c.mode, Mode::Exact);
+    /// ```
+    Exact,
+    /// A process books up to `block` permits of the current window at once
+    /// and admits from them locally; unused permits go back at the window's
+    /// end. The fleet can fall short of the limit by at most
+    /// `processes x block` per window.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, Mode};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 1000)
+    ///     .lease(50);
+    /// assert_eq!(c.mode, Mode::Lease { block: 50 });
+    /// ```
+    Lease {
+        /// Permits booked per round trip (at least the request's own).
+        block: u64,
+    },
+}
+
+/// What a decision does while Redis cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultPolicy {
+    /// Refuse (the default): never over the limit.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, FaultPolicy};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 100);
+    /// assert_eq!(c.on_fault, FaultPolicy::Refuse);
+    /// ```
+    Refuse,
+    /// Admit from a local sliding window of `share` permits per interval
+    /// (this process's share of the limit). Those admissions are written to
+    /// Redis when it is back; while it is away, the fleet can pass the limit
+    /// by the shares of the processes that cannot reach it.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, FaultPolicy};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 100)
+    ///     .on_fault(FaultPolicy::Local { share: 25 });
+    /// assert_eq!(c.on_fault, FaultPolicy::Local { share: 25 });
+    /// ```
+    Local {
+        /// Permits per interval this process admits on its own.
+        share: u64,
+    },
+}
+
+/// A limit shared through Redis, and how to reach it.
+///
+/// `limit` permits per interval of `N` windows of `window` (`N` is the
+/// [`RedisGate`](crate::RedisGate)'s const parameter).
+///
+/// ```
+/// # use std::time::Duration;
+/// use leaparray_redis::Config;
+/// let c = Config::new("redis://127.0.0.1:6379/", "checkout", Duration::from_millis(250), 100)
+///     .timeout(Duration::from_millis(20));
+/// assert_eq!(c.timeout, Duration::from_millis(20));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Redis URL (`redis://host:port/db`).
+    pub url: String,
+    /// The limit's name: its keys are `{name}`, `{name}:epoch`,
+    /// `{name}:fence`, `{name}:restored` (one hash tag: one Cluster slot).
+    pub name: String,
+    /// The length of a window (at least 1 µs; Redis time is in µs).
+    pub window: Duration,
+    /// Permits per interval of `N` windows, across every process.
+    pub limit: u64,
+    /// Exact or lease mode.
+    pub mode: Mode,
+    /// What decisions do while Redis cannot be reached.
+    pub on_fault: FaultPolicy,
+    /// The longest a decision waits for Redis (connect, send, reply); past
+    /// it the connection is dropped and the fault policy decides. 50 ms.
+    pub timeout: Duration,
+    /// How often the background keeper checks Redis's epoch when the
+    /// process is idle (so an idle process writes its bookings back after a
+    /// restart too), and returns ended leases. 50 ms.
+    pub heartbeat: Duration,
+    /// The longest wait between reconnection attempts (they start at
+    /// 10 ms and double). 100 ms.
+    pub max_backoff: Duration,
+    /// After Redis comes back empty, fresh bookings are refused this long
+    /// so that every live process can write its bookings back first
+    /// (capped at the interval; the interval makes a restart exact even
+    /// for the bookings of processes that died). Keep it above
+    /// `heartbeat + max_backoff + timeout`. 500 ms.
+    pub restart_grace: Duration,
+}
+
+impl Config {
+    /// A limit of `limit` permits per interval of `N` windows of `window`,
+    /// in exact mode, refusing while Redis is away, with the default
+    /// timings.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let c = leaparray_redis::Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 10);
+    /// assert_eq!((c.limit, c.restart_grace), (10, Duration::from_millis(500)));
+    /// ```
+    #[must_use]
+    pub fn new(
+        url: impl Into<String>,
+        name: impl Into<String>,
+        window: Duration,
+        limit: u64,
+    ) -> Self {
+        Self {
+            url: url.into(),
+            name: name.into(),
+            window,
+            limit,
+            mode: Mode::Exact,
+            on_fault: FaultPolicy::Refuse,
+            timeout: Duration::from_millis(50),
+            heartbeat: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(100),
+            restart_grace: Duration::from_millis(500),
+        }
+    }
+
+    /// Lease mode with blocks of `block` permits.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, Mode};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 100).lease(5);
+    /// assert_eq!(c.mode, Mode::Lease { block: 5 });
+    /// ```
+    #[must_use]
+    pub fn lease(mut self, block: u64) -> Self {
+        self.mode = Mode::Lease { block };
+        self
+    }
+
+    /// The fault policy.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, FaultPolicy};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 100)
+    ///     .on_fault(FaultPolicy::Local { share: 10 });
+    /// assert_eq!(c.on_fault, FaultPolicy::Local { share: 10 });
+    /// ```
+    #[must_use]
+    pub fn on_fault(mut self, policy: FaultPolicy) -> Self {
+        self.on_fault = policy;
+        self
+    }
+
+    /// The longest a decision waits for Redis.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let c = leaparray_redis::Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 100)
+    ///     .timeout(Duration::from_millis(5));
+    /// assert_eq!(c.timeout, Duration::from_millis(5));
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long fresh bookings wait after Redis comes back empty.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let c = leaparray_redis::Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 100)
+    ///     .restart_grace(Duration::from_secs(1));
+    /// assert_eq!(c.restart_grace, Duration::from_secs(1));
+    /// ```
+    #[must_use]
+    pub fn restart_grace(mut self, grace: Duration) -> Self {
+        self.restart_grace = grace;
+        self
+    }
+
+    pub(crate) fn check(&self, n_windows: usize) -> Result<(), crate::Error> {
+        let bad = |why: &str| Err(crate::Error::Config(why.to_owned()));
+        if n_windows == 0 {
+            return bad("N (windows per interval) must be at least 1");
+        }
+        if self.window.as_micros() == 0 || self.window.as_micros() > u128::from(u32::MAX) {
+            return bad("window must be between 1 µs and about 71 minutes");
+        }
+        if self.limit == 0 || self.limit > (1 << 50) {
+            return bad("limit must be between 1 and 2^50 (Lua numbers are doubles)");
+        }
+        if self.name.is_empty() || self.name.contains(['{', '}']) {
+            return bad("name must be non-empty, without braces (it is the hash tag)");
+        }
+        if let Mode::Lease { block } = self.mode {
+            if block == 0 || block > self.limit {
+                return bad("lease block must be between 1 and the limit");
+            }
+        }
+        if let FaultPolicy::Local { share } = self.on_fault {
+            if share > self.limit {
+                return bad("a local share cannot exceed the limit");
+            }
+        }
+        if self.timeout.is_zero() || self.heartbeat.is_zero() || self.max_backoff.is_zero() {
+            return bad("timeout, heartbeat and max_backoff must be above zero");
+        }
+        Ok(())
+    }
+}

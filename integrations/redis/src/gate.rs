@@ -1,0 +1,777 @@
+//! [`RedisGate`]: one limit across processes, decided by Redis (exact mode)
+//! or from blocks booked in Redis (lease mode), with a keeper thread that
+//! reconnects, writes bookings back after a restart and returns leases.
+
+use crate::config::{Config, FaultPolicy, Mode};
+use crate::restart::Ledger;
+use crate::script::{Calls, Reply, Status};
+use crate::Error;
+use leaparray::clock::{Clock, MonotonicClock, Unit};
+use leaparray::Gate;
+use redis::{Connection, RedisResult};
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A decision of a [`RedisGate`].
+///
+/// ```
+/// use leaparray_redis::Decision;
+/// let d = Decision::Admitted { window: 7 };
+/// assert!(d.is_admitted());
+/// assert_eq!(d.window(), Some(7));
+/// assert!(!Decision::Unavailable.is_admitted());
+/// ```
+#[must_use = "an admission has already booked its permits"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Admitted; counted in Redis window `window` (Redis time / window).
+    Admitted {
+        /// The window id the permits are counted in.
+        window: u64,
+    },
+    /// Admitted by the [`FaultPolicy::Local`] gate while Redis is away;
+    /// counted in `window`, this process's estimate of Redis's window, and
+    /// written to Redis when it is back.
+    AdmittedLocally {
+        /// The estimated window id.
+        window: u64,
+    },
+    /// Refused: the limit, or fresh bookings are fenced after a restart.
+    Refused,
+    /// Refused: Redis cannot be reached (policy [`FaultPolicy::Refuse`], or
+    /// the local share is used up).
+    Unavailable,
+}
+
+impl Decision {
+    /// Whether the permits were admitted.
+    ///
+    /// ```
+    /// use leaparray_redis::Decision;
+    /// assert!(Decision::AdmittedLocally { window: 3 }.is_admitted());
+    /// assert!(!Decision::Refused.is_admitted());
+    /// ```
+    #[must_use]
+    pub const fn is_admitted(self) -> bool {
+        matches!(
+            self,
+            Decision::Admitted { .. } | Decision::AdmittedLocally { .. }
+        )
+    }
+
+    /// The window an admission is counted in.
+    ///
+    /// ```
+    /// use leaparray_redis::Decision;
+    /// assert_eq!(Decision::Refused.window(), None);
+    /// ```
+    #[must_use]
+    pub const fn window(self) -> Option<u64> {
+        match self {
+            Decision::Admitted { window } | Decision::AdmittedLocally { window } => Some(window),
+            _ => None,
+        }
+    }
+}
+
+/// Counters of one [`RedisGate`] since it was opened.
+///
+/// ```
+/// let s = leaparray_redis::Stats::default();
+/// assert_eq!(s.round_trips_per_decision(), 0.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Calls of `try_acquire` / `try_acquire_at`.
+    pub decisions: u64,
+    /// Admissions among them.
+    pub admitted: u64,
+    /// Script calls made by decisions (bookings, give-backs, restores).
+    pub round_trips: u64,
+    /// Script calls made by the keeper thread (heartbeats, returns of
+    /// ended leases, reconnections).
+    pub keeper_round_trips: u64,
+}
+
+impl Stats {
+    /// All round trips (decisions' and the keeper's) per decision.
+    ///
+    /// ```
+    /// let s = leaparray_redis::Stats { decisions: 100, admitted: 90, round_trips: 3, keeper_round_trips: 1 };
+    /// assert_eq!(s.round_trips_per_decision(), 0.04);
+    /// ```
+    #[must_use]
+    pub fn round_trips_per_decision(&self) -> f64 {
+        if self.decisions == 0 {
+            return 0.0;
+        }
+        (self.round_trips + self.keeper_round_trips) as f64 / self.decisions as f64
+    }
+}
+
+/// A block of permits of one Redis window, admitted from locally.
+#[derive(Debug, Default)]
+struct Lease {
+    window: u64,
+    left: u64,
+    /// Before this instant, Redis's clock is certainly still in `window`.
+    deadline: Option<Instant>,
+    /// Redis refused a block in `window` with this much room left: until
+    /// `deadline`, refuse locally what does not fit in it.
+    refused: Option<u64>,
+}
+
+struct Inner<const N: usize> {
+    cfg: Config,
+    client: redis::Client,
+    calls: Calls,
+    window_us: u64,
+    /// Idle connections; a decision takes one, and puts it back unless it failed.
+    pool: Mutex<Vec<Connection>>,
+    /// A connection works and this process's bookings are in Redis's epoch.
+    up: AtomicBool,
+    /// The epoch this process's bookings are in. Read-locked by a booking
+    /// from its call to its ledger entry, write-locked by a restore.
+    epoch: RwLock<String>,
+    ledger: Ledger<N>,
+    lease: Mutex<Lease>,
+    fallback: Option<Gate<N>>,
+    clock: MonotonicClock,
+    /// Redis's clock minus `clock`, µs, from the latest reply.
+    offset: AtomicI64,
+    process: String,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    decisions: AtomicU64,
+    admitted: AtomicU64,
+    round_trips: AtomicU64,
+    keeper_round_trips: AtomicU64,
+}
+
+/// One sliding-window limit shared by every process that opens it: `limit`
+/// permits per interval of `N` windows.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use leaparray_redis::{Config, RedisGate};
+///
+/// let config = Config::new("redis://127.0.0.1:6379/", "api", Duration::from_millis(250), 100);
+/// let gate = RedisGate::<4>::open(config)?; // 100 per second, in 4 windows
+/// if gate.try_acquire(1).is_admitted() {
+///     // serve
+/// }
+/// # Ok::<(), leaparray_redis::Error>(())
+/// ```
+/// (`tests/redis.rs` runs the same against a real Redis.)
+pub struct RedisGate<const N: usize> {
+    inner: Arc<Inner<N>>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<const N: usize> RedisGate<N> {
+    /// Checks the configuration and starts the keeper thread, which
+    /// connects (Redis need not be up yet: until it is, the fault policy
+    /// decides).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaparray_redis::{Config, Error, RedisGate};
+    /// let bad = Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 0);
+    /// assert!(matches!(RedisGate::<2>::open(bad), Err(Error::Config(_))));
+    /// ```
+    pub fn open(cfg: Config) -> Result<Self, Error> {
+        cfg.check(N)?;
+        let client = redis::Client::open(cfg.url.as_str())?;
+        let window_us = micros(cfg.window);
+        let interval = cfg.window.saturating_mul(N as u32);
+        let grace = micros(cfg.restart_grace.min(interval));
+        let fallback = match cfg.on_fault {
+            FaultPolicy::Local { share } => Some(Gate::new(
+                NonZeroU64::new(window_us).unwrap_or(NonZeroU64::MIN),
+                share,
+            )),
+            FaultPolicy::Refuse => None,
+        };
+        let clock = MonotonicClock::new(Unit::Micros);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(micros)
+            .unwrap_or(0);
+        let process = format!(
+            "{}-{}-{}",
+            std::process::id(),
+            wall,
+            Arc::as_ptr(&Arc::new(0u8)) as usize % 65_536
+        );
+        let inner = Arc::new(Inner {
+            calls: Calls::new(&cfg.name, window_us, N as u64, grace),
+            ledger: Ledger::new(window_us),
+            cfg,
+            client,
+            window_us,
+            pool: Mutex::new(Vec::new()),
+            up: AtomicBool::new(false),
+            epoch: RwLock::new(String::new()),
+            lease: Mutex::new(Lease::default()),
+            fallback,
+            clock,
+            offset: AtomicI64::new(i64::try_from(wall).unwrap_or(0)),
+            process,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            decisions: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
+            keeper_round_trips: AtomicU64::new(0),
+        });
+        let k = Arc::clone(&inner);
+        let keeper = std::thread::Builder::new()
+            .name("leaparray-redis-keeper".into())
+            .spawn(move || k.keep())
+            .map_err(|e| Error::Config(format!("cannot start the keeper thread: {e}")))?;
+        Ok(Self {
+            inner,
+            keeper: Some(keeper),
+        })
+    }
+
+    /// Decides on `n` permits now, in Redis's time: one round trip in exact
+    /// mode; in lease mode, none unless this process's block for the
+    /// current window is used up or over.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use leaparray_redis::{Config, RedisGate};
+    /// let gate = RedisGate::<2>::open(Config::new("redis://127.0.0.1/", "a", Duration::from_millis(500), 10))?;
+    /// let d = gate.try_acquire(1);
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
+    pub fn try_acquire(&self, n: u64) -> Decision {
+        self.inner.decide(n, None)
+    }
+
+    /// Decides on `n` permits at the caller's time `now_us` (µs; any epoch,
+    /// the same for every caller of this limit), always in one round trip
+    /// (lease mode too). For deterministic tests and for fleets whose
+    /// clocks are synchronized: a caller whose clock runs ahead by `s`
+    /// books `s` early; every interval still holds at most the limit, in
+    /// the windows the callers name. Use one time source per gate: its
+    /// ledger of bookings (written back after a Redis restart) keeps the
+    /// newest `N` windows of whichever clock it is given.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use leaparray_redis::{Config, RedisGate};
+    /// let gate = RedisGate::<2>::open(Config::new("redis://127.0.0.1/", "b", Duration::from_millis(500), 10))?;
+    /// let d = gate.try_acquire_at(1_000_000, 1);
+    /// assert_eq!(d.window(), Some(2)); // 1 s in windows of 500 ms, if admitted
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
+    pub fn try_acquire_at(&self, now_us: u64, n: u64) -> Decision {
+        self.inner.decide(n, Some(now_us))
+    }
+
+    /// Whether Redis was reachable at the last attempt, with this process's
+    /// bookings in its epoch.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_redis::{Config, RedisGate};
+    /// // Port 1 refuses connections: the gate is open, Redis is not.
+    /// let gate = RedisGate::<2>::open(Config::new("redis://127.0.0.1:1/", "c", Duration::from_secs(1), 10))?;
+    /// assert!(!gate.is_connected());
+    /// assert_eq!(gate.try_acquire(1), leaparray_redis::Decision::Unavailable);
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        self.inner.up.load(Relaxed)
+    }
+
+    /// The counters since this gate was opened.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_redis::{Config, RedisGate};
+    /// let gate = RedisGate::<2>::open(Config::new("redis://127.0.0.1:1/", "d", Duration::from_secs(1), 10))?;
+    /// let _ = gate.try_acquire(1);
+    /// assert_eq!(gate.stats().decisions, 1);
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        let i = &self.inner;
+        Stats {
+            decisions: i.decisions.load(Relaxed),
+            admitted: i.admitted.load(Relaxed),
+            round_trips: i.round_trips.load(Relaxed),
+            keeper_round_trips: i.keeper_round_trips.load(Relaxed),
+        }
+    }
+
+    /// The configuration.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_redis::{Config, RedisGate};
+    /// let gate = RedisGate::<2>::open(Config::new("redis://127.0.0.1:1/", "e", Duration::from_secs(1), 10))?;
+    /// assert_eq!(gate.config().limit, 10);
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.inner.cfg
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for RedisGate<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisGate")
+            .field("windows", &N)
+            .field("config", &self.inner.cfg)
+            .field("connected", &self.is_connected())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<const N: usize> Drop for RedisGate<N> {
+    fn drop(&mut self) {
+        *lock(&self.inner.stop) = true;
+        self.inner.wake.notify_all();
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
+        }
+        // Unused permits of the live lease go back (best effort).
+        let lease = std::mem::take(&mut *lock(&self.inner.lease));
+        if lease.left > 0 {
+            self.inner.give_back(lease.window, lease.left, false);
+        }
+    }
+}
+
+impl<const N: usize> Inner<N> {
+    fn decide(&self, n: u64, at: Option<u64>) -> Decision {
+        self.decisions.fetch_add(1, Relaxed);
+        let d = if !self.up.load(Relaxed) {
+            self.fault(n)
+        } else {
+            match (self.cfg.mode, at) {
+                (Mode::Lease { block }, None) => self.leased(n, block),
+                _ => self.exact(n, at),
+            }
+        };
+        if d.is_admitted() {
+            self.admitted.fetch_add(1, Relaxed);
+        }
+        d
+    }
+
+    /// An idle connection, or a new one (bounded by the timeout).
+    fn conn(&self) -> Option<Connection> {
+        if let Some(c) = lock(&self.pool).pop() {
+            return Some(c);
+        }
+        match self.connect() {
+            Ok(c) => Some(c),
+            Err(_) => {
+                self.broken();
+                None
+            }
+        }
+    }
+
+    fn connect(&self) -> RedisResult<Connection> {
+        let c = self.client.get_connection_with_timeout(self.cfg.timeout)?;
+        c.set_read_timeout(Some(self.cfg.timeout))?;
+        c.set_write_timeout(Some(self.cfg.timeout))?;
+        Ok(c)
+    }
+
+    fn put(&self, c: Connection) {
+        lock(&self.pool).push(c);
+    }
+
+    /// A call failed: drop every connection, let the keeper reconnect.
+    fn broken(&self) {
+        self.up.store(false, Relaxed);
+        lock(&self.pool).clear();
+        self.wake.notify_all();
+    }
+
+    /// Redis's clock minus the local one, from a reply to a call sent at
+    /// local time `at` (µs).
+    fn learn(&self, at: u64, r: &Reply) {
+        let off = i64::try_from(r.now).unwrap_or(i64::MAX) - i64::try_from(at).unwrap_or(0);
+        self.offset.store(off, Relaxed);
+    }
+
+    /// The instant before which Redis's clock is certainly still in
+    /// `window`: Redis read `r.now` after `sent`.
+    fn deadline(&self, sent: Instant, r: &Reply) -> Instant {
+        let end = (r.window + 1).saturating_mul(self.window_us);
+        sent + Duration::from_micros(end.saturating_sub(r.now))
+    }
+
+    fn fault(&self, n: u64) -> Decision {
+        let Some(g) = &self.fallback else {
+            return Decision::Unavailable;
+        };
+        let local = self.clock.now();
+        if g.try_acquire(local, n) != leaparray::Decision::Pass {
+            return Decision::Unavailable;
+        }
+        let redis_now = local.saturating_add_signed(self.offset.load(Relaxed));
+        let window = redis_now / self.window_us;
+        self.ledger.admit_pending(window, n);
+        Decision::AdmittedLocally { window }
+    }
+
+    fn exact(&self, n: u64, at: Option<u64>) -> Decision {
+        for _ in 0..2 {
+            let Some(mut con) = self.conn() else {
+                return self.fault(n);
+            };
+            let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
+            let local = self.clock.now();
+            let r = self.calls.book(&mut con, &epoch, self.cfg.limit, n, n, at);
+            self.round_trips.fetch_add(1, Relaxed);
+            let r = match r {
+                Ok(r) => r,
+                Err(_) => {
+                    drop(epoch);
+                    self.broken();
+                    return self.fault(n);
+                }
+            };
+            if at.is_none() {
+                self.learn(local, &r);
+            }
+            match r.status {
+                Status::Done => {
+                    self.ledger.book(r.window, r.booked);
+                    drop(epoch);
+                    self.put(con);
+                    return Decision::Admitted { window: r.window };
+                }
+                Status::Limit | Status::Fenced => {
+                    drop(epoch);
+                    self.put(con);
+                    return Decision::Refused;
+                }
+                Status::Stale => {
+                    drop(epoch);
+                    if self.restore(&mut con, &r, &self.round_trips).is_err() {
+                        self.broken();
+                        return self.fault(n);
+                    }
+                    self.put(con);
+                }
+            }
+        }
+        // Redis restarted again while this process wrote back: refuse.
+        Decision::Refused
+    }
+
+    fn leased(&self, n: u64, block: u64) -> Decision {
+        let mut lease = lock(&self.lease);
+        let now = Instant::now();
+        let live = lease.deadline.is_some_and(|d| now < d);
+        if live && lease.left >= n {
+            lease.left -= n;
+            return Decision::Admitted {
+                window: lease.window,
+            };
+        }
+        if live && lease.refused.is_some_and(|room| n > room) {
+            return Decision::Refused;
+        }
+        // The block is used up or its window is over: book another, holding
+        // the lease (one refill at a time; the others wait at most the timeout).
+        let mut ended = None;
+        if !live {
+            let old = std::mem::take(&mut *lease);
+            if old.left > 0 {
+                ended = Some((old.window, old.left));
+            }
+        }
+        let d = self.refill(&mut lease, n, block, &mut ended);
+        drop(lease);
+        if let Some((w, left)) = ended {
+            self.give_back(w, left, false);
+        }
+        d
+    }
+
+    fn refill(
+        &self,
+        lease: &mut Lease,
+        n: u64,
+        block: u64,
+        ended: &mut Option<(u64, u64)>,
+    ) -> Decision {
+        for _ in 0..2 {
+            let Some(mut con) = self.conn() else {
+                return self.fault(n);
+            };
+            let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
+            let (sent, local) = (Instant::now(), self.clock.now());
+            let r = self
+                .calls
+                .book(&mut con, &epoch, self.cfg.limit, block.max(n), n, None);
+            self.round_trips.fetch_add(1, Relaxed);
+            let r = match r {
+                Ok(r) => r,
+                Err(_) => {
+                    drop(epoch);
+                    self.broken();
+                    return self.fault(n);
+                }
+            };
+            self.learn(local, &r);
+            match r.status {
+                Status::Done => {
+                    self.ledger.book(r.window, r.booked);
+                    drop(epoch);
+                    self.put(con);
+                    if lease.deadline.is_some() && lease.window == r.window {
+                        lease.left += r.booked - n;
+                        lease.refused = None;
+                    } else {
+                        if lease.left > 0 && ended.is_none() {
+                            *ended = Some((lease.window, lease.left));
+                        }
+                        *lease = Lease {
+                            window: r.window,
+                            left: r.booked - n,
+                            deadline: Some(self.deadline(sent, &r)),
+                            refused: None,
+                        };
+                    }
+                    return Decision::Admitted { window: r.window };
+                }
+                Status::Limit => {
+                    drop(epoch);
+                    self.put(con);
+                    if lease.deadline.is_none() || lease.window != r.window {
+                        if lease.left > 0 && ended.is_none() {
+                            *ended = Some((lease.window, lease.left));
+                        }
+                        *lease = Lease {
+                            window: r.window,
+                            left: 0,
+                            deadline: Some(self.deadline(sent, &r)),
+                            refused: Some(r.room),
+                        };
+                    } else {
+                        lease.refused = Some(r.room);
+                    }
+                    return Decision::Refused;
+                }
+                Status::Fenced => {
+                    drop(epoch);
+                    self.put(con);
+                    return Decision::Refused;
+                }
+                Status::Stale => {
+                    drop(epoch);
+                    if self.restore(&mut con, &r, &self.round_trips).is_err() {
+                        self.broken();
+                        return self.fault(n);
+                    }
+                    self.put(con);
+                }
+            }
+        }
+        Decision::Refused
+    }
+
+    /// Gives back `left` permits never used from `window`: out of the
+    /// ledger and out of Redis under one read lock of the epoch, so a
+    /// restore writes the ledger either before both (then the give-back
+    /// subtracts in the new epoch) or after both (then Redis refuses it as
+    /// stale, and the restore writes the net count). A failure leaves Redis
+    /// counting them: under the limit, never over.
+    fn give_back(&self, window: u64, left: u64, keeper: bool) {
+        let con = if self.up.load(Relaxed) {
+            self.conn()
+        } else {
+            None
+        };
+        let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
+        self.ledger.give_back(window, left);
+        let Some(mut con) = con else { return };
+        let r = self.calls.give_back(&mut con, &epoch, window, left);
+        drop(epoch);
+        let counter = if keeper {
+            &self.keeper_round_trips
+        } else {
+            &self.round_trips
+        };
+        counter.fetch_add(1, Relaxed);
+        match r {
+            Ok(_) => self.put(con),
+            Err(_) => self.broken(),
+        }
+    }
+
+    /// Writes this process's live windows (and pending local admissions)
+    /// back under the epoch `seen` names; see the module `restart`.
+    fn restore(&self, con: &mut Connection, seen: &Reply, counter: &AtomicU64) -> RedisResult<()> {
+        let mut epoch = self.epoch.write().unwrap_or_else(|e| e.into_inner());
+        let (mut target, mut now) = (seen.epoch.clone(), seen.now);
+        for _ in 0..3 {
+            if *epoch == target {
+                break;
+            }
+            // The ledger only: it cannot grow while the epoch is stale (no
+            // booking succeeds), so a retry after a lost reply, skipped by
+            // the script as already applied, loses nothing.
+            let windows = self.ledger.live(now);
+            let r = self.calls.restore(con, &target, &self.process, &windows)?;
+            counter.fetch_add(1, Relaxed);
+            if r.status == Status::Stale {
+                (target, now) = (r.epoch, r.now);
+            } else {
+                epoch.clone_from(&target);
+            }
+        }
+        if *epoch != target {
+            return Err((
+                redis::ErrorKind::TryAgain,
+                "leaparray-redis: the epoch keeps changing",
+            )
+                .into());
+        }
+        self.flush_in(con, &epoch, now, counter)
+    }
+
+    /// Writes the local fault policy's admissions to Redis under `epoch`
+    /// (not idempotent: a reply lost to a timeout can count them twice,
+    /// under the limit, never over).
+    fn flush_in(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        now: u64,
+        counter: &AtomicU64,
+    ) -> RedisResult<()> {
+        let pending = self.ledger.take_pending(now);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let r = self.calls.restore(con, epoch, "", &pending);
+        counter.fetch_add(1, Relaxed);
+        match r {
+            Ok(r) if r.status == Status::Done => {
+                for (w, n) in pending {
+                    self.ledger.book(w, n);
+                }
+                Ok(())
+            }
+            Ok(_) => {
+                // Stale: the next heartbeat restores, then flushes them.
+                self.ledger.untake_pending(&pending);
+                Ok(())
+            }
+            Err(e) => {
+                self.ledger.untake_pending(&pending);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the local fault policy's admissions to Redis (epoch unchanged).
+    fn flush(&self, con: &mut Connection, now: u64) -> RedisResult<()> {
+        let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
+        self.flush_in(con, &epoch, now, &self.keeper_round_trips)
+    }
+
+    /// One heartbeat: check the epoch (restore if it changed), flush
+    /// pending admissions. Used to reconnect too.
+    fn beat(&self, con: &mut Connection) -> RedisResult<()> {
+        let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let local = self.clock.now();
+        let r = self.calls.check(con, &known)?;
+        self.keeper_round_trips.fetch_add(1, Relaxed);
+        self.learn(local, &r);
+        if r.status == Status::Stale {
+            self.restore(con, &r, &self.keeper_round_trips)?;
+        }
+        self.flush(con, r.now)
+    }
+
+    /// The keeper thread: reconnects with backoff, beats, returns ended leases.
+    fn keep(&self) {
+        let first = Duration::from_millis(10).min(self.cfg.max_backoff);
+        let mut backoff = first;
+        let mut pause = Duration::ZERO;
+        loop {
+            {
+                let stop = lock(&self.stop);
+                let (stop, _) = self
+                    .wake
+                    .wait_timeout(stop, pause)
+                    .unwrap_or_else(|e| e.into_inner());
+                if *stop {
+                    return;
+                }
+            }
+            self.return_ended_lease();
+            if self.up.load(Relaxed) {
+                pause = self.cfg.heartbeat;
+                let Some(mut con) = lock(&self.pool).pop() else {
+                    continue;
+                };
+                match self.beat(&mut con) {
+                    Ok(()) => self.put(con),
+                    Err(_) => self.broken(),
+                }
+            } else {
+                match self
+                    .connect()
+                    .and_then(|mut con| self.beat(&mut con).map(|()| con))
+                {
+                    Ok(con) => {
+                        self.put(con);
+                        self.up.store(true, Relaxed);
+                        backoff = first;
+                        pause = self.cfg.heartbeat;
+                    }
+                    Err(_) => {
+                        pause = backoff;
+                        backoff = (backoff * 2).min(self.cfg.max_backoff);
+                    }
+                }
+            }
+        }
+    }
+
+    fn return_ended_lease(&self) {
+        let ended = {
+            let mut lease = lock(&self.lease);
+            match lease.deadline {
+                Some(d) if Instant::now() >= d && lease.left > 0 => {
+                    let w = lease.window;
+                    let left = std::mem::take(&mut lease.left);
+                    Some((w, left))
+                }
+                _ => None,
+            }
+        };
+        if let Some((w, left)) = ended {
+            self.give_back(w, left, true);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! One sliding-window limit across a fleet of processes, on Redis.
+//!
+//! leaparray's sliding window (`limit` permits per interval of `N`
+//! windows), run by Redis in one Lua script per decision (`EVALSHA`,
+//! through [`redis::Script`]), on Redis's own clock:
+//!
+//! * [`Mode::Exact`]: one round trip per decision; check and book in one
+//!   atomic script, no rollback.
+//! * [`Mode::Lease`]: a process books a block of permits of the current
+//!   window and admits from it locally; unused permits go back at the
+//!   window's end.
+//! * Faults: a [`FaultPolicy`] while Redis is away, reconnection with
+//!   backoff in a keeper thread, and after Redis restarts empty, every
+//!   process writes its own bookings back before fresh ones are admitted
+//!   (the protocol is argued in the module `restart`, `src/restart.rs`).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use leaparray_redis::{Config, FaultPolicy, RedisGate};
+//!
+//! // 1,000 per second across every process, in 4 windows of 250 ms,
+//! // booked 50 at a time, each process admitting up to 100 alone if Redis is away.
+//! let config = Config::new("redis://127.0.0.1:6379/", "api", Duration::from_millis(250), 1_000)
+//!     .lease(50)
+//!     .on_fault(FaultPolicy::Local { share: 100 });
+//! let gate = RedisGate::<4>::open(config)?;
+//! let admitted = gate.try_acquire(1).is_admitted();
+//! # Ok::<(), leaparray_redis::Error>(())
+//! ```
+//! (`tests/redis.rs` runs the same against a real Redis.) The crate's
+//! README has the modes, the fault policy, the restart protocol and the
+//! measured figures.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod config;
+mod gate;
+mod restart;
+mod script;
+
+pub use config::{Config, FaultPolicy, Mode};
+pub use gate::{Decision, RedisGate, Stats};
+
+/// The Lua script every operation runs (check and book, restore, give
+/// back, heartbeat), for review or to load elsewhere.
+///
+/// ```
+/// assert!(leaparray_redis::SCRIPT.contains("redis.call('TIME')"));
+/// ```
+pub const SCRIPT: &str = script::SOURCE;
+
+/// Why a [`RedisGate`] could not be opened.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_redis::{Config, Error, RedisGate};
+/// let e = RedisGate::<2>::open(Config::new("not a url", "api", Duration::from_secs(1), 5));
+/// assert!(matches!(e, Err(Error::Redis(_))));
+/// ```
+#[derive(Debug)]
+pub enum Error {
+    /// The configuration is invalid (the message says which field).
+    Config(String),
+    /// The Redis URL is invalid.
+    Redis(redis::RedisError),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Config(why) => write!(f, "leaparray-redis: invalid configuration: {why}"),
+            Error::Redis(e) => write!(f, "leaparray-redis: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Redis(e) => Some(e),
+            Error::Config(_) => None,
+        }
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Self {
+        Error::Redis(e)
+    }
+}

@@ -1,0 +1,164 @@
+//! Redis restarted empty: how the fleet keeps its limit.
+//!
+//! # The protocol
+//!
+//! Every process keeps its own bookings per Redis window in a
+//! [`LeapArray`] (the *ledger*: what it booked in Redis, less what it gave
+//! back, plus what its fault policy admitted locally). Redis holds an
+//! *epoch* token (`{name}:epoch`, never expiring), and every call names the
+//! epoch its caller knows. The script, atomically:
+//!
+//! 1. if the epoch key is missing (Redis is empty: a first start or a
+//!    restart), creates a new epoch and a *fence* key that expires after
+//!    the restart grace;
+//! 2. refuses any operation that names another epoch (*stale*): nothing is
+//!    booked;
+//! 3. refuses fresh bookings while the fence exists.
+//!
+//! A process told *stale* writes its live windows back (`restore`: one
+//! `HINCRBY` per window, applied once per process and epoch) under the new
+//! epoch, then retries. Its keeper thread checks the epoch every heartbeat,
+//! so an idle process writes back too. Inside a process, a booking holds
+//! the epoch's read lock from its call until its ledger entry; a restore
+//! holds the write lock from reading the ledger until it has adopted the
+//! new epoch.
+//!
+//! # The race it prevents
+//!
+//! Interval of 4 windows, limit 100; Redis restarts in window 10.
+//!
+//! | time | Process 1 | Process 2 |
+//! |---|---|---|
+//! | window 9 | books 100 (ledger: w9 = 100) | refused |
+//! | window 10 | | Redis is back, empty: P2's call creates epoch E2 and the fence, is refused *stale* |
+//! | | | restores its ledger (nothing) under E2 |
+//! | | | books: refused, *fenced* (without the fence: 100 fresh, 200 in w7..w10) |
+//! | | keeper: *stale*, restores w9 = 100 under E2 | |
+//! | window 11 | | the fence is gone; books: w8..w11 holds 100, refused |
+//!
+//! And inside one process: thread A's booking in the old Redis that returns
+//! while thread B restores is either in B's ledger snapshot or waits for
+//! the new epoch (the lock), so no booking of a live process is lost.
+//!
+//! # What is and is not guaranteed
+//!
+//! * Every live process that reaches Redis within the restart grace has its
+//!   bookings back before any fresh booking: every interval stays within
+//!   the limit. The defaults (heartbeat 50 ms, backoff at most 100 ms,
+//!   timeout 50 ms, grace 500 ms) leave room for that.
+//! * Bookings of a process that died with Redis, or that reaches Redis only
+//!   after the grace, are missing until it writes them back: the intervals
+//!   that contain their windows can pass the limit by them. A grace of one
+//!   interval closes this too (nothing fresh is booked until every
+//!   interval containing a lost window is over), at the price of refusing
+//!   for one interval after each restart.
+//! * The first start of a limit is indistinguishable from a restart, so it
+//!   is fenced too.
+//! * A restore is applied once per process and epoch; a flush of admissions
+//!   made by the fault policy is not idempotent (a reply lost to a timeout
+//!   may count them twice: under, never over, the limit).
+
+use leaparray::LeapArray;
+use std::collections::BTreeMap;
+use std::num::NonZeroU64;
+use std::sync::Mutex;
+
+/// One process's bookings per Redis window.
+#[derive(Debug)]
+pub(crate) struct Ledger<const N: usize> {
+    window_us: u64,
+    /// Bookings present in Redis under the current epoch (and before it).
+    booked: LeapArray<N, 1>,
+    /// Admissions of the local fault policy not yet written to Redis.
+    pending: Mutex<BTreeMap<u64, u64>>,
+}
+
+impl<const N: usize> Ledger<N> {
+    pub fn new(window_us: u64) -> Self {
+        let w = NonZeroU64::new(window_us).unwrap_or(NonZeroU64::MIN);
+        Self {
+            window_us,
+            booked: LeapArray::new(w),
+            pending: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Records `n` permits booked in Redis window `id`. A window already
+    /// retired from the ledger is past every live interval: dropped.
+    pub fn book(&self, id: u64, n: u64) {
+        let _ = self.booked.add(id.saturating_mul(self.window_us), 0, n);
+    }
+
+    /// Records `n` permits of window `id` given back.
+    pub fn give_back(&self, id: u64, n: u64) {
+        let _ = self.booked.sub(id.saturating_mul(self.window_us), 0, n);
+    }
+
+    /// Records `n` permits admitted by the fault policy in window `id`.
+    pub fn admit_pending(&self, id: u64, n: u64) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        *p.entry(id).or_insert(0) += n;
+        let oldest = id.saturating_sub(N as u64);
+        p.retain(|&w, _| w > oldest);
+    }
+
+    /// Takes the pending admissions still live at `now_us`.
+    pub fn take_pending(&self, now_us: u64) -> Vec<(u64, u64)> {
+        let cur = now_us / self.window_us;
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let out = p
+            .iter()
+            .filter(|(&w, _)| w + N as u64 > cur)
+            .map(|(&w, &n)| (w, n))
+            .collect();
+        p.clear();
+        out
+    }
+
+    /// Puts back pending admissions that could not be written.
+    pub fn untake_pending(&self, windows: &[(u64, u64)]) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for &(w, n) in windows {
+            *p.entry(w).or_insert(0) += n;
+        }
+    }
+
+    /// The booked windows live at `now_us` (window id, permits).
+    pub fn live(&self, now_us: u64) -> Vec<(u64, u64)> {
+        self.booked
+            .windows(now_us)
+            .iter()
+            .filter(|w| w.counts[0] > 0)
+            .map(|w| (w.start / self.window_us, w.counts[0]))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_windows_are_the_interval_of_now() {
+        let l = Ledger::<4>::new(100);
+        l.book(7, 5);
+        l.book(9, 3);
+        l.give_back(9, 1);
+        l.book(10, 4);
+        assert_eq!(l.live(1_050), vec![(7, 5), (9, 2), (10, 4)]);
+        assert_eq!(l.live(1_150), vec![(9, 2), (10, 4)]);
+    }
+
+    #[test]
+    fn pending_is_taken_once_and_can_be_put_back() {
+        let l = Ledger::<2>::new(100);
+        l.admit_pending(5, 2);
+        l.admit_pending(6, 1);
+        assert_eq!(l.take_pending(650), vec![(5, 2), (6, 1)]);
+        assert_eq!(l.take_pending(650), vec![]);
+        l.untake_pending(&[(6, 1)]);
+        assert_eq!(l.take_pending(750), vec![(6, 1)]);
+        l.untake_pending(&[(6, 1)]);
+        assert_eq!(l.take_pending(850), vec![]); // window 6 is out of every interval of window 8
+    }
+}

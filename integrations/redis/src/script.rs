@@ -1,0 +1,168 @@
+//! The Lua script (`src/window.lua`) and its typed calls. One script for
+//! every operation, so a limit's state changes only inside it, atomically.
+
+use redis::{Connection, RedisResult, Script};
+
+/// The script's source: the sliding window run by Redis.
+pub(crate) const SOURCE: &str = include_str!("window.lua");
+
+/// The reply's first element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Done,
+    Limit,
+    Stale,
+    Fenced,
+}
+
+/// A decoded reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub status: Status,
+    /// The time the script ran at, µs (Redis `TIME`, or the caller's).
+    pub now: u64,
+    /// Redis's epoch token.
+    pub epoch: String,
+    /// `book` only: the window id booked into or refused in.
+    pub window: u64,
+    /// `book` only: permits booked.
+    pub booked: u64,
+    /// `book` only: room left in the fullest interval holding the window.
+    pub room: u64,
+}
+
+/// The keys and fixed arguments of one limit.
+#[derive(Debug)]
+pub(crate) struct Calls {
+    script: Script,
+    keys: [String; 4],
+    window_us: u64,
+    n_windows: u64,
+    grace_us: u64,
+}
+
+impl Calls {
+    pub fn new(name: &str, window_us: u64, n_windows: u64, grace_us: u64) -> Self {
+        Self {
+            script: Script::new(SOURCE),
+            keys: [
+                format!("{{{name}}}"),
+                format!("{{{name}}}:epoch"),
+                format!("{{{name}}}:fence"),
+                format!("{{{name}}}:restored"),
+            ],
+            window_us,
+            n_windows,
+            grace_us,
+        }
+    }
+
+    fn invoke(
+        &self,
+        con: &mut Connection,
+        op: &str,
+        epoch: &str,
+        extra: &[String],
+    ) -> RedisResult<Reply> {
+        let mut inv = self.script.prepare_invoke();
+        for k in &self.keys {
+            inv.key(k);
+        }
+        inv.arg(op)
+            .arg(epoch)
+            .arg(self.window_us)
+            .arg(self.n_windows)
+            .arg(self.grace_us);
+        for a in extra {
+            inv.arg(a);
+        }
+        let v: Vec<redis::Value> = inv.invoke(con)?;
+        decode(&v)
+    }
+
+    /// Books between `least` and `want` permits in the current window.
+    pub fn book(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        limit: u64,
+        want: u64,
+        least: u64,
+        at: Option<u64>,
+    ) -> RedisResult<Reply> {
+        let at = at.map(|t| t.to_string()).unwrap_or_default();
+        self.invoke(
+            con,
+            "book",
+            epoch,
+            &[limit.to_string(), want.to_string(), least.to_string(), at],
+        )
+    }
+
+    /// Is `epoch` still Redis's epoch? (creates a new one if Redis is empty)
+    pub fn check(&self, con: &mut Connection, epoch: &str) -> RedisResult<Reply> {
+        self.invoke(con, "check", epoch, &[])
+    }
+
+    /// Adds `windows` (id, permits) under `epoch`, once per `process` and
+    /// epoch (`process` empty: every time).
+    pub fn restore(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        process: &str,
+        windows: &[(u64, u64)],
+    ) -> RedisResult<Reply> {
+        let mut extra = vec![process.to_owned()];
+        for (id, n) in windows {
+            extra.push(id.to_string());
+            extra.push(n.to_string());
+        }
+        self.invoke(con, "restore", epoch, &extra)
+    }
+
+    /// Takes back `permits` never used from window `id`.
+    pub fn give_back(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        id: u64,
+        permits: u64,
+    ) -> RedisResult<Reply> {
+        self.invoke(con, "return", epoch, &[id.to_string(), permits.to_string()])
+    }
+}
+
+fn decode(v: &[redis::Value]) -> RedisResult<Reply> {
+    let int = |i: usize| -> RedisResult<u64> {
+        match v.get(i) {
+            Some(x) => redis::from_redis_value::<u64>(x),
+            None => Ok(0),
+        }
+    };
+    let status = match int(0)? {
+        0 => Status::Done,
+        1 => Status::Limit,
+        2 => Status::Stale,
+        3 => Status::Fenced,
+        _ => {
+            return Err((
+                redis::ErrorKind::TypeError,
+                "leaparray-redis: unknown status",
+            )
+                .into())
+        }
+    };
+    let epoch = match v.get(2) {
+        Some(x) => redis::from_redis_value::<String>(x)?,
+        None => return Err((redis::ErrorKind::TypeError, "leaparray-redis: short reply").into()),
+    };
+    Ok(Reply {
+        status,
+        now: int(1)?,
+        epoch,
+        window: int(3)?,
+        booked: int(4)?,
+        room: int(5)?,
+    })
+}

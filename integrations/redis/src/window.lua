@@ -1,0 +1,97 @@
+-- leaparray-redis: one sliding window per limit, run atomically by Redis.
+-- KEYS[1] {name}          hash: field = window id, value = permits booked
+-- KEYS[2] {name}:epoch    string: this Redis's epoch token (never expires)
+-- KEYS[3] {name}:fence    string: exists while fresh bookings wait for restores
+-- KEYS[4] {name}:restored set: "<epoch>:<process>" of restores already applied
+-- ARGV: op, epoch, window_us, n_windows, grace_us, then per op (see below).
+-- Every reply starts {status, now_us, epoch}; status 0 done, 1 refused by
+-- the limit, 2 stale epoch (restore first), 3 fenced (restart grace).
+-- Redis 3.2 to 4 need this to write after TIME; from Redis 5 on it is the
+-- default (and from 7 a no-op).
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local op, known = ARGV[1], ARGV[2]
+local window, nw = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now
+local function fmt(x) return string.format('%.0f', x) end
+local ttl = math.ceil((nw + 1) * window / 1000)
+
+local epoch = redis.call('GET', KEYS[2])
+if not epoch then
+  -- Empty: a first start or a restart. A new epoch; fresh bookings wait.
+  local t = redis.call('TIME')
+  epoch = t[1] .. t[2]
+  redis.call('SET', KEYS[2], epoch)
+  local grace = tonumber(ARGV[5]) or 0
+  if grace > 0 then
+    redis.call('SET', KEYS[3], '1', 'PX', math.ceil(grace / 1000))
+  end
+end
+
+local function clock(arg)
+  if arg ~= nil and arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+if op == 'book' then
+  -- ARGV[6] limit, [7] want, [8] at least, [9] caller time or ''
+  now = clock(ARGV[9])
+  if epoch ~= known then return {2, fmt(now), epoch} end
+  local cur = math.floor(now / window)
+  if redis.call('EXISTS', KEYS[3]) == 1 then return {3, fmt(now), epoch, fmt(cur), 0, 0} end
+  local limit, want, least = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+  -- Windows cur-nw+1 .. cur+nw-1: every interval of nw windows holding cur.
+  local fields = {}
+  for i = 1, 2 * nw - 1 do fields[i] = fmt(cur - nw + i) end
+  local got = redis.call('HMGET', KEYS[1], unpack(fields))
+  local c = {}
+  for i = 1, 2 * nw - 1 do c[i] = tonumber(got[i]) or 0 end
+  local room = limit
+  for k = 0, nw - 1 do
+    local load = 0
+    for i = 1 + k, nw + k do load = load + c[i] end
+    if limit - load < room then room = limit - load end
+  end
+  if room < least then return {1, fmt(now), epoch, fmt(cur), 0, math.max(room, 0)} end
+  local take = math.min(want, room)
+  redis.call('HINCRBY', KEYS[1], fmt(cur), take)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  if redis.call('HLEN', KEYS[1]) > 4 * nw then
+    for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+      local id = tonumber(f)
+      if id < cur - 2 * nw or id > cur + 2 * nw then redis.call('HDEL', KEYS[1], f) end
+    end
+  end
+  return {0, fmt(now), epoch, fmt(cur), take, room - take}
+elseif op == 'check' then
+  -- A heartbeat: is this still the caller's epoch? (ARGV[5] grace_us)
+  now = clock(nil)
+  if epoch ~= known then return {2, fmt(now), epoch} end
+  return {0, fmt(now), epoch}
+elseif op == 'restore' then
+  -- ARGV[6] process id ('' for a flush that is not
+  -- idempotent), then pairs window id, permits.
+  now = clock(nil)
+  if epoch ~= known then return {2, fmt(now), epoch} end
+  if ARGV[6] ~= '' then
+    if redis.call('SADD', KEYS[4], epoch .. ':' .. ARGV[6]) == 0 then return {0, fmt(now), epoch} end
+    redis.call('PEXPIRE', KEYS[4], ttl)
+  end
+  local i = 7
+  while ARGV[i] do
+    redis.call('HINCRBY', KEYS[1], ARGV[i], tonumber(ARGV[i + 1]))
+    i = i + 2
+  end
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {0, fmt(now), epoch}
+elseif op == 'return' then
+  -- ARGV[6] window id, [7] permits never used.
+  now = clock(nil)
+  if epoch ~= known then return {2, fmt(now), epoch} end
+  local have = tonumber(redis.call('HGET', KEYS[1], ARGV[6]))
+  if have then
+    redis.call('HSET', KEYS[1], ARGV[6], math.max(have - tonumber(ARGV[7]), 0))
+  end
+  return {0, fmt(now), epoch}
+end
+return redis.error_reply('leaparray-redis: unknown op')
