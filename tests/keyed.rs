@@ -231,8 +231,10 @@ fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
                 b.wait();
                 // Phases 0..: windows 0, 0, 1, 2, 2, 3, ... (some share a window).
                 let now = (phase as u64 * 2 / 3) * 100 + 10;
+                // At least `LIMIT` tries each, so the hot key's window gets
+                // its limit however soon the flood finishes its phase.
                 let mut tries = 0;
-                while tries < 10 || flooded.load(Ordering::Acquire) <= phase as u64 {
+                while tries < LIMIT || flooded.load(Ordering::Acquire) <= phase as u64 {
                     if table.try_acquire(hot, now, 1) == Decision::Pass {
                         counts[phase].fetch_add(1, Ordering::Relaxed);
                     }
