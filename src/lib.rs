@@ -82,6 +82,7 @@ mod node;
 mod packed;
 mod set;
 pub mod shard;
+pub mod system;
 
 #[doc = include_str!("../GUARANTEES.md")]
 pub mod guarantees {}
