@@ -234,8 +234,8 @@ impl SystemGuard {
     /// let g = SystemGuard::new();
     /// assert_eq!(g.estimate(&node, 999), None); // [0, 1000) not completed
     /// assert_eq!(g.estimate(&node, 1_000).map(|e| e.min_rt), Some(10));
-    /// assert_eq!(g.estimate(&node, 60_999).map(|e| e.max_success), Some(1));
-    /// assert_eq!(g.estimate(&node, 61_000), None); // slid out
+    /// assert_eq!(g.estimate(&node, 59_999).map(|e| e.max_success), Some(1));
+    /// assert_eq!(g.estimate(&node, 60_000), None); // slid out
     /// ```
     #[must_use]
     pub fn estimate<const S: usize, const M: usize>(
