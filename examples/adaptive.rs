@@ -155,7 +155,11 @@ fn main() -> ExitCode {
     let limit = WORKERS as u64 * u64::from(SystemGuard::new().gain_percent()) / 100;
 
     println!("\ncapacity {CAPACITY_PER_S}/s; {SECONDS} simulated seconds");
-    for (name, r) in [("no guard", &none), ("Sentinel", &sentinel), ("SystemGuard", &guarded)] {
+    for (name, r) in [
+        ("no guard", &none),
+        ("Sentinel", &sentinel),
+        ("SystemGuard", &guarded),
+    ] {
         println!(
             "{name:<12} peak in flight {:>7}, worst mean latency {:>6} ms, admitted {:>7}, seconds swinging > {SWING_PERCENT}%: {}",
             peak(r),
@@ -164,7 +168,10 @@ fn main() -> ExitCode {
             swings(r)
         );
     }
-    println!("SystemGuard, last {} s: admitted {tail_min}..={tail_max}/s", SECONDS - RAMP_S);
+    println!(
+        "SystemGuard, last {} s: admitted {tail_min}..={tail_max}/s",
+        SECONDS - RAMP_S
+    );
 
     let mut ok = true;
     let mut expect = |what: &str, holds: bool| {

@@ -74,6 +74,7 @@ pub mod clock;
 mod divide;
 mod error;
 mod event;
+pub mod export;
 pub mod gate;
 pub mod keyed;
 mod limiter;

@@ -310,10 +310,9 @@ impl SystemGuard {
         now: u64,
     ) -> Option<u64> {
         let e = self.estimate(node, now)?;
-        let product = u128::from(e.max_success)
-            * u128::from(e.min_rt)
-            * u128::from(self.gain_percent)
-            / (u128::from(e.window) * 100);
+        let product =
+            u128::from(e.max_success) * u128::from(e.min_rt) * u128::from(self.gain_percent)
+                / (u128::from(e.window) * 100);
         let product = u64::try_from(product).unwrap_or(u64::MAX);
         Some(product.max(self.floor))
     }

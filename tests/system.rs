@@ -43,9 +43,12 @@ fn units_same_service_same_limit_in_ms_and_micros() {
     let us = micros();
     for (node, scale) in [(&ms, 1), (&us, 1_000)] {
         // Second 3: 2,400 completed, fastest 12 ms; second 4: 1,000, fastest 30 ms.
-        node.add_rt_and_success(3_000 * scale, 12 * scale, 1).unwrap();
-        node.add_rt_and_success(3_100 * scale, 20 * scale * 2_399, 2_399).unwrap();
-        node.add_rt_and_success(4_000 * scale, 30 * scale * 1_000, 1_000).unwrap();
+        node.add_rt_and_success(3_000 * scale, 12 * scale, 1)
+            .unwrap();
+        node.add_rt_and_success(3_100 * scale, 20 * scale * 2_399, 2_399)
+            .unwrap();
+        node.add_rt_and_success(4_000 * scale, 30 * scale * 1_000, 1_000)
+            .unwrap();
     }
     let g = SystemGuard::new();
     // 2,400/s x 12 ms x 1.5 = 43.2.
@@ -179,11 +182,18 @@ fn model_limit(done: &[(u64, u64)], now: u64, gain: u64, floor: u64) -> Option<u
     let current = now / 1_000;
     let live = |t: u64| t / 1_000 + 60 > current;
     let mut per_second = std::collections::BTreeMap::new();
-    for &(t, _) in done.iter().filter(|&&(t, _)| live(t) && t / 1_000 < current) {
+    for &(t, _) in done
+        .iter()
+        .filter(|&&(t, _)| live(t) && t / 1_000 < current)
+    {
         *per_second.entry(t / 1_000).or_insert(0u64) += 1;
     }
     let max = per_second.values().copied().max()?;
-    let min_rt = done.iter().filter(|&&(t, _)| live(t)).map(|&(_, rt)| rt).min()?;
+    let min_rt = done
+        .iter()
+        .filter(|&&(t, _)| live(t))
+        .map(|&(_, rt)| rt)
+        .min()?;
     let limit = (max as u128 * min_rt as u128 * gain as u128 / 100_000) as u64;
     Some(limit.max(floor))
 }
