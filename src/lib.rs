@@ -108,6 +108,7 @@ pub use keyed::KeyedGate;
 pub use limiter::{Decision, Limiter};
 pub use metric::{Access, Metric, ReadOnly, WindowDetail, Writable};
 pub use node::{ConcurrencyGuard, StatisticNode};
+pub use system::SystemGuard;
 pub use view::ReadOnlyArray;
 pub use window::Window;
 #[cfg(leaparray_loom)]

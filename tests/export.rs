@@ -256,7 +256,9 @@ mod prometheus {
     }
 
     /// The labels of `{...}` (after the `{`), and the rest after the `}`.
-    fn labels(mut s: &str) -> Result<(Vec<(String, String)>, &str), String> {
+    type Labels = Vec<(String, String)>;
+
+    fn labels(mut s: &str) -> Result<(Labels, &str), String> {
         let mut out = Vec::new();
         loop {
             if let Some(rest) = s.strip_prefix('}') {
@@ -354,7 +356,7 @@ mod prometheus {
                     .families
                     .get(name)
                     .ok_or(format!("sample of {name} before its TYPE"))?;
-                if kind == "counter" && !(v >= 0.0) {
+                if kind == "counter" && (v.is_nan() || v < 0.0) {
                     return Err(format!("negative counter {name}"));
                 }
                 if current.as_deref() != Some(name) {
