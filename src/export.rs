@@ -42,12 +42,12 @@
 //!
 //! # Prometheus (feature `std`)
 //!
-//! [`Exposition`] collects named [`StatisticNode`]s, [`Gate`]s and
-//! [`KeyedGate`]s at one `now` and renders them in the text exposition
+//! `Exposition` collects named [`StatisticNode`](crate::StatisticNode)s,
+//! [`Gate`](crate::Gate)s and [`KeyedGate`](crate::KeyedGate)s at one `now` and renders them in the text exposition
 //! format 0.0.4: one `# HELP` and one `# TYPE` line per metric family, its
 //! samples together, the resource in the label `resource` (escaped as the
 //! format says: `\\`, `\"`, `\n`). Families (prefix `leaparray_` by
-//! default, see [`Exposition::new`]):
+//! default, see `Exposition::new`):
 //!
 //! | family | type | what |
 //! |---|---|---|
