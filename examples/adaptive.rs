@@ -201,6 +201,26 @@ fn main() -> ExitCode {
         "SystemGuard, last {} s: admitted {tail_min}..={tail_max}/s",
         SECONDS - RAMP_S
     );
+    // The seconds whose offered load the server could carry: what each refused.
+    let under = |r: &[Second]| -> (u64, u64) {
+        r.iter()
+            .enumerate()
+            .filter(|(s, _)| offered(*s as u64) < CAPACITY_PER_S)
+            .fold((0, 0), |(a, o), (s, r)| {
+                (a + r.admitted, o + offered(s as u64))
+            })
+    };
+    for (name, r) in [
+        ("no guard", &none),
+        ("Sentinel", &sentinel),
+        ("SystemGuard", &guarded),
+    ] {
+        let (a, o) = under(r);
+        println!(
+            "{name:<12} below capacity: admitted {a} of about {o} offered ({:.1}% refused)",
+            100.0 * (o - a.min(o)) as f64 / o as f64
+        );
+    }
 
     let mut ok = true;
     let mut expect = |what: &str, holds: bool| {
