@@ -240,6 +240,14 @@ proptest! {
                     let admit = limit.is_none_or(|l| in_flight <= l);
                     let expected = if admit { Decision::Pass } else { Decision::Block };
                     prop_assert_eq!(g.check(&node, now), expected);
+                    // The same decision against the limit computed first.
+                    match SystemGuard::enter_within(&node, now, g.limit(&node, now)) {
+                        Some(guard) => {
+                            prop_assert!(admit);
+                            drop(guard);
+                        }
+                        None => prop_assert!(!admit),
+                    }
                     match g.try_enter(&node, now) {
                         Some(guard) => {
                             prop_assert!(admit);
