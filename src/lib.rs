@@ -74,6 +74,7 @@ pub mod clock;
 mod divide;
 mod error;
 mod event;
+pub mod export;
 pub mod gate;
 pub mod keyed;
 mod limiter;
@@ -82,6 +83,7 @@ mod node;
 mod packed;
 mod set;
 pub mod shard;
+pub mod system;
 
 #[doc = include_str!("../GUARANTEES.md")]
 pub mod guarantees {}
@@ -106,6 +108,7 @@ pub use keyed::KeyedGate;
 pub use limiter::{Decision, Limiter};
 pub use metric::{Access, Metric, ReadOnly, WindowDetail, Writable};
 pub use node::{ConcurrencyGuard, StatisticNode};
+pub use system::SystemGuard;
 pub use view::ReadOnlyArray;
 pub use window::Window;
 #[cfg(leaparray_loom)]
