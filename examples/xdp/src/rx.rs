@@ -501,7 +501,7 @@ fn publish_top(flows: &mut [FlowLedger], live: &Live) {
         f.dropped_last = dropped;
         if rx > 0 && (top.len() < 3 || rx > top[2].1) {
             top.push((i as u32, rx, dr));
-            top.sort_by(|a, b| b.1.cmp(&a.1));
+            top.sort_by_key(|t| std::cmp::Reverse(t.1));
             top.truncate(3);
         }
     }

@@ -15,7 +15,7 @@ use leaparray_xdp::{frame_len, write_frame, BATCH, GATE_WINDOW_US};
 
 /// Whether flow `i` is heavy (over its limit by design).
 pub const fn is_heavy(i: u32) -> bool {
-    i % 64 == 0
+    i.is_multiple_of(64)
 }
 
 /// What the sender sent.
