@@ -51,11 +51,8 @@ mod linux {
 
     /// The traffic counters, one shard per receive queue.
     static TRAFFIC: Traffic = leaparray_xdp::traffic();
-    /// Per-flow gates for up to 16,384 flows (256 KiB) ...
+    /// Per-flow gates for up to 16,384 flows (2^15 slots, 512 KiB).
     static SMALL: FlowGate<{ 1 << 15 }> = leaparray_xdp::flow_gate();
-    /// ... and for up to 1,000,000 (2^21 slots, 32 MiB of zeroed memory
-    /// until used).
-    static BIG: FlowGate<{ 1 << 21 }> = leaparray_xdp::flow_gate();
 
     const USAGE: &str = "\
 usage: leaparray-xdp [--duration SECONDS] [--flows N] [--disable] [--no-ledger] [--check]
@@ -214,7 +211,10 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
                             &rx_stop,
                         )
                     } else {
-                        rx::run(netns::RX_IF, mode, &TRAFFIC, &BIG, &live, &ready, &rx_stop)
+                        // Up to 1,000,000 flows: 2^21 slots, 32 MiB, on
+                        // huge pages (leaparray_xdp::leak_gate).
+                        let big: &FlowGate<{ 1 << 21 }> = leaparray_xdp::leak_gate();
+                        rx::run(netns::RX_IF, mode, &TRAFFIC, big, &live, &ready, &rx_stop)
                     }
                 })
                 .map_err(|e| e.to_string())?
@@ -312,6 +312,9 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
             got.other,
             got.drops
         );
+        if !a.disable {
+            println!("gate: {} flows resident when traffic started", got.resident);
+        }
         if let Some(s) = &got.xdp_stats {
             println!(
                 "socket: rx_dropped {}, rx_ring_full {}, fill_ring_empty {}",
