@@ -100,6 +100,12 @@ pub struct Received {
     pub leaparray_cycles: u64,
     /// Polls that found frames (batches).
     pub batches: u64,
+    /// Histograms of cycles per frame, per batch (2-cycle buckets): reading
+    /// headers, and leaparray's part. Their medians are robust to the
+    /// preemptions of a shared machine, which the means above are not.
+    pub hist_parse: Vec<u32>,
+    /// See `hist_parse`.
+    pub hist_leaparray: Vec<u32>,
     /// All cycles of the loop.
     pub total_cycles: u64,
     /// Nanoseconds per cycle (calibrated over the run).
@@ -273,6 +279,8 @@ pub fn run<const CAP: usize>(
     let base = xsk.area.cast::<u8>();
     let area_len = xsk.area.len();
     let mut out = Received {
+        hist_parse: vec![0; HIST],
+        hist_leaparray: vec![0; HIST],
         flows: if mode.ledger {
             vec![FlowLedger::default(); mode.flows as usize]
         } else {
@@ -353,6 +361,8 @@ pub fn run<const CAP: usize>(
         }
         let lp_end = cycles();
         out.leaparray_cycles += lp_end - lp_start;
+        record(&mut out.hist_parse, (lp_start - parse_start) / n as u64);
+        record(&mut out.hist_leaparray, (lp_end - lp_start) / n as u64);
         let mut bytes = 0u64;
         for &(addr, len) in &frames[..n] {
             bytes += u64::from(len);
@@ -397,6 +407,27 @@ pub fn run<const CAP: usize>(
     drop(xsk);
     drop(map);
     Ok(out)
+}
+
+const HIST: usize = 4096;
+
+#[inline(always)]
+fn record(hist: &mut [u32], cycles_per_frame: u64) {
+    let b = ((cycles_per_frame / 2) as usize).min(HIST - 1);
+    hist[b] = hist[b].saturating_add(1);
+}
+
+/// The median of a histogram, in cycles.
+pub fn median(hist: &[u32]) -> u64 {
+    let total: u64 = hist.iter().map(|&c| u64::from(c)).sum();
+    let mut seen = 0;
+    for (b, &c) in hist.iter().enumerate() {
+        seen += u64::from(c);
+        if 2 * seen >= total {
+            return 2 * b as u64 + 1;
+        }
+    }
+    0
 }
 
 fn violation(out: &mut Received, v: String) {
