@@ -295,7 +295,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
     }
 
     fn report(a: &Args, sent: &tx::Sent, got: &rx::Received) -> bool {
-        let secs = a.duration as f64;
+        let secs = sent.elapsed_us.max(1) as f64 / 1e6;
         println!();
         println!(
             "sent {} frames ({} bytes), {:.3} Mpps; {} sendmmsg calls retried for buffers",

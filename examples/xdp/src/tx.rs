@@ -29,6 +29,8 @@ pub struct Sent {
     pub bytes: u64,
     /// `sendmmsg` calls that the kernel refused for want of buffers (retried).
     pub nobufs: u64,
+    /// How long it sent (µs): the duration, or less after Ctrl-C.
+    pub elapsed_us: u64,
 }
 
 const SLOT: usize = 256;
@@ -162,5 +164,6 @@ pub fn run(ifname: &str, flows: u32, duration_us: u64, stop: &AtomicBool) -> Res
         // Light flows whose frames were not sent (stopped mid-batch) are
         // simply sent less: the ledger has what was sent.
     }
+    sent.elapsed_us = crate::now_us() - start;
     Ok(sent)
 }
