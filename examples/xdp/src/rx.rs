@@ -297,8 +297,14 @@ pub fn run<const CAP: usize>(
         // permit each, now: at most 1 of a flow's 16 in its first
         // interval), so the loop measures decisions, not insertions.
         let now = crate::now_us();
+        let w = now / GATE_WINDOW_US;
         for i in 0..mode.flows {
-            let _ = gate.try_acquire(leaparray_xdp::Tuple::of_flow(i).key(), now, 1);
+            let d = gate.try_acquire(leaparray_xdp::Tuple::of_flow(i).key(), now, 1);
+            // The ledger counts this admission in its window too (not in
+            // `admitted`, which is compared with frames received).
+            if let (Decision::Pass, Some(f)) = (d, out.flows.get_mut(i as usize)) {
+                f.wins[(w % GATE_N as u64) as usize] = (w, 1);
+            }
         }
         out.resident = gate.stats(now).resident;
     }
