@@ -339,7 +339,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
         );
         let med = |h: &[u32]| rx::median(h) as f64 * got.ns_per_cycle;
         println!(
-            "receive loop per frame, median over batches: {:.1} ns reading headers, {:.1} ns leaparray{} (each includes ~10 ns of rdtsc; medians ignore preemptions)",
+            "receive loop per frame, median over batches: {:.1} ns reading headers, {:.1} ns leaparray{} (each span includes an lfence and rdtsc; medians ignore preemptions)",
             med(&got.hist_parse),
             med(&got.hist_leaparray),
             if a.disable { " [disabled: an empty span]" } else { " (count + police)" }

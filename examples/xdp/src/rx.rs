@@ -116,9 +116,13 @@ pub struct Received {
 
 #[inline(always)]
 fn cycles() -> u64 {
+    // LFENCE first: RDTSC does not wait for earlier loads, so without it
+    // the misses of reading a frame's headers (written by the other core)
+    // land in whichever span ends after them.
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: rdtsc has no preconditions.
+    // SAFETY: lfence and rdtsc have no preconditions (SSE2 is baseline).
     unsafe {
+        core::arch::x86_64::_mm_lfence();
         core::arch::x86_64::_rdtsc()
     }
     #[cfg(not(target_arch = "x86_64"))]
