@@ -59,7 +59,7 @@ usage: leaparray-xdp [--duration SECONDS] [--flows N] [--disable] [--no-ledger] 
 
   --duration S   seconds of traffic (default 5)
   --flows N      flows (5-tuples) the sender cycles through, 1..=1000000
-                 (default 4096); every 64th is heavy (far over its limit)
+                 (default 4096); every 256th is heavy (far over its limit)
   --disable      the baseline: the same receive loop without leaparray
                  (no counting, no policing)
   --no-ledger    without the checks' bookkeeping (for rate measurements)

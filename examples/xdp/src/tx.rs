@@ -2,7 +2,7 @@
 //! (`sendmmsg`, 64 frames a call, `PACKET_QDISC_BYPASS`), with a ledger of
 //! what it sent per flow.
 //!
-//! Flows: every 64th flow is *heavy* and sends as fast as the socket
+//! Flows: every 256th flow is *heavy* and sends as fast as the socket
 //! takes frames (far over [`LIMIT`](leaparray_xdp::LIMIT)); every other flow
 //! is *light*: at most one frame per 50 ms window of the sender's clock,
 //! so at most about 3 in any 100 ms interval the receiver sees (its windows
@@ -15,7 +15,7 @@ use leaparray_xdp::{frame_len, write_frame, BATCH, GATE_WINDOW_US};
 
 /// Whether flow `i` is heavy (over its limit by design).
 pub const fn is_heavy(i: u32) -> bool {
-    i.is_multiple_of(64)
+    i.is_multiple_of(256)
 }
 
 /// What the sender sent.
