@@ -155,16 +155,22 @@
 //! the condition after the last report, that report trips the breaker (the
 //! array's adds and reads are `SeqCst`).
 //!
-//! # What is not one step
+//! # Closed periods, and what is not one step
+//!
+//! The statistics are a [`LeapArray`]`<N, 2>` (every report, the bad ones)
+//! that nothing resets: a closed period reads only the windows from the
+//! one in which it closed (Sentinel resets its bucket instead). A recovery
+//! timeout of at least one window ([`Config::recovery_timeout`], checked)
+//! keeps the reports of earlier periods out of that window: they were made
+//! at or before the trip, at least one recovery timeout before the close.
 //!
 //! A plain report reads the word, then adds to the windows. If the breaker
 //! moves on in between (trips, half-opens and closes again while the
 //! report is stalled), the add lands in the window of the report's own
-//! `now`. The new closed period reads only windows from the one in which it
-//! closed, so such an add counts there only if the report's `now` lies in
-//! or after that window: never when the caller's times are consistent (the
-//! report's `now` before the trip) and the recovery timeout is at least one
-//! window long. One such add per stalled report at most.
+//! `now`, and counts in the new period only if that `now` lies in or after
+//! the window in which it closed: never when the caller's times are
+//! consistent (the report's `now` no later than the trip). One such add per
+//! stalled report at most.
 //!
 //! # Transitions
 //!
@@ -352,7 +358,7 @@ pub struct Config {
     /// `minRequestAmount`, default 5). At least 1.
     pub min_requests: u64,
     /// How long the breaker stays open (Sentinel's `timeWindow`), in ticks.
-    /// At least 1.
+    /// At least one statistics window (`stat_interval / N`) and at least 1.
     pub recovery_timeout: u64,
     /// `k`: the probes a half-open breaker admits, all of which must be
     /// good to close it (default 1, as Sentinel). 1 to [`MAX_PROBES`].
@@ -463,6 +469,14 @@ pub enum BreakerError {
         /// [`MAX_PROBES`].
         max: u16,
     },
+    /// `recovery_timeout` is shorter than one statistics window
+    /// (`stat_interval / N`): the window in which the breaker closes again
+    /// could still hold reports from before it tripped. Use more windows
+    /// (a larger `N`) or a longer timeout.
+    RecoveryShorterThanWindow {
+        /// `stat_interval / N`, the shortest recovery timeout.
+        window: u64,
+    },
 }
 
 impl fmt::Display for BreakerError {
@@ -481,6 +495,10 @@ impl fmt::Display for BreakerError {
             BreakerError::ProbesOutOfRange { max } => {
                 write!(f, "the number of probes is not between 1 and {max}")
             }
+            BreakerError::RecoveryShorterThanWindow { window } => write!(
+                f,
+                "the recovery timeout is shorter than one statistics window ({window})"
+            ),
         }
     }
 }
@@ -525,7 +543,7 @@ pub enum Outcome {
 ///
 /// ```
 /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy, Transition};
-/// let b = CircuitBreaker::<1>::new(
+/// let b = CircuitBreaker::<2>::new(
 ///     Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50).with_min_requests(1),
 /// );
 /// let p = b.try_acquire(0).unwrap();
@@ -551,7 +569,7 @@ pub struct Transition {
 ///
 /// ```
 /// use leaparray::breaker::{CircuitBreaker, Config, State, Strategy};
-/// let b = CircuitBreaker::<1>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
+/// let b = CircuitBreaker::<2>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
 /// let s = b.status();
 /// assert_eq!((s.state, s.transitions, s.time, s.probes_granted), (State::Closed, 0, 0, 0));
 /// ```
@@ -579,7 +597,7 @@ pub struct Status {
 ///
 /// ```
 /// use leaparray::breaker::{CircuitBreaker, Config, Strategy};
-/// let b = CircuitBreaker::<1>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
+/// let b = CircuitBreaker::<2>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
 /// let p = b.try_acquire(0).unwrap();
 /// assert!(!p.is_probe());
 /// ```
@@ -597,7 +615,7 @@ impl Permit {
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Strategy};
-    /// let b = CircuitBreaker::<1>::new(
+    /// let b = CircuitBreaker::<2>::new(
     ///     Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50).with_min_requests(1),
     /// );
     /// let _ = b.report(1, b.try_acquire(0).unwrap(), 1, Outcome::Error);
@@ -764,7 +782,7 @@ impl<const N: usize> CircuitBreaker<N> {
         /// fn log(t: Transition) {
         ///     LAST.store(t.number, Ordering::Relaxed); // or defmt::info!("{}", t)
         /// }
-        /// static B: CircuitBreaker<1> = CircuitBreaker::new(
+        /// static B: CircuitBreaker<2> = CircuitBreaker::new(
         ///     Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50).with_min_requests(1),
         /// )
         /// .with_observer(log);
@@ -841,6 +859,10 @@ impl<const N: usize> CircuitBreaker<N> {
         if config.probes == 0 || config.probes > MAX_PROBES {
             return Err(BreakerError::ProbesOutOfRange { max: MAX_PROBES });
         }
+        let window = config.stat_interval / N as u64;
+        if config.recovery_timeout < window {
+            return Err(BreakerError::RecoveryShorterThanWindow { window });
+        }
         Ok(())
     }
 
@@ -850,7 +872,7 @@ impl<const N: usize> CircuitBreaker<N> {
     /// ```
     /// use leaparray::breaker::{BreakerError, CircuitBreaker, Config, Strategy};
     /// let c = Config::new(Strategy::ErrorCount { max_errors: 1 }, 0, 1_000);
-    /// assert_eq!(CircuitBreaker::<1>::new(c).error(), Some(BreakerError::ZeroInterval));
+    /// assert_eq!(CircuitBreaker::<2>::new(c).error(), Some(BreakerError::ZeroInterval));
     /// ```
     #[must_use]
     pub const fn error(&self) -> Option<BreakerError> {
@@ -885,7 +907,7 @@ impl<const N: usize> CircuitBreaker<N> {
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy};
-    /// let b = CircuitBreaker::<1>::new(
+    /// let b = CircuitBreaker::<2>::new(
     ///     Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50).with_min_requests(1),
     /// );
     /// let _ = b.report(9, b.try_acquire(0).unwrap(), 1, Outcome::Error);
@@ -908,7 +930,7 @@ impl<const N: usize> CircuitBreaker<N> {
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, State, Strategy};
-    /// let b = CircuitBreaker::<1>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
+    /// let b = CircuitBreaker::<2>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
     /// assert_eq!(b.state(), State::Closed);
     /// ```
     #[must_use]
@@ -944,7 +966,7 @@ impl<const N: usize> CircuitBreaker<N> {
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Strategy};
-    /// let b = CircuitBreaker::<1>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
+    /// let b = CircuitBreaker::<2>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
     /// let p = b.try_acquire(0).expect("a new breaker is closed");
     /// let _ = b.report(1, p, 1, leaparray::breaker::Outcome::Success);
     /// ```
@@ -1013,7 +1035,7 @@ impl<const N: usize> CircuitBreaker<N> {
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy};
-    /// let b = CircuitBreaker::<1>::new(
+    /// let b = CircuitBreaker::<2>::new(
     ///     Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
     /// );
     /// let (p, q) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
