@@ -269,6 +269,32 @@ fn statistics_slide_and_start_at_the_close() {
     assert_eq!((b.state(), b.counts(110)), (State::Closed, (1, 1)));
 }
 
+/// The reports of the closed period before a trip never count in the next
+/// one, even while their windows are still live.
+#[test]
+fn a_closed_period_starts_with_no_reports() {
+    // Two windows of 50, open for 50: the shortest recovery allowed.
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    for (t, outcome) in [
+        (40, Outcome::Success),
+        (45, Outcome::Error),
+        (49, Outcome::Error),
+    ] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, outcome);
+    }
+    assert_eq!(b.status().time, 99); // tripped at 49
+    let probe = b.try_acquire(99).unwrap();
+    let _ = b.report(99, probe, 1, Outcome::Success);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.counts(99), (0, 0)); // window [0, 50) is live, not counted
+    let p = b.try_acquire(100).unwrap();
+    assert_eq!(b.report(100, p, 1, Outcome::Error), None);
+    assert_eq!((b.state(), b.counts(100)), (State::Closed, (1, 1)));
+}
+
 #[test]
 fn every_transition_is_observed_once_in_order() {
     static SEEN: AtomicU32 = AtomicU32::new(0);
@@ -453,10 +479,16 @@ enum Op {
     },
 }
 
+/// Mostly short steps (several reports per window, a probe right at the
+/// end of the recovery timeout), sometimes long ones.
+fn dt() -> impl proptest::strategy::Strategy<Value = u64> {
+    prop_oneof![3 => 0u64..4, 1 => 0u64..60]
+}
+
 fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     prop_oneof![
-        3 => (0u64..40).prop_map(|dt| Op::Acquire { dt }),
-        4 => (any::<usize>(), 0u64..40, 0u64..20, any::<bool>())
+        3 => dt().prop_map(|dt| Op::Acquire { dt }),
+        4 => (any::<usize>(), dt(), 0u64..20, any::<bool>())
             .prop_map(|(pick, dt, rt, error)| Op::Report { pick, dt, rt, error }),
         1 => any::<usize>().prop_map(|pick| Op::Lose { pick }),
     ]
@@ -474,14 +506,22 @@ fn config() -> impl proptest::strategy::Strategy<Value = Config> {
         (0u64..4).prop_map(|max_errors| Strategy::ErrorCount { max_errors }),
     ];
     // Two windows of 10 to 40 ticks; recovery at least one window.
-    (strategy, 10u64..40, 0u64..60, 1u64..5, 1u16..4, 1u64..80).prop_map(
-        |(strategy, window, extra, min_requests, k, probe_timeout)| {
-            Config::new(strategy, 2 * window, window + extra)
-                .with_min_requests(min_requests)
-                .with_probes(k)
-                .with_probe_timeout(probe_timeout)
-        },
+    (
+        strategy,
+        10u64..40,
+        prop_oneof![0u64..3, 0u64..60],
+        1u64..5,
+        1u16..4,
+        1u64..80,
     )
+        .prop_map(
+            |(strategy, window, extra, min_requests, k, probe_timeout)| {
+                Config::new(strategy, 2 * window, window + extra)
+                    .with_min_requests(min_requests)
+                    .with_probes(k)
+                    .with_probe_timeout(probe_timeout)
+            },
+        )
 }
 
 proptest! {
