@@ -162,7 +162,9 @@
 //! one in which it closed (Sentinel resets its bucket instead). A recovery
 //! timeout of at least one window ([`Config::recovery_timeout`], checked)
 //! keeps the reports of earlier periods out of that window: they were made
-//! at or before the trip, at least one recovery timeout before the close.
+//! at or before the trip, at least one recovery timeout before the close
+//! (unless the deadline saturated at `u64::MAX`: a trip in the last
+//! recovery timeout of time).
 //!
 //! A plain report reads the word, then adds to the windows. If the breaker
 //! moves on in between (trips, half-opens and closes again while the
@@ -593,7 +595,10 @@ pub struct Status {
 /// The right to make one request, from [`CircuitBreaker::try_acquire`];
 /// hand it back with the request's outcome to
 /// [`report`](CircuitBreaker::report). Not `Clone`: one report per
-/// admission (a probe reported twice would count twice).
+/// admission (a probe reported twice would count twice). It names only a
+/// period, not a breaker: hand it back to the breaker that granted it
+/// (another breaker at the same transition count would take it for its
+/// own; it never takes more good probe reports than it granted probes).
 ///
 /// ```
 /// use leaparray::breaker::{CircuitBreaker, Config, Strategy};

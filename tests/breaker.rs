@@ -407,7 +407,14 @@ fn extreme_times_and_rts() {
     assert_eq!(t.to, State::Open);
     assert_eq!(b.status().time, u64::MAX); // the deadline saturates
     assert!(b.try_acquire(u64::MAX - 1).is_none());
-    assert!(b.try_acquire(u64::MAX).unwrap().is_probe());
+    let probe = b.try_acquire(u64::MAX).unwrap();
+    assert!(probe.is_probe());
+    let t = b.report(u64::MAX, probe, 0, Outcome::Success).unwrap();
+    assert_eq!((t.to, t.at), (State::Closed, u64::MAX));
+    // Tripped in the last recovery timeout of time: the new closed period
+    // began in the window of the trip and counts its reports
+    // (GUARANTEES.md, section 5).
+    assert_eq!(b.counts(u64::MAX), (2, 1));
 }
 
 /// Real threads past the recovery timeout race through half-open: exactly

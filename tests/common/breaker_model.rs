@@ -51,10 +51,10 @@ impl<const N: usize> BreakerModel<N> {
             from: self.state,
             to: state,
             at: now,
-            number: self.transitions + 1,
+            number: self.transitions.wrapping_add(1),
         };
         self.state = state;
-        self.transitions += 1;
+        self.transitions = self.transitions.wrapping_add(1);
         self.time = time;
         self.granted = 0;
         self.good = 0;
@@ -125,7 +125,7 @@ impl<const N: usize> BreakerModel<N> {
             return (0, 0);
         }
         let newest = now / self.window;
-        let oldest = (newest + 1).saturating_sub(N as u64);
+        let oldest = newest.saturating_sub(N as u64 - 1);
         let since = self.time / self.window;
         self.reports
             .range(oldest.max(since)..=newest)
