@@ -180,8 +180,10 @@
 //! reads it, and each transition's swap is made by exactly one caller,
 //! which then calls the observer ([`with_observer`](CircuitBreaker::with_observer),
 //! a plain `fn(Transition)`: no allocation, called from the thread or
-//! handler that made the transition, so keep it short) and returns the
-//! [`Transition`]. Two callers' observer calls may run in either order: the
+//! handler that made the transition, so keep it short); `report` also
+//! returns the [`Transition`] it made (`try_acquire` returns the permit: the
+//! transitions it makes, open to half-open and half-open back to open on a
+//! lost probe, are seen by the observer and in `status`). Two callers' observer calls may run in either order: the
 //! transition number orders them. A permit from exactly 2^32 transitions
 //! earlier would be taken for a current one.
 //!
