@@ -199,10 +199,13 @@ use crate::sync::{
     SlotWord,
 };
 
+/// Counter of the bad reports (slow, or errors) of a closed period. A
+/// window is read in counter order, so `BAD` before `TOTAL`; a report adds
+/// `TOTAL` first: a read that sees a report's bad outcome sees its request
+/// too.
+const BAD: usize = 0;
 /// Counter of every report counted in a closed period.
-const TOTAL: usize = 0;
-/// Counter of the bad ones (slow, or errors).
-const BAD: usize = 1;
+const TOTAL: usize = 1;
 
 /// The most probes a half-open breaker may admit: `2^15 - 1` (15 bits of
 /// the state word each for probes granted and probes reported good).
@@ -716,7 +719,7 @@ pub struct CircuitBreaker<const N: usize> {
     /// granted <= probes` while half-open, both 0 otherwise; every change
     /// is one compare-and-swap from the word its caller decided on.
     word: SlotWord,
-    /// Every report of a closed period: counter `TOTAL`, and `BAD`.
+    /// Every report of a closed period: counters `BAD` and `TOTAL`.
     stats: LeapArray<N, 2>,
     config: Config,
     /// `stat_interval / N` (1 for a misconfigured breaker).
@@ -1078,9 +1081,9 @@ impl<const N: usize> CircuitBreaker<N> {
         if w.state != State::Closed || w.seq != period {
             return None;
         }
-        // TOTAL before BAD: a concurrent reader may miss this bad outcome
-        // (its reporter's own read sees it) but never counts it without
-        // its request. A `Stale` add (the report's window already retired)
+        // TOTAL before BAD, read in the other order (see `BAD`): a
+        // concurrent reader may miss this bad outcome (this report's own
+        // read sees it) but never counts it without its request. A `Stale` add (the report's window already retired)
         // is not counted; `Saturated` keeps the count at its bound.
         let _ = self.stats.add(now, TOTAL, 1);
         if bad {
