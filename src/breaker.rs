@@ -1165,11 +1165,16 @@ impl<const N: usize> CircuitBreaker<N> {
     /// `(total, bad)` over the windows live at `now` that start no earlier
     /// than the window of `since`.
     fn counts_since(&self, now: u64, since: u64) -> (u64, u64) {
-        let from = since - since % self.window;
+        let live = self.stats.live(now);
+        let first = (*live.start()).max(since / self.window);
         let (mut total, mut bad) = (0u64, 0u64);
-        for w in self.stats.windows_where(now, |start| start >= from) {
-            total = total.saturating_add(w.counts[TOTAL]);
-            bad = bad.saturating_add(w.counts[BAD]);
+        // Each window read whole (`BAD`, then `TOTAL`, under one stamp);
+        // a window retired meanwhile is left out, as in `windows_where`.
+        for id in first..=*live.end() {
+            if let Some(w) = self.stats.read_window(id) {
+                total = total.saturating_add(w.counts[TOTAL]);
+                bad = bad.saturating_add(w.counts[BAD]);
+            }
         }
         (total, bad)
     }
