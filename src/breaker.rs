@@ -57,7 +57,8 @@
 //! that names the period it was granted in (the transition count, see
 //! below) and whether it is a probe; [`report`](CircuitBreaker::report)
 //! consumes it (it is neither `Clone` nor `Copy`, so each admission reports
-//! at most once). A report counts only if its period is still the current
+//! at most once; it borrows its breaker, and a permit reported to another
+//! breaker is ignored). A report counts only if its period is still the current
 //! one: a plain permit's outcome counts in the statistics of the closed
 //! period it was granted in, a probe's decides the half-open period it was
 //! granted in, and a report from an earlier period changes nothing. (In
@@ -600,27 +601,69 @@ pub struct Status {
 /// The right to make one request, from [`CircuitBreaker::try_acquire`];
 /// hand it back with the request's outcome to
 /// [`report`](CircuitBreaker::report). Not `Clone`: one report per
-/// admission (a probe reported twice would count twice). It names only a
-/// period, not a breaker: hand it back to the breaker that granted it
-/// (another breaker at the same transition count would take it for its
-/// own; it never takes more good probe reports than it granted probes).
+/// admission (a probe reported twice would count twice). It borrows the
+/// breaker that granted it, and [`report`](CircuitBreaker::report) on any
+/// other breaker ignores it (compared by address, `core::ptr::eq`), so a
+/// permit counts only where it was granted.
 ///
 /// ```
-/// use leaparray::breaker::{CircuitBreaker, Config, Strategy};
-/// let b = CircuitBreaker::<2>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
-/// let p = b.try_acquire(0).unwrap();
+/// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Strategy};
+/// let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50).with_min_requests(1);
+/// let (a, b) = (CircuitBreaker::<2>::new(cfg), CircuitBreaker::<2>::new(cfg));
+/// let p = a.try_acquire(0).unwrap();
 /// assert!(!p.is_probe());
+/// assert_eq!(b.report(1, p, 1, Outcome::Error), None); // not b's: ignored
+/// assert_eq!(b.counts(1), (0, 0));
 /// ```
-#[derive(Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[must_use = "report the request's outcome with this permit"]
-pub struct Permit {
-    /// The transition count of the period it was granted in.
+pub struct Permit<'a, const N: usize> {
+    breaker: &'a CircuitBreaker<N>,
     period: u32,
     probe: bool,
 }
 
-impl Permit {
+impl<const N: usize> fmt::Debug for Permit<'_, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("breaker", &(self.breaker as *const CircuitBreaker<N>))
+            .field("period", &self.period)
+            .field("probe", &self.probe)
+            .finish()
+    }
+}
+
+/// Equal: the same breaker (by address), period and kind.
+impl<const N: usize> PartialEq for Permit<'_, N> {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self.breaker, other.breaker)
+            && self.period == other.period
+            && self.probe == other.probe
+    }
+}
+
+impl<const N: usize> Eq for Permit<'_, N> {}
+
+impl<const N: usize> core::hash::Hash for Permit<'_, N> {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        core::ptr::hash(self.breaker, state);
+        self.period.hash(state);
+        self.probe.hash(state);
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for Permit<'_, N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Permit {{ period: {=u32}, probe: {=bool} }}",
+            self.period,
+            self.probe
+        );
+    }
+}
+
+impl<const N: usize> Permit<'_, N> {
     /// Whether it is a half-open probe.
     ///
     /// ```
@@ -981,7 +1024,7 @@ impl<const N: usize> CircuitBreaker<N> {
     /// let _ = b.report(1, p, 1, leaparray::breaker::Outcome::Success);
     /// ```
     #[must_use = "a refused request must not be made; an admitted one must be reported"]
-    pub fn try_acquire(&self, now: u64) -> Option<Permit> {
+    pub fn try_acquire(&self, now: u64) -> Option<Permit<'_, N>> {
         if self.error.is_some() {
             return None;
         }
@@ -992,6 +1035,7 @@ impl<const N: usize> CircuitBreaker<N> {
             let next = match w.state {
                 State::Closed => {
                     return Some(Permit {
+                        breaker: self,
                         period: w.seq,
                         probe: false,
                     })
@@ -1029,6 +1073,7 @@ impl<const N: usize> CircuitBreaker<N> {
                 Ok(_) => {
                     self.announce(w, next, now);
                     return (next.state == State::HalfOpen).then_some(Permit {
+                        breaker: self,
                         period: next.seq,
                         probe: true,
                     });
@@ -1041,7 +1086,7 @@ impl<const N: usize> CircuitBreaker<N> {
     /// Reports how the request of `permit` ended at `now`, with its
     /// response time `rt` in ticks; returns the transition it made, if
     /// any. A report from an earlier period (see "Permits" in the module
-    /// docs) changes nothing.
+    /// docs), or on a permit another breaker granted, changes nothing.
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy};
@@ -1055,11 +1100,11 @@ impl<const N: usize> CircuitBreaker<N> {
     pub fn report(
         &self,
         now: u64,
-        permit: Permit,
+        permit: Permit<'_, N>,
         rt: u64,
         outcome: Outcome,
     ) -> Option<Transition> {
-        if self.error.is_some() {
+        if self.error.is_some() || !core::ptr::eq(permit.breaker, self) {
             return None;
         }
         let bad = match self.config.strategy {

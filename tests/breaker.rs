@@ -162,7 +162,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
     let b = CircuitBreaker::<2>::new(error_count(0, 3));
     let at = trip(&b, 0);
     assert!(b.try_acquire(at - 1).is_none());
-    let p: Vec<Permit> = (0..3).map(|i| b.try_acquire(at + i).unwrap()).collect();
+    let p: Vec<Permit<_>> = (0..3).map(|i| b.try_acquire(at + i).unwrap()).collect();
     assert!(p.iter().all(Permit::is_probe));
     assert!(b.try_acquire(at + 3).is_none()); // exactly k
     let s = b.status();
@@ -188,7 +188,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
 
     // Again, with the second probe bad: open at once, for the full timeout.
     let at = trip(&b, at + 10);
-    let p: Vec<Permit> = (0..3).map(|_| b.try_acquire(at).unwrap()).collect();
+    let p: Vec<Permit<_>> = (0..3).map(|_| b.try_acquire(at).unwrap()).collect();
     let mut p = p.into_iter();
     assert_eq!(
         b.report(at + 1, p.next().unwrap(), 1, Outcome::Success),
@@ -548,7 +548,7 @@ proptest! {
         let b = CircuitBreaker::<2>::try_new(config).unwrap();
         let mut m = BreakerModel::<2>::new(config);
         let mut now = 0u64;
-        let mut held: Vec<(Permit, ModelPermit)> = Vec::new();
+        let mut held: Vec<(Permit<_>, ModelPermit)> = Vec::new();
         for op in ops {
             match op {
                 Op::Acquire { dt } => {
@@ -584,4 +584,137 @@ proptest! {
             }
         }
     }
+}
+
+// Regression tests from the hostile review of commit 0e9ecd1
+// (reproducers adapted; the review's numbering in the names' comments).
+
+/// Review D1: with a recovery timeout shorter than one window, the new
+/// closed period's first window held the errors from before the trip and
+/// its first report (even a success) re-tripped it. Such a configuration
+/// is now refused with `RecoveryShorterThanWindow`, and at the shortest
+/// recovery allowed (one window) the old errors no longer count.
+#[test]
+fn old_errors_never_retrip_a_freshly_closed_breaker() {
+    let sentinel_like = Config::new(
+        Strategy::ErrorRatio {
+            max_ratio: Ratio::percent(50),
+        },
+        20_000,
+        10_000,
+    );
+    assert_eq!(
+        CircuitBreaker::<1>::try_new(sentinel_like).err(),
+        Some(BreakerError::RecoveryShorterThanWindow { window: 20_000 })
+    );
+    // The review's scenario with the recovery timeout raised to one window.
+    let b = CircuitBreaker::<1>::new(Config {
+        recovery_timeout: 20_000,
+        ..sentinel_like
+    });
+    assert_eq!(b.error(), None);
+    for t in 1_000..1_005 {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.state(), State::Open);
+    let probe = b.try_acquire(21_004).unwrap();
+    let t = b.report(21_005, probe, 1, Outcome::Success).unwrap();
+    assert_eq!(t.to, State::Closed);
+    assert_eq!(b.counts(21_005), (0, 0));
+    let p = b.try_acquire(21_006).unwrap();
+    assert_eq!(b.report(21_006, p, 1, Outcome::Success), None);
+}
+
+/// Review D3: a permit of breaker A, reported on breaker B (same period
+/// number), closed B while B's own probe was in flight. A permit borrows
+/// its breaker now, and another breaker ignores it.
+#[test]
+fn a_permit_of_another_breaker_changes_nothing() {
+    let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(1);
+    let (a, b) = (CircuitBreaker::<1>::new(cfg), CircuitBreaker::<1>::new(cfg));
+    for br in [&a, &b] {
+        let p = br.try_acquire(0).unwrap();
+        let _ = br.report(1, p, 1, Outcome::Error);
+        assert_eq!(br.state(), State::Open);
+    }
+    let a_probe = a.try_acquire(11).unwrap();
+    let b_probe = b.try_acquire(11).unwrap(); // B's only probe: in flight
+    assert_eq!(b.report(12, a_probe, 1, Outcome::Success), None);
+    assert_eq!(b.state(), State::HalfOpen, "A's probe decided B");
+    // Plain permits of A never feed B's statistics.
+    assert!(b.report(12, b_probe, 1, Outcome::Success).is_some());
+    let foreign = a.try_acquire(30);
+    assert!(foreign.is_none()); // A: half-open, its probe spent
+    let c = CircuitBreaker::<1>::new(cfg);
+    let plain = c.try_acquire(30).unwrap();
+    assert_eq!(b.report(30, plain, 1, Outcome::Error), None);
+    assert_eq!((b.state(), b.counts(30)), (State::Closed, (0, 0)));
+}
+
+/// Review D2 (not fixed; documented in "No trip is missed"): each report
+/// reads the windows live at its own `now`. Two errors whose `now`s
+/// straddle a window boundary, the OLDER reported last: neither report
+/// sees both, so the breaker stays closed over windows that hold 2 > 1
+/// errors; the next report at a `now` that sees both trips it.
+#[test]
+fn reports_out_of_now_order_trip_at_the_next_report() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 20, 100).with_min_requests(1),
+    );
+    let (p, q) = (b.try_acquire(14).unwrap(), b.try_acquire(14).unwrap());
+    assert_eq!(b.report(25, p, 1, Outcome::Error), None); // window [20, 30)
+    assert_eq!(b.report(14, q, 1, Outcome::Error), None); // [10, 20), reported last
+    assert_eq!(b.counts(25), (2, 2));
+    assert_eq!(b.state(), State::Closed, "documented: the trip waits");
+    let r = b.try_acquire(26).unwrap();
+    let t = b
+        .report(26, r, 1, Outcome::Success)
+        .expect("the next report trips");
+    assert_eq!((t.from, t.to), (State::Closed, State::Open));
+}
+
+/// Review D5 (not fixed; documented under "Times"): a report whose `now`
+/// is ahead of the others moves the statistics ahead; until the caller's
+/// time catches up, reports at the earlier times land in retired windows
+/// and are not counted, so they cannot trip. `counts` at the real time
+/// shows it (nothing counted), and time catching up restores tripping.
+#[test]
+fn a_report_far_ahead_hides_earlier_reports_until_time_catches_up() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 2 }, 10, 10).with_min_requests(1),
+    );
+    let ahead = 3_600_000;
+    let p = b.try_acquire(ahead).unwrap();
+    assert_eq!(b.report(ahead, p, 1, Outcome::Success), None);
+    for t in 20..30 {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+    }
+    assert_eq!((b.state(), b.counts(29)), (State::Closed, (0, 0)));
+    for t in ahead + 10..ahead + 13 {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.state(), State::Open, "3 errors > 2 once time caught up");
+}
+
+/// The probe timeout applies only once all `k` probes were granted: a
+/// half-open breaker with probes left grants the next one however long it
+/// waited (kills the mutation "the timeout also fires while granted < k").
+#[test]
+fn the_probe_timeout_waits_for_all_k_probes_granted() {
+    let b = CircuitBreaker::<2>::new(error_count(0, 2).with_probe_timeout(30));
+    let at = trip(&b, 0);
+    let first = b.try_acquire(at).unwrap();
+    let second = b.try_acquire(at + 1_000).expect("a probe left: granted");
+    assert!(second.is_probe());
+    let s = b.status();
+    assert_eq!(
+        (s.state, s.probes_granted, s.time),
+        (State::HalfOpen, 2, at + 1_000)
+    );
+    let _ = b.report(at + 1_001, first, 1, Outcome::Success);
+    let t = b.report(at + 1_002, second, 1, Outcome::Success).unwrap();
+    assert_eq!(t.to, State::Closed);
 }

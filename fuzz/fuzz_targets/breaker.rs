@@ -91,7 +91,7 @@ fuzz_target!(|input: Input| {
         return;
     }
     let mut m = BreakerModel::<2>::new(config);
-    let mut held: Vec<(Permit, ModelPermit)> = Vec::new();
+    let mut held: Vec<(Permit<_>, ModelPermit)> = Vec::new();
     let window = b.window();
     // The times the model is compared at: window ids exact, and no
     // deadline saturated at `u64::MAX` (a trip in the last recovery

@@ -20,9 +20,10 @@
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=5 cargo test --release --test breaker`
 #![cfg(leaparray_loom)]
 
-use leaparray::breaker::{CircuitBreaker, Config, Outcome, Permit, State, Strategy, Transition};
+use leaparray::breaker::{
+    CircuitBreaker, Config, Outcome, Permit, Ratio, State, Strategy, Transition,
+};
 use leaparray_loom_tests::{spawn, Seen};
-use loom::sync::Arc;
 use std::cell::RefCell;
 
 std::thread_local! {
@@ -39,25 +40,33 @@ fn observe(t: Transition) {
 
 /// Error count: trips at more than `max_errors` errors among at least one
 /// request in one window of 10 ticks; open for 10 ticks; `k` probes, probe
-/// timeout 100.
-fn breaker(max_errors: u64, k: u16) -> CircuitBreaker<1> {
+/// timeout 100. Leaked, so that permits (which borrow their breaker) can
+/// move into the model's threads.
+fn breaker(max_errors: u64, k: u16) -> &'static CircuitBreaker<1> {
     OBSERVED.with(|o| o.borrow_mut().clear());
-    CircuitBreaker::new(
-        Config::new(Strategy::ErrorCount { max_errors }, 10, 10)
-            .with_min_requests(1)
-            .with_probes(k)
-            .with_probe_timeout(100),
+    leak(
+        CircuitBreaker::new(
+            Config::new(Strategy::ErrorCount { max_errors }, 10, 10)
+                .with_min_requests(1)
+                .with_probes(k)
+                .with_probe_timeout(100),
+        )
+        .with_observer(observe),
     )
-    .with_observer(observe)
+}
+
+/// A `'static` breaker for one execution of a model.
+fn leak(b: CircuitBreaker<1>) -> &'static CircuitBreaker<1> {
+    Box::leak(Box::new(b))
 }
 
 /// A breaker tripped at time 1 (open until 11), with `k` probes.
-fn tripped(k: u16) -> Arc<CircuitBreaker<1>> {
+fn tripped(k: u16) -> &'static CircuitBreaker<1> {
     let b = breaker(0, k);
     let p = b.try_acquire(0).unwrap();
     let t = b.report(1, p, 1, Outcome::Error).unwrap();
     assert_eq!((t.to, t.number), (State::Open, 1));
-    Arc::new(b)
+    b
 }
 
 /// The observer saw transitions numbered exactly `1..=status().transitions`,
@@ -73,7 +82,7 @@ fn each_transition_once(b: &CircuitBreaker<1>, returned: &[Option<Transition>]) 
     }
 }
 
-fn probe(p: &Option<Permit>) -> bool {
+fn probe(p: &Option<Permit<1>>) -> bool {
     p.as_ref().is_some_and(Permit::is_probe)
 }
 
@@ -85,7 +94,7 @@ fn one_probe_two_threads() {
     let record = seen.recorder();
     loom::model(move || {
         let b = tripped(1);
-        let (b1, b2) = (b.clone(), b.clone());
+        let (b1, b2) = (b, b);
         let t1 = spawn(move || b1.try_acquire(11));
         let t2 = spawn(move || b2.try_acquire(12));
         let (p1, p2) = (t1.join().unwrap(), t2.join().unwrap());
@@ -109,7 +118,7 @@ fn one_probe_two_threads() {
             (t.from, t.to, t.number),
             (State::HalfOpen, State::Closed, 3)
         );
-        each_transition_once(&b, &[Some(t)]);
+        each_transition_once(b, &[Some(t)]);
     });
     seen.assert_all(&[true, false]);
 }
@@ -123,12 +132,9 @@ fn two_probes_three_threads() {
     loom::model(move || {
         let b = tripped(2);
         let hs: Vec<_> = (0..3u64)
-            .map(|i| {
-                let b = b.clone();
-                spawn(move || b.try_acquire(11 + i))
-            })
+            .map(|i| spawn(move || b.try_acquire(11 + i)))
             .collect();
-        let ps: Vec<Option<Permit>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let ps: Vec<Option<Permit<1>>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         assert_eq!(ps.iter().filter(|p| probe(p)).count(), 2, "{ps:?}");
         assert!(ps.iter().all(|p| p.is_none() || probe(p)));
         let s = b.status();
@@ -136,7 +142,7 @@ fn two_probes_three_threads() {
             (s.state, s.transitions, s.probes_granted),
             (State::HalfOpen, 2, 2)
         );
-        each_transition_once(&b, &[]);
+        each_transition_once(b, &[]);
         record(ps.iter().position(Option::is_none).unwrap());
     });
     seen.assert_all(&[0, 1, 2]);
@@ -154,11 +160,10 @@ fn probes_report_while_others_acquire() {
     loom::model(move || {
         let b = tripped(2);
         let first = b.try_acquire(11).unwrap();
-        let b1 = b.clone();
+        let b1 = b;
         let t1 = spawn(move || b1.report(20, first, 1, Outcome::Success));
         let hs: Vec<_> = (0..2u64)
             .map(|i| {
-                let b = b.clone();
                 spawn(move || {
                     let p = b.try_acquire(12 + i);
                     let kind = p.as_ref().map(Permit::is_probe);
@@ -180,7 +185,7 @@ fn probes_report_while_others_acquire() {
         );
         assert_eq!(b.state(), State::Closed);
         assert_eq!(b.status().transitions, 3);
-        each_transition_once(&b, &[r1, rs[0].1, rs[1].1]);
+        each_transition_once(b, &[r1, rs[0].1, rs[1].1]);
         // The other: refused, or a plain permit after the close.
         let other = kinds.iter().find(|k| **k != Some(true)).unwrap();
         record(*other);
@@ -197,7 +202,7 @@ fn a_bad_probe_reopens_whatever_the_good_one_does() {
     let record = seen.recorder();
     loom::model(move || {
         let b = tripped(2);
-        let (b1, b2) = (b.clone(), b.clone());
+        let (b1, b2) = (b, b);
         let t1 = spawn(move || {
             let p = b1.try_acquire(11);
             let got = p.is_some();
@@ -213,7 +218,7 @@ fn a_bad_probe_reopens_whatever_the_good_one_does() {
         let r2 = r2.expect("the bad probe reopens");
         assert_eq!((r2.from, r2.to), (State::HalfOpen, State::Open));
         assert_eq!(r1, None);
-        each_transition_once(&b, &[Some(r2)]);
+        each_transition_once(b, &[Some(r2)]);
         record(got1);
     });
     seen.assert_all(&[true, false]);
@@ -231,7 +236,7 @@ fn a_probe_report_races_the_probe_timeout() {
         let b = tripped(1);
         let p = b.try_acquire(11).unwrap();
         assert!(p.is_probe());
-        let (b1, b2) = (b.clone(), b.clone());
+        let (b1, b2) = (b, b);
         let t1 = spawn(move || b1.report(50, p, 1, Outcome::Success));
         let t2 = spawn(move || {
             let q = b2.try_acquire(111);
@@ -251,7 +256,7 @@ fn a_probe_report_races_the_probe_timeout() {
             assert_eq!(r1, None, "a stale probe changed the word");
         }
         assert_eq!(r2, None);
-        each_transition_once(&b, &[r1]);
+        each_transition_once(b, &[r1]);
         record(admitted);
     });
     seen.assert_all(&[true, false]);
@@ -267,9 +272,9 @@ fn a_report_from_before_the_trip_never_decides_half_open() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let b = Arc::new(breaker(0, 1));
+        let b = breaker(0, 1);
         let (a, e) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
-        let (b1, b2) = (b.clone(), b.clone());
+        let (b1, b2) = (b, b);
         let t1 = spawn(move || {
             let trip = b1.report(1, e, 1, Outcome::Error);
             // Open until 11, or 12 if thread 2's report read the error and
@@ -295,7 +300,7 @@ fn a_report_from_before_the_trip_never_decides_half_open() {
         if let Some(t) = r2 {
             assert_eq!((t.from, t.to, t.number), (State::Closed, State::Open, 1));
         }
-        each_transition_once(&b, &[r1[0], r1[1], r2]);
+        each_transition_once(b, &[r1[0], r1[1], r2]);
         record(before);
     });
     seen.assert_all(&[0, 1, 2, 3]);
@@ -309,15 +314,93 @@ fn two_reports_trip_once() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let b = Arc::new(breaker(1, 1));
+        let b = breaker(1, 1);
         let (p, q) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
-        let (b1, b2) = (b.clone(), b.clone());
+        let (b1, b2) = (b, b);
         let t1 = spawn(move || b1.report(3, p, 1, Outcome::Error));
         let t2 = spawn(move || b2.report(4, q, 1, Outcome::Error));
         let (r1, r2) = (t1.join().unwrap(), t2.join().unwrap());
         assert_eq!(b.state(), State::Open, "a trip was missed");
-        each_transition_once(&b, &[r1, r2]);
+        each_transition_once(b, &[r1, r2]);
         record(r1.is_some());
     });
     seen.assert_all(&[true, false]);
+}
+
+/// Error RATIO 50 %: an error and a success race. The true counts never
+/// exceed 50 % errors, so the success's report must never trip. Kills
+/// "add BAD before TOTAL" (a torn read of (1 bad, 1 total) while the other
+/// report's TOTAL is not yet added): review D6 of commit 0e9ecd1, whose
+/// adds and reads were in opposite orders.
+#[test]
+fn a_success_never_trips_a_50_percent_error_ratio_on_a_torn_read() {
+    loom::model(|| {
+        OBSERVED.with(|o| o.borrow_mut().clear());
+        let b = leak(
+            CircuitBreaker::new(
+                Config::new(
+                    Strategy::ErrorRatio {
+                        max_ratio: Ratio::percent(50),
+                    },
+                    10,
+                    10,
+                )
+                .with_min_requests(1),
+            )
+            .with_observer(observe),
+        );
+        let (p, q) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
+        let t1 = spawn(move || b.report(3, p, 1, Outcome::Error));
+        let t2 = spawn(move || b.report(4, q, 1, Outcome::Success));
+        let r1 = t1.join().unwrap();
+        let r2 = t2.join().unwrap();
+        assert_eq!(r2, None, "a success tripped a 50 % error ratio");
+        each_transition_once(b, &[r1, r2]);
+    });
+}
+
+/// A probe lost in half-open period #2 (timed out) reports good in the
+/// next half-open period #4 while that period's own probe may be in
+/// flight: it decides nothing. Kills "drop the period check in
+/// `report_probe`" (review k1).
+#[test]
+fn a_timed_out_probe_never_decides_the_next_half_open() {
+    loom::model(|| {
+        let b = tripped(1); // Open #1 until 11
+        let old = b.try_acquire(11).unwrap(); // HalfOpen #2, lost
+        assert!(b.try_acquire(111).is_none()); // timeout: Open #3 until 121
+        let t1 = spawn(move || b.report(122, old, 1, Outcome::Success));
+        let new = b.try_acquire(121);
+        let r = t1.join().unwrap();
+        assert_eq!(r, None, "a probe of period #2 decided a later period");
+        if let Some(p) = new {
+            assert!(p.is_probe());
+            assert_eq!(b.state(), State::HalfOpen);
+        }
+        each_transition_once(b, &[r]);
+    });
+}
+
+/// A plain permit of closed period #0 reporting an error after the breaker
+/// tripped and closed again (#3) never trips period #3. Kills "drop the
+/// period check in `report_plain`" (review k2).
+#[test]
+fn a_plain_permit_of_an_old_closed_period_never_trips_a_new_one() {
+    loom::model(|| {
+        let b = breaker(0, 1);
+        let old = b.try_acquire(0).unwrap();
+        let _ = b.report(1, b.try_acquire(0).unwrap(), 1, Outcome::Error); // Open #1
+        let probe = b.try_acquire(11).unwrap(); // HalfOpen #2
+        let t1 = spawn(move || b.report(12, probe, 1, Outcome::Success)); // Closed #3
+        let t = t1.join().unwrap().unwrap();
+        assert_eq!(t.to, State::Closed);
+        let t2 = spawn(move || b.report(13, old, 1, Outcome::Error));
+        assert_eq!(
+            t2.join().unwrap(),
+            None,
+            "a permit of period #0 tripped period #3"
+        );
+        assert_eq!(b.state(), State::Closed);
+        each_transition_once(b, &[Some(t)]);
+    });
 }
