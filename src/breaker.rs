@@ -194,9 +194,10 @@ use core::fmt;
 use core::num::NonZeroU64;
 
 use crate::array::LeapArray;
+use crate::error::AddError;
 use crate::sync::{
-    const_fn_unless_loom,
-    Ordering::{AcqRel, Acquire},
+    atomic_u64, const_fn_unless_loom, AtomicU64,
+    Ordering::{AcqRel, Acquire, Relaxed},
     SlotWord,
 };
 
@@ -764,6 +765,10 @@ pub struct CircuitBreaker<const N: usize> {
     word: SlotWord,
     /// Every report of a closed period: counters `BAD` and `TOTAL`.
     stats: LeapArray<N, 2>,
+    /// Plain reports of a current closed period that were not counted
+    /// because their window was already retired (a `now` more than `N`
+    /// windows behind the newest report's). Only ever incremented.
+    uncounted: AtomicU64,
     config: Config,
     /// `stat_interval / N` (1 for a misconfigured breaker).
     window: u64,
@@ -815,6 +820,7 @@ impl<const N: usize> CircuitBreaker<N> {
             CircuitBreaker {
                 word: SlotWord::new(0),
                 stats: LeapArray::new(nonzero),
+                uncounted: atomic_u64(0),
                 config,
                 window: nonzero.get(),
                 error,
@@ -954,6 +960,26 @@ impl<const N: usize> CircuitBreaker<N> {
     #[must_use]
     pub const fn window(&self) -> u64 {
         self.window
+    }
+
+    /// How many reports of a current closed period were **not counted**
+    /// because their `now` lies in a window the statistics had already
+    /// retired: more than `N` windows behind the newest `now` any report
+    /// used. One report with a `now` far ahead (a clock step, a glitch)
+    /// makes every report at the real time uncounted until the real time
+    /// catches up, so no trip can happen meanwhile: a rising count here
+    /// says so. Times must stay within the `N` windows of the newest one.
+    ///
+    /// ```
+    /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Strategy};
+    /// let b = CircuitBreaker::<1>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10));
+    /// let _ = b.report(3_600_000, b.try_acquire(0).unwrap(), 1, Outcome::Success); // a clock glitch
+    /// let _ = b.report(20, b.try_acquire(20).unwrap(), 1, Outcome::Error);
+    /// assert_eq!(b.uncounted_reports(), 1); // the error at 20 was not counted
+    /// ```
+    #[must_use]
+    pub fn uncounted_reports(&self) -> u64 {
+        self.uncounted.load(Relaxed)
     }
 
     /// The state word, decoded (one load).
@@ -1128,13 +1154,29 @@ impl<const N: usize> CircuitBreaker<N> {
         }
         // TOTAL before BAD, read in the other order (see `BAD`): a
         // concurrent reader may miss this bad outcome (this report's own
-        // read sees it) but never counts it without its request. A `Stale` add (the report's window already retired)
-        // is not counted; `Saturated` keeps the count at its bound.
-        let _ = self.stats.add(now, TOTAL, 1);
+        // read sees it) but never counts it without its request. A `Stale`
+        // add (the report's window already retired) is not counted, and
+        // counted in `uncounted`; `Saturated` keeps the count at its bound.
+        if self.stats.add(now, TOTAL, 1) == Err(AddError::Stale) {
+            // ORDERING: a statistic on its own, ordered with nothing.
+            self.uncounted.fetch_add(1, Relaxed);
+            return None;
+        }
         if bad {
             let _ = self.stats.add(now, BAD, 1);
         }
-        let (total, bad) = self.counts_since(now, w.time);
+        // Read the windows live at the newest window the array holds, not
+        // only at this report's `now`: a report whose `now` is older than
+        // another's (a stalled caller) still reads every add of the period
+        // that is live (see "No trip is missed").
+        let own = now / self.window;
+        let newest = self.stats.newest_from(own);
+        let at = if newest > own {
+            newest.saturating_mul(self.window)
+        } else {
+            now
+        };
+        let (total, bad) = self.counts_since(at, w.time);
         if !self.trips(total, bad) {
             return None;
         }
@@ -1245,6 +1287,7 @@ impl<const N: usize> fmt::Debug for CircuitBreaker<N> {
             .field("config", &self.config)
             .field("status", &self.status())
             .field("error", &self.error)
+            .field("uncounted_reports", &self.uncounted_reports())
             .finish_non_exhaustive()
     }
 }

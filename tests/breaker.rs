@@ -652,51 +652,60 @@ fn a_permit_of_another_breaker_changes_nothing() {
     assert_eq!((b.state(), b.counts(30)), (State::Closed, (0, 0)));
 }
 
-/// Review D2 (not fixed; documented in "No trip is missed"): each report
-/// reads the windows live at its own `now`. Two errors whose `now`s
-/// straddle a window boundary, the OLDER reported last: neither report
-/// sees both, so the breaker stays closed over windows that hold 2 > 1
-/// errors; the next report at a `now` that sees both trips it.
+/// Review D2: each report read the windows live at its own `now`. Two
+/// errors whose `now`s straddle a window boundary, the OLDER reported last
+/// (a caller that read its clock, then stalled): neither report saw both,
+/// and the breaker stayed closed over windows holding 2 > 1 errors. The
+/// trip check now reads at the newest window the array holds.
 #[test]
-fn reports_out_of_now_order_trip_at_the_next_report() {
+fn a_trip_is_not_missed_when_reports_arrive_out_of_now_order() {
     let b = CircuitBreaker::<2>::new(
         Config::new(Strategy::ErrorCount { max_errors: 1 }, 20, 100).with_min_requests(1),
     );
     let (p, q) = (b.try_acquire(14).unwrap(), b.try_acquire(14).unwrap());
     assert_eq!(b.report(25, p, 1, Outcome::Error), None); // window [20, 30)
-    assert_eq!(b.report(14, q, 1, Outcome::Error), None); // [10, 20), reported last
-    assert_eq!(b.counts(25), (2, 2));
-    assert_eq!(b.state(), State::Closed, "documented: the trip waits");
-    let r = b.try_acquire(26).unwrap();
-    let t = b
-        .report(26, r, 1, Outcome::Success)
-        .expect("the next report trips");
-    assert_eq!((t.from, t.to), (State::Closed, State::Open));
+    let t = b.report(14, q, 1, Outcome::Error); // [10, 20), reported last
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "2 errors > 1 over the live windows: trip missed"
+    );
+    assert_eq!(
+        t.map(|t| (t.from, t.to)),
+        Some((State::Closed, State::Open))
+    );
 }
 
-/// Review D5 (not fixed; documented under "Times"): a report whose `now`
-/// is ahead of the others moves the statistics ahead; until the caller's
-/// time catches up, reports at the earlier times land in retired windows
-/// and are not counted, so they cannot trip. `counts` at the real time
-/// shows it (nothing counted), and time catching up restores tripping.
+/// Review D5: a report whose `now` is far ahead moves the statistics
+/// ahead; until the callers' time catches up, reports at the real time
+/// land in retired windows and cannot trip. This is no longer silent:
+/// each such report is counted in `uncounted_reports`. Time catching up
+/// restores tripping.
 #[test]
-fn a_report_far_ahead_hides_earlier_reports_until_time_catches_up() {
-    let b = CircuitBreaker::<1>::new(
-        Config::new(Strategy::ErrorCount { max_errors: 2 }, 10, 10).with_min_requests(1),
-    );
-    let ahead = 3_600_000;
-    let p = b.try_acquire(ahead).unwrap();
-    assert_eq!(b.report(ahead, p, 1, Outcome::Success), None);
-    for t in 20..30 {
-        let p = b.try_acquire(t).unwrap();
-        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+fn a_report_far_ahead_is_never_silent() {
+    for ahead in [3_600_000u64, 1_000_000_000_000] {
+        let b = CircuitBreaker::<1>::new(
+            Config::new(Strategy::ErrorCount { max_errors: 2 }, 10, 10).with_min_requests(1),
+        );
+        let p = b.try_acquire(ahead).unwrap();
+        assert_eq!(b.report(ahead, p, 1, Outcome::Success), None);
+        assert_eq!(b.uncounted_reports(), 0);
+        for t in 20..30 {
+            let p = b.try_acquire(t).unwrap();
+            assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+        }
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(
+            b.uncounted_reports(),
+            10,
+            "the 10 errors were dropped silently"
+        );
+        for t in ahead + 10..ahead + 13 {
+            let p = b.try_acquire(t).unwrap();
+            let _ = b.report(t, p, 1, Outcome::Error);
+        }
+        assert_eq!(b.state(), State::Open, "3 errors > 2 once time caught up");
     }
-    assert_eq!((b.state(), b.counts(29)), (State::Closed, (0, 0)));
-    for t in ahead + 10..ahead + 13 {
-        let p = b.try_acquire(t).unwrap();
-        let _ = b.report(t, p, 1, Outcome::Error);
-    }
-    assert_eq!(b.state(), State::Open, "3 errors > 2 once time caught up");
 }
 
 /// The probe timeout applies only once all `k` probes were granted: a
