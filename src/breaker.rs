@@ -29,7 +29,7 @@
 //!
 //! | state | [`try_acquire`](CircuitBreaker::try_acquire) | [`report`](CircuitBreaker::report) |
 //! |---|---|---|
-//! | [`State::Closed`] | admits (a plain permit) | counts the outcome in the sliding windows of the current closed period; trips to `Open` when the strategy's condition holds over them |
+//! | [`State::Closed`] | admits (a plain permit) | a permit of the current closed period: adds the outcome to the window of the report's `now` (not counted if that window is already retired: see [`uncounted_reports`](CircuitBreaker::uncounted_reports)); trips to `Open` when the strategy's condition holds over the period's windows live at the newest window the statistics hold |
 //! | [`State::Open`] | refuses until the recovery timeout has passed since the trip; then the first caller moves it to `HalfOpen` and is the first probe | nothing (stale permits are ignored) |
 //! | [`State::HalfOpen`] | admits until `k` probes have been granted in this half-open period, then refuses; if all `k` were granted and none has been granted for the probe timeout (a probe never reported), the caller moves it back to `Open` | a probe of this period: a bad outcome reopens it at once; when all `k` probes have reported good, it closes |
 //!
@@ -151,10 +151,15 @@
 //! ```
 //!
 //! One transition, one callback. And no trip is missed: every report adds
-//! its outcome, then reads the windows; the report whose add comes last
-//! reads every add of the period, so if the counts over the windows meet
-//! the condition after the last report, that report trips the breaker (the
-//! array's adds and reads are `SeqCst`).
+//! its outcome, then reads the period's windows live at the newest window
+//! the statistics hold (not only at its own `now`: a caller that read its
+//! clock and stalled reports with an older `now` than others); the report
+//! whose add comes last reads every add of the period still live, so if the
+//! counts over those windows meet the condition after the last report, that
+//! report trips the breaker (the array's adds and reads are `SeqCst`). The
+//! bound: a report whose window is already retired (its `now` more than `N`
+//! windows behind the newest) is not counted at all, and says so in
+//! [`uncounted_reports`](CircuitBreaker::uncounted_reports).
 //!
 //! # Closed periods, and what is not one step
 //!
@@ -171,9 +176,24 @@
 //! moves on in between (trips, half-opens and closes again while the
 //! report is stalled), the add lands in the window of the report's own
 //! `now`, and counts in the new period only if that `now` lies in or after
-//! the window in which it closed: never when the caller's times are
-//! consistent (the report's `now` no later than the trip). One such add per
-//! stalled report at most.
+//! the window in which it closed. The close comes at least one recovery
+//! timeout (at least one window) after the trip, so this needs a `now` in
+//! a later window than the tripping report's `now`: a caller that read its
+//! clock after the trip's, loaded the word before the trip's swap and
+//! stalled through the whole open and half-open time. A stalled report
+//! whose `now` is in the trip's window or earlier never counts in a later
+//! period. One such add per stalled report at most.
+//!
+//! # Times
+//!
+//! Every `now` is the caller's clock in ticks; they need not arrive in
+//! order, but the statistics follow the newest: a report whose `now` is
+//! more than `N` windows behind the newest `now` any report used finds its
+//! window retired and is not counted. So one report far ahead (a clock
+//! step, a glitch) stops tripping until the real time catches up; every
+//! report dropped so is counted in
+//! [`uncounted_reports`](CircuitBreaker::uncounted_reports), so it is never
+//! silent.
 //!
 //! # Transitions
 //!

@@ -1,8 +1,10 @@
 //! Loom models of the circuit breaker, `leaparray::breaker`: threads racing
 //! through half-open (exactly `k` probes pass, `k` = 1 and 2, two and three
 //! threads), probes' reports racing new callers, a bad probe, the probe
-//! timeout and a report from before the trip; and two reports racing to
-//! trip a closed breaker (one transition, none missed).
+//! timeout and a report from before the trip; two reports racing to trip
+//! a closed breaker (one transition, none missed); an error and a success
+//! under an error ratio (no trip on a torn read); probes and plain permits
+//! of earlier periods; a stalled plain report (what is not one step).
 //!
 //! Every model checks that each transition is reported exactly once: the
 //! observer saw transitions numbered exactly 1 to the final transition
@@ -403,4 +405,49 @@ fn a_plain_permit_of_an_old_closed_period_never_trips_a_new_one() {
         assert_eq!(b.state(), State::Closed);
         each_transition_once(b, &[Some(t)]);
     });
+}
+
+/// What is not one step (review d4 of commit 0e9ecd1, documented, not
+/// prevented): a plain report loads the word, then adds. Thread 1 reports
+/// an error that trips the breaker at `now` 19, probes and closes it at 29
+/// (closed period #3, from window [20, 30)); thread 2, holding a permit of
+/// closed period #0, reports an error at `stalled_now`. With `stalled_now`
+/// 19 (the trip's window) its add never counts in period #3; with 20 (a
+/// later window than the trip's) it can: loaded before the trip, added
+/// after the close. Pinned both ways.
+#[test]
+fn a_stalled_report_counts_in_a_later_period_only_from_after_the_trip() {
+    for (stalled_now, can_count) in [(19, false), (20, true)] {
+        let seen = Seen::new();
+        let record = seen.recorder();
+        loom::model(move || {
+            let b = breaker(0, 1);
+            let (p, q) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
+            let t1 = spawn(move || {
+                let _ = b.report(19, p, 1, Outcome::Error);
+                if let Some(probe) = b.try_acquire(29) {
+                    let _ = b.report(29, probe, 1, Outcome::Success);
+                }
+            });
+            let t2 = spawn(move || {
+                let _ = b.report(stalled_now, q, 1, Outcome::Error);
+            });
+            t1.join().unwrap();
+            t2.join().unwrap();
+            let s = b.status();
+            if (s.state, s.transitions) == (State::Closed, 3) {
+                let counts = b.counts(29);
+                assert!(
+                    counts == (0, 0) || (can_count && counts == (1, 1)),
+                    "{counts:?}"
+                );
+                record(counts);
+            }
+        });
+        if can_count {
+            seen.assert_all(&[(0, 0), (1, 1)]);
+        } else {
+            seen.assert_all(&[(0, 0)]);
+        }
+    }
 }
