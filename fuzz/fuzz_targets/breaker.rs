@@ -153,6 +153,8 @@ fuzz_target!(|input: Input| {
                 (m.state, m.transitions, m.time, m.granted, m.good)
             );
             assert_eq!(b.counts(now), m.counts(now));
+            // Times never go back here: no report finds its window retired.
+            assert_eq!(b.uncounted_reports(), 0);
         } else {
             return; // out of the compared range: only "no panic" from here
         }
