@@ -395,7 +395,10 @@ pub struct Config {
     /// A half-open breaker that has granted all its probes and granted none
     /// for this long (a probe was lost: never reported) opens again on the
     /// next [`try_acquire`](CircuitBreaker::try_acquire). Default: the
-    /// recovery timeout. At least 1.
+    /// recovery timeout. At least 1. A probe merely slower than this is
+    /// taken as lost: its report then changes nothing, and the next
+    /// half-open period grants `k` new probes while it may still be in
+    /// flight. Set it above the slowest request.
     pub probe_timeout: u64,
 }
 
@@ -609,8 +612,9 @@ pub struct Status {
     pub state: State,
     /// Transitions so far, modulo 2^32.
     pub transitions: u32,
-    /// `Closed`: when it closed (0 for a new breaker), the start of its
-    /// statistics; `Open`: when it may half-open; `HalfOpen`: when its
+    /// `Closed`: when it closed (the closing report's `now`, or the latest
+    /// probe grant if that was later; 0 for a new breaker), the start of
+    /// its statistics; `Open`: when it may half-open; `HalfOpen`: when its
     /// latest probe was granted.
     pub time: u64,
     /// `HalfOpen`: probes granted in this period (0 otherwise).
@@ -1226,7 +1230,10 @@ impl<const N: usize> CircuitBreaker<N> {
             let next = if bad {
                 self.reopened(w, now)
             } else if w.good + 1 >= self.config.probes {
-                w.next(State::Closed, now)
+                // The closed period starts no earlier than the latest
+                // grant (a probe reporting with an older `now` must not
+                // reach back to the windows from before the trip).
+                w.next(State::Closed, if now > w.time { now } else { w.time })
             } else {
                 Word {
                     good: w.good + 1,

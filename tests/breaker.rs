@@ -727,3 +727,26 @@ fn the_probe_timeout_waits_for_all_k_probes_granted() {
     let t = b.report(at + 1_002, second, 1, Outcome::Success).unwrap();
     assert_eq!(t.to, State::Closed);
 }
+
+/// Review (minor): the closed period started at the closing probe's own
+/// `now`; a probe reporting with an older `now` (a lagging clock) reached
+/// back to the windows from before the trip, whose errors then re-tripped
+/// the new period. It starts no earlier than the latest probe grant now.
+#[test]
+fn a_lagging_probe_report_never_reaches_back_before_the_half_open() {
+    // Two windows of 50, open for 50: the shortest recovery allowed.
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    for t in [45, 49] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.status().time, 99); // tripped at 49
+    let probe = b.try_acquire(99).unwrap();
+    let t = b.report(10, probe, 1, Outcome::Success).unwrap(); // a lagging clock
+    assert_eq!((t.to, b.status().time), (State::Closed, 99));
+    assert_eq!(b.counts(99), (0, 0)); // window [0, 50) holds the old errors
+    let p = b.try_acquire(99).unwrap();
+    assert_eq!(b.report(99, p, 1, Outcome::Success), None);
+}

@@ -170,7 +170,7 @@ impl<const N: usize> BreakerModel<N> {
             }
             self.good += 1;
             if self.good == self.config.probes {
-                return Some(self.enter(State::Closed, now, now));
+                return Some(self.enter(State::Closed, now.max(self.time), now));
             }
             return None;
         }
