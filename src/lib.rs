@@ -68,6 +68,7 @@ extern crate std;
 
 mod array;
 mod borrow;
+pub mod breaker;
 mod bucket;
 mod bucket_gate;
 pub mod clock;
@@ -96,6 +97,7 @@ mod window;
 mod word;
 
 pub use array::LeapArray;
+pub use breaker::CircuitBreaker;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

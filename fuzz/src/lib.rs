@@ -11,6 +11,8 @@
 // model, `tests/gate.rs` all three), so there is one of each.
 #[path = "../../tests/common/array_model.rs"]
 pub mod array;
+#[path = "../../tests/common/breaker_model.rs"]
+pub mod breaker;
 #[path = "../../tests/common/gate_model.rs"]
 pub mod gate;
 pub mod input;

@@ -1,0 +1,162 @@
+//! `CircuitBreaker<2>` with any configuration (valid or not), one caller
+//! whose clock moves forward by any amount (to `u64::MAX`), requests whose
+//! permits are reported with any RT and outcome, reported out of order, or
+//! lost.
+//!
+//! - Always: no panic (overflow checks on); a configuration that
+//!   `validate` refuses is refused by `try_new` with the same error and
+//!   builds a breaker that refuses every request and ignores every report.
+//! - While every time in use is within 2^46 windows of the first (the
+//!   statistics' window ids are exact, `GUARANTEES.md` section 5) and at
+//!   least one recovery timeout before `u64::MAX` (no deadline saturated): every
+//!   decision, report, transition, status and count is that of
+//!   `BreakerModel` (`../tests/common/breaker_model.rs`, shared with the
+//!   proptest in `tests/breaker.rs`), and a half-open breaker has granted
+//!   at most `k` probes and taken no more good reports than it granted.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use leaparray::breaker::{CircuitBreaker, Config, Outcome, Permit, Ratio, State, Strategy};
+use leaparray_fuzz::breaker::{BreakerModel, ModelPermit};
+use leaparray_fuzz::input::Count;
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Rule {
+    Slow { max_rt: Count, num: u32, den: u32 },
+    ErrorRatio { num: u32, den: u32 },
+    ErrorCount { max_errors: Count },
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    rule: Rule,
+    stat_interval: Count,
+    min_requests: Count,
+    recovery_timeout: Count,
+    probes: u16,
+    probe_timeout: Count,
+    ops: Vec<Op>,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Op {
+    Acquire {
+        dt: Count,
+    },
+    Report {
+        pick: u8,
+        dt: Count,
+        rt: Count,
+        error: bool,
+    },
+    Lose {
+        pick: u8,
+    },
+}
+
+fuzz_target!(|input: Input| {
+    let strategy = match input.rule {
+        Rule::Slow { max_rt, num, den } => Strategy::SlowRequestRatio {
+            max_rt: max_rt.value(),
+            max_ratio: Ratio::new(num, den),
+        },
+        Rule::ErrorRatio { num, den } => Strategy::ErrorRatio {
+            max_ratio: Ratio::new(num, den),
+        },
+        Rule::ErrorCount { max_errors } => Strategy::ErrorCount {
+            max_errors: max_errors.value(),
+        },
+    };
+    let config = Config::new(
+        strategy,
+        input.stat_interval.value(),
+        input.recovery_timeout.value(),
+    )
+    .with_min_requests(input.min_requests.value())
+    .with_probes(input.probes)
+    .with_probe_timeout(input.probe_timeout.value());
+    let b = CircuitBreaker::<2>::new(config);
+    let mut now = 0u64;
+    if let Err(e) = CircuitBreaker::<2>::validate(&config) {
+        assert_eq!(CircuitBreaker::<2>::try_new(config).err(), Some(e));
+        assert_eq!(b.error(), Some(e));
+        for op in input.ops {
+            if let Op::Acquire { dt } | Op::Report { dt, .. } = op {
+                now = now.saturating_add(dt.value());
+            }
+            assert!(b.try_acquire(now).is_none());
+        }
+        assert_eq!(b.status().transitions, 0);
+        return;
+    }
+    let mut m = BreakerModel::<2>::new(config);
+    let mut held: Vec<(Permit<_>, ModelPermit)> = Vec::new();
+    let window = b.window();
+    // The times the model is compared at: window ids exact, and no
+    // deadline saturated at `u64::MAX` (a trip in the last recovery
+    // timeout of time opens until `u64::MAX`, so the breaker may half-open
+    // and close again in the very window of the trip, whose earlier
+    // reports it then counts: `GUARANTEES.md`, section 5).
+    let compared =
+        |now: u64| now / window < 1 << 46 && now.checked_add(config.recovery_timeout).is_some();
+    for op in input.ops {
+        match op {
+            Op::Acquire { dt } => {
+                now = now.saturating_add(dt.value());
+                let got = b.try_acquire(now);
+                let (want, _) = m.try_acquire(now);
+                if compared(now) {
+                    assert_eq!(got.as_ref().map(Permit::is_probe), want.map(|p| p.probe));
+                }
+                if let (Some(g), Some(w)) = (got, want) {
+                    held.push((g, w));
+                }
+            }
+            Op::Report {
+                pick,
+                dt,
+                rt,
+                error,
+            } if !held.is_empty() => {
+                now = now.saturating_add(dt.value());
+                let (p, mp) = held.swap_remove(usize::from(pick) % held.len());
+                let outcome = if error {
+                    Outcome::Error
+                } else {
+                    Outcome::Success
+                };
+                let got = b.report(now, p, rt.value(), outcome);
+                let want = m.report(now, mp, rt.value(), outcome);
+                if compared(now) {
+                    assert_eq!(got, want);
+                }
+            }
+            Op::Lose { pick } if !held.is_empty() => {
+                drop(held.swap_remove(usize::from(pick) % held.len()));
+            }
+            _ => {}
+        }
+        let s = b.status();
+        if s.state == State::HalfOpen {
+            assert!(s.probes_good <= s.probes_granted && s.probes_granted <= config.probes);
+        }
+        if compared(now) {
+            assert_eq!(
+                (
+                    s.state,
+                    s.transitions,
+                    s.time,
+                    s.probes_granted,
+                    s.probes_good
+                ),
+                (m.state, m.transitions, m.time, m.granted, m.good)
+            );
+            assert_eq!(b.counts(now), m.counts(now));
+            // Times never go back here: no report finds its window retired.
+            assert_eq!(b.uncounted_reports(), 0);
+        } else {
+            return; // out of the compared range: only "no panic" from here
+        }
+    }
+});

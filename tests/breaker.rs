@@ -1,0 +1,752 @@
+//! The circuit breaker: Sentinel's `ResponseTimeCircuitBreakerTest` and
+//! `ExceptionCircuitBreakerTest` scenarios with explicit times, `k` probes,
+//! the probe timeout, periods and stale permits, bad configurations, real
+//! threads racing through half-open, and a property test against the
+//! sequential model of the state machine (`tests/common/breaker_model.rs`).
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use leaparray::breaker::{
+    BreakerError, CircuitBreaker, Config, Outcome, Permit, Ratio, State, Strategy, Transition,
+    MAX_PROBES,
+};
+use proptest::prelude::*;
+use proptest::strategy::Strategy as _;
+
+#[path = "common/breaker_model.rs"]
+mod breaker_model;
+use breaker_model::{BreakerModel, ModelPermit};
+
+/// Sentinel's `AbstractTimeBasedTest.entryAndSleepFor`: enter at `now`; if
+/// admitted, the request takes `sleep` ms and succeeds (exits at `now +
+/// sleep`, RT `sleep`). The mocked clock moves only if it was admitted.
+fn entry_and_sleep_for<const N: usize>(b: &CircuitBreaker<N>, now: &mut u64, sleep: u64) -> bool {
+    match b.try_acquire(*now) {
+        None => false,
+        Some(p) => {
+            *now += sleep;
+            let _ = b.report(*now, p, sleep, Outcome::Success);
+            true
+        }
+    }
+}
+
+/// `entryWithErrorIfPresent` with an exception: enter; if admitted, trace
+/// an error and exit after 5 to 9 ms (Sentinel draws it at random; here
+/// 7).
+fn entry_with_error<const N: usize>(b: &CircuitBreaker<N>, now: &mut u64) -> bool {
+    match b.try_acquire(*now) {
+        None => false,
+        Some(p) => {
+            *now += 7;
+            let _ = b.report(*now, p, 7, Outcome::Error);
+            true
+        }
+    }
+}
+
+/// Sentinel `sentinel-core/src/test/java/com/alibaba/csp/sentinel/slots/
+/// block/degrade/circuitbreaker/ResponseTimeCircuitBreakerTest.java`,
+/// `testMaxSlowRatioThreshold`: RT above 10 ms is slow, a slow ratio of 1,
+/// at least 3 requests, statistics over 5,000 ms, open for 5 s.
+#[test]
+fn sentinel_response_time_max_slow_ratio_threshold() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(
+            Strategy::SlowRequestRatio {
+                max_rt: 10,
+                max_ratio: Ratio::ONE,
+            },
+            5_000,
+            5_000,
+        )
+        .with_min_requests(3),
+    );
+    let mut now = 0;
+    assert!(entry_and_sleep_for(&b, &mut now, 20));
+    assert!(entry_and_sleep_for(&b, &mut now, 20));
+    assert!(entry_and_sleep_for(&b, &mut now, 20));
+    // 3 of 3 slower than 10 ms: tripped at 60, open until 5,060.
+    assert_eq!(b.status().time, 5_060);
+    assert!(!entry_and_sleep_for(&b, &mut now, 20));
+    now += 1_000;
+    assert!(!entry_and_sleep_for(&b, &mut now, 20));
+    now += 4_000;
+    assert_eq!(now, 5_060);
+    assert!(entry_and_sleep_for(&b, &mut now, 20)); // the probe, 20 ms: slow
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.status().time, 5_080 + 5_000);
+}
+
+/// Sentinel `.../degrade/circuitbreaker/ExceptionCircuitBreakerTest.java`,
+/// `testRecordErrorOrSuccess`: error ratio 0.2, statistics over 20 s, open
+/// for 10 s, at least 1 request. Sentinel keeps its statistics in one
+/// window of 20 s; here two of 10 s (a recovery timeout must be at least
+/// one window, so that a new closed period never reads the reports of the
+/// one before the trip).
+#[test]
+fn sentinel_exception_record_error_or_success() {
+    let retry_timeout = 10_000;
+    let b = CircuitBreaker::<2>::new(
+        Config::new(
+            Strategy::ErrorRatio {
+                max_ratio: Ratio::new(2, 10),
+            },
+            20_000,
+            retry_timeout,
+        )
+        .with_min_requests(1),
+    );
+    let mut now = 0;
+    assert!(entry_and_sleep_for(&b, &mut now, 10));
+    assert!(entry_with_error(&b, &mut now)); // -> open (1 of 2 failed)
+    assert_eq!(
+        (b.state(), b.status().time),
+        (State::Open, 17 + retry_timeout)
+    );
+    assert!(!entry_with_error(&b, &mut now));
+    assert!(!entry_and_sleep_for(&b, &mut now, 100));
+    now += retry_timeout / 2;
+    assert!(!entry_and_sleep_for(&b, &mut now, 100));
+    now += retry_timeout / 2;
+    assert!(entry_with_error(&b, &mut now)); // -> half -> open
+    assert_eq!(b.state(), State::Open);
+    assert!(!entry_and_sleep_for(&b, &mut now, 100));
+    assert!(!entry_and_sleep_for(&b, &mut now, 100));
+    now += retry_timeout;
+    assert!(entry_and_sleep_for(&b, &mut now, 100)); // -> half -> closed
+    assert_eq!(b.state(), State::Closed);
+    for _ in 0..6 {
+        assert!(entry_and_sleep_for(&b, &mut now, 100));
+    }
+    assert!(entry_with_error(&b, &mut now)); // 1 of 7: not over 0.2
+    assert!(entry_and_sleep_for(&b, &mut now, 100));
+    assert_eq!((b.state(), b.counts(now)), (State::Closed, (8, 1)));
+    assert_eq!(b.status().transitions, 5);
+}
+
+fn error_count(max_errors: u64, k: u16) -> Config {
+    Config::new(Strategy::ErrorCount { max_errors }, 100, 100)
+        .with_min_requests(1)
+        .with_probes(k)
+}
+
+/// Trips `b` with errors at `now` (one error more than the limit of
+/// `error_count`); returns when it may half-open.
+fn trip<const N: usize>(b: &CircuitBreaker<N>, now: u64) -> u64 {
+    while b.state() == State::Closed {
+        let p = b.try_acquire(now).unwrap();
+        let _ = b.report(now, p, 1, Outcome::Error);
+    }
+    b.status().time
+}
+
+#[test]
+fn error_count_trips_above_the_count_and_from_min_requests() {
+    let b = CircuitBreaker::<2>::new(error_count(2, 1).with_min_requests(4));
+    for t in 0..3 {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Error), None); // 3 errors, 3 requests
+    }
+    let p = b.try_acquire(3).unwrap();
+    let t = b.report(3, p, 1, Outcome::Success).unwrap(); // the 4th request
+    assert_eq!(
+        (t.from, t.to, t.at, t.number),
+        (State::Closed, State::Open, 3, 1)
+    );
+}
+
+#[test]
+fn k_probes_all_good_close_any_bad_reopens() {
+    let b = CircuitBreaker::<2>::new(error_count(0, 3));
+    let at = trip(&b, 0);
+    assert!(b.try_acquire(at - 1).is_none());
+    let p: Vec<Permit<_>> = (0..3).map(|i| b.try_acquire(at + i).unwrap()).collect();
+    assert!(p.iter().all(Permit::is_probe));
+    assert!(b.try_acquire(at + 3).is_none()); // exactly k
+    let s = b.status();
+    assert_eq!(
+        (s.state, s.probes_granted, s.probes_good),
+        (State::HalfOpen, 3, 0)
+    );
+    let mut p = p.into_iter();
+    assert_eq!(
+        b.report(at + 5, p.next().unwrap(), 1, Outcome::Success),
+        None
+    );
+    assert_eq!(
+        b.report(at + 6, p.next().unwrap(), 1, Outcome::Success),
+        None
+    );
+    assert_eq!(b.status().probes_good, 2);
+    let t = b
+        .report(at + 7, p.next().unwrap(), 1, Outcome::Success)
+        .unwrap();
+    assert_eq!((t.from, t.to), (State::HalfOpen, State::Closed));
+    assert_eq!(b.counts(at + 7), (0, 0)); // a fresh closed period
+
+    // Again, with the second probe bad: open at once, for the full timeout.
+    let at = trip(&b, at + 10);
+    let p: Vec<Permit<_>> = (0..3).map(|_| b.try_acquire(at).unwrap()).collect();
+    let mut p = p.into_iter();
+    assert_eq!(
+        b.report(at + 1, p.next().unwrap(), 1, Outcome::Success),
+        None
+    );
+    let t = b
+        .report(at + 2, p.next().unwrap(), 1, Outcome::Error)
+        .unwrap();
+    assert_eq!((t.from, t.to), (State::HalfOpen, State::Open));
+    assert_eq!(b.status().time, at + 2 + 100);
+    // The third probe's report is stale now.
+    assert_eq!(
+        b.report(at + 3, p.next().unwrap(), 1, Outcome::Success),
+        None
+    );
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_lost_probe_reopens_after_the_probe_timeout() {
+    let b = CircuitBreaker::<2>::new(error_count(0, 2).with_probe_timeout(30));
+    let at = trip(&b, 0);
+    let first = b.try_acquire(at).unwrap();
+    let second = b.try_acquire(at + 10).unwrap(); // the latest grant: at + 10
+    drop(first); // never reported
+    assert_eq!(b.report(at + 11, second, 1, Outcome::Success), None);
+    assert!(b.try_acquire(at + 39).is_none());
+    assert_eq!(b.state(), State::HalfOpen);
+    assert!(b.try_acquire(at + 40).is_none()); // 30 since the latest grant: reopens
+    let s = b.status();
+    assert_eq!((s.state, s.time), (State::Open, at + 140));
+}
+
+#[test]
+fn permits_of_earlier_periods_change_nothing() {
+    let b = CircuitBreaker::<2>::new(error_count(0, 1));
+    let old = b.try_acquire(0).unwrap();
+    let at = trip(&b, 1);
+    // A plain permit from before the trip, reported while half-open, does
+    // not decide the probe (Sentinel's would close the breaker).
+    let probe = b.try_acquire(at).unwrap();
+    assert_eq!(b.report(at + 1, old, 1, Outcome::Success), None);
+    assert_eq!(b.state(), State::HalfOpen);
+    let _ = b.report(at + 2, probe, 1, Outcome::Success);
+    assert_eq!(b.state(), State::Closed);
+    // A plain permit of the closed period before the trip, reported after
+    // the breaker closed again, is not counted in the new period.
+    let b = CircuitBreaker::<2>::new(error_count(0, 1).with_min_requests(2));
+    let old = b.try_acquire(0).unwrap();
+    let p = b.try_acquire(0).unwrap();
+    let q = b.try_acquire(0).unwrap();
+    let _ = b.report(1, p, 1, Outcome::Error);
+    let _ = b.report(1, q, 1, Outcome::Error);
+    let at = b.status().time;
+    let probe = b.try_acquire(at).unwrap();
+    let _ = b.report(at, probe, 1, Outcome::Success);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.report(at + 1, old, 1, Outcome::Error), None);
+    assert_eq!(b.counts(at + 1), (0, 0));
+}
+
+#[test]
+fn statistics_slide_and_start_at_the_close() {
+    // Two windows of 50; closed since 0.
+    let b = CircuitBreaker::<2>::new(error_count(2, 1).with_min_requests(1));
+    for t in [10, 20, 60] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.state(), State::Open); // 3 > 2 at 60
+    assert_eq!(b.counts(60), (0, 0)); // only a closed period has counts
+    let b = CircuitBreaker::<2>::new(error_count(2, 1).with_min_requests(1));
+    for t in [10, 20, 110] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    // [0, 50) slid out before the third error.
+    assert_eq!((b.state(), b.counts(110)), (State::Closed, (1, 1)));
+}
+
+/// The reports of the closed period before a trip never count in the next
+/// one, even while their windows are still live.
+#[test]
+fn a_closed_period_starts_with_no_reports() {
+    // Two windows of 50, open for 50: the shortest recovery allowed.
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    for (t, outcome) in [
+        (40, Outcome::Success),
+        (45, Outcome::Error),
+        (49, Outcome::Error),
+    ] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, outcome);
+    }
+    assert_eq!(b.status().time, 99); // tripped at 49
+    let probe = b.try_acquire(99).unwrap();
+    let _ = b.report(99, probe, 1, Outcome::Success);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.counts(99), (0, 0)); // window [0, 50) is live, not counted
+    let p = b.try_acquire(100).unwrap();
+    assert_eq!(b.report(100, p, 1, Outcome::Error), None);
+    assert_eq!((b.state(), b.counts(100)), (State::Closed, (1, 1)));
+}
+
+#[test]
+fn every_transition_is_observed_once_in_order() {
+    static SEEN: AtomicU32 = AtomicU32::new(0);
+    static LAST: AtomicU32 = AtomicU32::new(0);
+    fn observe(t: Transition) {
+        SEEN.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(LAST.swap(t.number, Ordering::Relaxed) + 1, t.number);
+    }
+    static B: CircuitBreaker<2> = CircuitBreaker::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 100).with_min_requests(1),
+    )
+    .with_observer(observe);
+    let at = trip(&B, 0);
+    let p = B.try_acquire(at).unwrap(); // half-open
+    let _ = B.report(at, p, 1, Outcome::Error); // open
+    let p = B.try_acquire(at + 100).unwrap(); // half-open
+    let _ = B.report(at + 100, p, 1, Outcome::Success); // closed
+    assert_eq!(SEEN.load(Ordering::Relaxed), 5);
+    assert_eq!(B.status().transitions, 5);
+}
+
+#[test]
+fn bad_configurations_are_errors_not_panics() {
+    let ok = Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 100);
+    let ratio = |r| Config::new(Strategy::ErrorRatio { max_ratio: r }, 100, 100);
+    let slow = |r| {
+        Config::new(
+            Strategy::SlowRequestRatio {
+                max_rt: 1,
+                max_ratio: r,
+            },
+            100,
+            100,
+        )
+    };
+    let cases: [(Config, BreakerError); 11] = [
+        (
+            Config {
+                stat_interval: 0,
+                ..ok
+            },
+            BreakerError::ZeroInterval,
+        ),
+        (
+            Config {
+                stat_interval: 101,
+                ..ok
+            },
+            BreakerError::IntervalNotMultiple { windows: 2 },
+        ),
+        (ratio(Ratio::new(1, 0)), BreakerError::ZeroDenominator),
+        (ratio(Ratio::new(101, 100)), BreakerError::RatioAboveOne),
+        (slow(Ratio::new(u32::MAX, 1)), BreakerError::RatioAboveOne),
+        (ok.with_min_requests(0), BreakerError::ZeroMinRequests),
+        (
+            Config {
+                recovery_timeout: 0,
+                ..ok
+            },
+            BreakerError::ZeroRecoveryTimeout,
+        ),
+        (ok.with_probe_timeout(0), BreakerError::ZeroProbeTimeout),
+        (
+            ok.with_probes(0),
+            BreakerError::ProbesOutOfRange { max: MAX_PROBES },
+        ),
+        (
+            ok.with_probes(MAX_PROBES + 1),
+            BreakerError::ProbesOutOfRange { max: MAX_PROBES },
+        ),
+        (
+            Config {
+                recovery_timeout: 49,
+                ..ok
+            },
+            BreakerError::RecoveryShorterThanWindow { window: 50 },
+        ),
+    ];
+    for (config, error) in cases {
+        assert_eq!(CircuitBreaker::<2>::try_new(config).unwrap_err(), error);
+        let b = CircuitBreaker::<2>::new(config);
+        assert_eq!(b.error(), Some(error));
+        assert!(b.try_acquire(0).is_none());
+        assert!(b.try_acquire(u64::MAX).is_none());
+        assert!(!error.to_string().is_empty());
+    }
+    assert!(CircuitBreaker::<2>::try_new(ok.with_probes(MAX_PROBES)).is_ok());
+    assert!(CircuitBreaker::<2>::try_new(ratio(Ratio::ONE)).is_ok());
+    assert!(CircuitBreaker::<2>::try_new(ratio(Ratio::new(0, 1))).is_ok());
+}
+
+#[test]
+fn extreme_times_and_rts() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(
+            Strategy::SlowRequestRatio {
+                max_rt: u64::MAX - 1,
+                max_ratio: Ratio::new(0, 1),
+            },
+            u64::MAX - 1,
+            u64::MAX,
+        )
+        .with_min_requests(1),
+    );
+    assert_eq!(b.error(), None);
+    let p = b.try_acquire(u64::MAX - 1).unwrap();
+    assert_eq!(b.report(u64::MAX, p, u64::MAX - 1, Outcome::Error), None); // not slow
+    let p = b.try_acquire(u64::MAX).unwrap();
+    let t = b.report(u64::MAX, p, u64::MAX, Outcome::Success).unwrap(); // slow
+    assert_eq!(t.to, State::Open);
+    assert_eq!(b.status().time, u64::MAX); // the deadline saturates
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    let probe = b.try_acquire(u64::MAX).unwrap();
+    assert!(probe.is_probe());
+    let t = b.report(u64::MAX, probe, 0, Outcome::Success).unwrap();
+    assert_eq!((t.to, t.at), (State::Closed, u64::MAX));
+    // Tripped in the last recovery timeout of time: the new closed period
+    // began in the window of the trip and counts its reports
+    // (GUARANTEES.md, section 5).
+    assert_eq!(b.counts(u64::MAX), (2, 1));
+}
+
+/// Real threads past the recovery timeout race through half-open: exactly
+/// `k` probes in every round, whatever the interleaving.
+#[test]
+fn threads_racing_through_half_open_get_exactly_k_probes() {
+    let rounds = if cfg!(miri) { 2 } else { 200 };
+    let threads = 4;
+    for k in [1u16, 3] {
+        let b = Arc::new(CircuitBreaker::<2>::new(error_count(0, k)));
+        let mut now = 0;
+        for _ in 0..rounds {
+            let at = trip(&b, now);
+            let barrier = Arc::new(Barrier::new(threads));
+            let probes = Arc::new(AtomicUsize::new(0));
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (b, barrier, probes) = (b.clone(), barrier.clone(), probes.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        for _ in 0..2 {
+                            if let Some(p) = b.try_acquire(at) {
+                                assert!(p.is_probe());
+                                probes.fetch_add(1, Ordering::Relaxed);
+                                drop(p);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert_eq!(probes.load(Ordering::Relaxed), usize::from(k));
+            // Lost probes: the probe timeout reopens it.
+            now = at + 100;
+            assert!(b.try_acquire(now).is_none());
+            now = b.status().time;
+            let p = b.try_acquire(now).unwrap();
+            let _ = b.report(now, p, 1, Outcome::Error);
+            assert_eq!(b.state(), State::Open);
+            now = b.status().time;
+            for _ in 0..k {
+                let p = b.try_acquire(now).unwrap();
+                let _ = b.report(now, p, 1, Outcome::Success);
+            }
+            assert_eq!(b.state(), State::Closed);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The property test against the sequential model.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Op {
+    Acquire {
+        dt: u64,
+    },
+    Report {
+        pick: usize,
+        dt: u64,
+        rt: u64,
+        error: bool,
+    },
+    Lose {
+        pick: usize,
+    },
+}
+
+/// Mostly short steps (several reports per window, a probe right at the
+/// end of the recovery timeout), sometimes long ones.
+fn dt() -> impl proptest::strategy::Strategy<Value = u64> {
+    prop_oneof![3 => 0u64..4, 1 => 0u64..60]
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    prop_oneof![
+        3 => dt().prop_map(|dt| Op::Acquire { dt }),
+        4 => (any::<usize>(), dt(), 0u64..20, any::<bool>())
+            .prop_map(|(pick, dt, rt, error)| Op::Report { pick, dt, rt, error }),
+        1 => any::<usize>().prop_map(|pick| Op::Lose { pick }),
+    ]
+}
+
+fn config() -> impl proptest::strategy::Strategy<Value = Config> {
+    let strategy = prop_oneof![
+        (0u64..15, 0u32..=4).prop_map(|(max_rt, n)| Strategy::SlowRequestRatio {
+            max_rt,
+            max_ratio: Ratio::new(n, 4),
+        }),
+        (0u32..=3).prop_map(|n| Strategy::ErrorRatio {
+            max_ratio: Ratio::new(n, 3),
+        }),
+        (0u64..4).prop_map(|max_errors| Strategy::ErrorCount { max_errors }),
+    ];
+    // Two windows of 10 to 40 ticks; recovery at least one window.
+    (
+        strategy,
+        10u64..40,
+        prop_oneof![0u64..3, 0u64..60],
+        1u64..5,
+        1u16..4,
+        1u64..80,
+    )
+        .prop_map(
+            |(strategy, window, extra, min_requests, k, probe_timeout)| {
+                Config::new(strategy, 2 * window, window + extra)
+                    .with_min_requests(min_requests)
+                    .with_probes(k)
+                    .with_probe_timeout(probe_timeout)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 512 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Every decision, report, transition, status and count of the breaker
+    /// is the model's, one call at a time, times never going back.
+    #[test]
+    fn the_breaker_is_its_model(
+        config in config(),
+        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 120 }),
+    ) {
+        let b = CircuitBreaker::<2>::try_new(config).unwrap();
+        let mut m = BreakerModel::<2>::new(config);
+        let mut now = 0u64;
+        let mut held: Vec<(Permit<_>, ModelPermit)> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Acquire { dt } => {
+                    now += dt;
+                    let got = b.try_acquire(now);
+                    let (want, _) = m.try_acquire(now);
+                    prop_assert_eq!(got.as_ref().map(Permit::is_probe), want.map(|p| p.probe));
+                    if let (Some(g), Some(w)) = (got, want) {
+                        held.push((g, w));
+                    }
+                }
+                Op::Report { pick, dt, rt, error } if !held.is_empty() => {
+                    now += dt;
+                    let (p, mp) = held.swap_remove(pick % held.len());
+                    let outcome = if error { Outcome::Error } else { Outcome::Success };
+                    let got = b.report(now, p, rt, outcome);
+                    let want = m.report(now, mp, rt, outcome);
+                    prop_assert_eq!(got, want);
+                }
+                Op::Lose { pick } if !held.is_empty() => {
+                    drop(held.swap_remove(pick % held.len())); // a lost permit
+                }
+                _ => {}
+            }
+            let s = b.status();
+            prop_assert_eq!(
+                (s.state, s.transitions, s.time, s.probes_granted, s.probes_good),
+                (m.state, m.transitions, m.time, m.granted, m.good)
+            );
+            prop_assert_eq!(b.counts(now), m.counts(now));
+            if s.state == State::HalfOpen {
+                prop_assert!(s.probes_good <= s.probes_granted && s.probes_granted <= config.probes);
+            }
+        }
+    }
+}
+
+// Regression tests from the hostile review of commit 0e9ecd1
+// (reproducers adapted; the review's numbering in the names' comments).
+
+/// Review D1: with a recovery timeout shorter than one window, the new
+/// closed period's first window held the errors from before the trip and
+/// its first report (even a success) re-tripped it. Such a configuration
+/// is now refused with `RecoveryShorterThanWindow`, and at the shortest
+/// recovery allowed (one window) the old errors no longer count.
+#[test]
+fn old_errors_never_retrip_a_freshly_closed_breaker() {
+    let sentinel_like = Config::new(
+        Strategy::ErrorRatio {
+            max_ratio: Ratio::percent(50),
+        },
+        20_000,
+        10_000,
+    );
+    assert_eq!(
+        CircuitBreaker::<1>::try_new(sentinel_like).err(),
+        Some(BreakerError::RecoveryShorterThanWindow { window: 20_000 })
+    );
+    // The review's scenario with the recovery timeout raised to one window.
+    let b = CircuitBreaker::<1>::new(Config {
+        recovery_timeout: 20_000,
+        ..sentinel_like
+    });
+    assert_eq!(b.error(), None);
+    for t in 1_000..1_005 {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.state(), State::Open);
+    let probe = b.try_acquire(21_004).unwrap();
+    let t = b.report(21_005, probe, 1, Outcome::Success).unwrap();
+    assert_eq!(t.to, State::Closed);
+    assert_eq!(b.counts(21_005), (0, 0));
+    let p = b.try_acquire(21_006).unwrap();
+    assert_eq!(b.report(21_006, p, 1, Outcome::Success), None);
+}
+
+/// Review D3: a permit of breaker A, reported on breaker B (same period
+/// number), closed B while B's own probe was in flight. A permit borrows
+/// its breaker now, and another breaker ignores it.
+#[test]
+fn a_permit_of_another_breaker_changes_nothing() {
+    let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(1);
+    let (a, b) = (CircuitBreaker::<1>::new(cfg), CircuitBreaker::<1>::new(cfg));
+    for br in [&a, &b] {
+        let p = br.try_acquire(0).unwrap();
+        let _ = br.report(1, p, 1, Outcome::Error);
+        assert_eq!(br.state(), State::Open);
+    }
+    let a_probe = a.try_acquire(11).unwrap();
+    let b_probe = b.try_acquire(11).unwrap(); // B's only probe: in flight
+    assert_eq!(b.report(12, a_probe, 1, Outcome::Success), None);
+    assert_eq!(b.state(), State::HalfOpen, "A's probe decided B");
+    // Plain permits of A never feed B's statistics.
+    assert!(b.report(12, b_probe, 1, Outcome::Success).is_some());
+    let foreign = a.try_acquire(30);
+    assert!(foreign.is_none()); // A: half-open, its probe spent
+    let c = CircuitBreaker::<1>::new(cfg);
+    let plain = c.try_acquire(30).unwrap();
+    assert_eq!(b.report(30, plain, 1, Outcome::Error), None);
+    assert_eq!((b.state(), b.counts(30)), (State::Closed, (0, 0)));
+}
+
+/// Review D2: each report read the windows live at its own `now`. Two
+/// errors whose `now`s straddle a window boundary, the OLDER reported last
+/// (a caller that read its clock, then stalled): neither report saw both,
+/// and the breaker stayed closed over windows holding 2 > 1 errors. The
+/// trip check now reads at the newest window the array holds.
+#[test]
+fn a_trip_is_not_missed_when_reports_arrive_out_of_now_order() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 20, 100).with_min_requests(1),
+    );
+    let (p, q) = (b.try_acquire(14).unwrap(), b.try_acquire(14).unwrap());
+    assert_eq!(b.report(25, p, 1, Outcome::Error), None); // window [20, 30)
+    let t = b.report(14, q, 1, Outcome::Error); // [10, 20), reported last
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "2 errors > 1 over the live windows: trip missed"
+    );
+    assert_eq!(
+        t.map(|t| (t.from, t.to)),
+        Some((State::Closed, State::Open))
+    );
+}
+
+/// Review D5: a report whose `now` is far ahead moves the statistics
+/// ahead; until the callers' time catches up, reports at the real time
+/// land in retired windows and cannot trip. This is no longer silent:
+/// each such report is counted in `uncounted_reports`. Time catching up
+/// restores tripping.
+#[test]
+fn a_report_far_ahead_is_never_silent() {
+    for ahead in [3_600_000u64, 1_000_000_000_000] {
+        let b = CircuitBreaker::<1>::new(
+            Config::new(Strategy::ErrorCount { max_errors: 2 }, 10, 10).with_min_requests(1),
+        );
+        let p = b.try_acquire(ahead).unwrap();
+        assert_eq!(b.report(ahead, p, 1, Outcome::Success), None);
+        assert_eq!(b.uncounted_reports(), 0);
+        for t in 20..30 {
+            let p = b.try_acquire(t).unwrap();
+            assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+        }
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(
+            b.uncounted_reports(),
+            10,
+            "the 10 errors were dropped silently"
+        );
+        for t in ahead + 10..ahead + 13 {
+            let p = b.try_acquire(t).unwrap();
+            let _ = b.report(t, p, 1, Outcome::Error);
+        }
+        assert_eq!(b.state(), State::Open, "3 errors > 2 once time caught up");
+    }
+}
+
+/// The probe timeout applies only once all `k` probes were granted: a
+/// half-open breaker with probes left grants the next one however long it
+/// waited (kills the mutation "the timeout also fires while granted < k").
+#[test]
+fn the_probe_timeout_waits_for_all_k_probes_granted() {
+    let b = CircuitBreaker::<2>::new(error_count(0, 2).with_probe_timeout(30));
+    let at = trip(&b, 0);
+    let first = b.try_acquire(at).unwrap();
+    let second = b.try_acquire(at + 1_000).expect("a probe left: granted");
+    assert!(second.is_probe());
+    let s = b.status();
+    assert_eq!(
+        (s.state, s.probes_granted, s.time),
+        (State::HalfOpen, 2, at + 1_000)
+    );
+    let _ = b.report(at + 1_001, first, 1, Outcome::Success);
+    let t = b.report(at + 1_002, second, 1, Outcome::Success).unwrap();
+    assert_eq!(t.to, State::Closed);
+}
+
+/// Review (minor): the closed period started at the closing probe's own
+/// `now`; a probe reporting with an older `now` (a lagging clock) reached
+/// back to the windows from before the trip, whose errors then re-tripped
+/// the new period. It starts no earlier than the latest probe grant now.
+#[test]
+fn a_lagging_probe_report_never_reaches_back_before_the_half_open() {
+    // Two windows of 50, open for 50: the shortest recovery allowed.
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    for t in [45, 49] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.status().time, 99); // tripped at 49
+    let probe = b.try_acquire(99).unwrap();
+    let t = b.report(10, probe, 1, Outcome::Success).unwrap(); // a lagging clock
+    assert_eq!((t.to, b.status().time), (State::Closed, 99));
+    assert_eq!(b.counts(99), (0, 0)); // window [0, 50) holds the old errors
+    let p = b.try_acquire(99).unwrap();
+    assert_eq!(b.report(99, p, 1, Outcome::Success), None);
+}

@@ -1,0 +1,189 @@
+//! The model of a `CircuitBreaker<N>`, the slow way: the state machine of
+//! the `breaker` module's documentation written out one step at a time,
+//! every period's probes and every closed period's reports kept in full
+//! (a map from window id to counts), no word, no packing. For callers whose
+//! times never go back (so every report lands in a live window: the
+//! array's exactness is `tests/model.rs`'s subject, not this one's).
+
+use std::collections::BTreeMap;
+
+use leaparray::breaker::{Config, Outcome, State, Strategy, Transition};
+
+/// A permit as the model hands it out: the period it was granted in and
+/// whether it is a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelPermit {
+    pub period: u32,
+    pub probe: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct BreakerModel<const N: usize> {
+    config: Config,
+    window: u64,
+    pub state: State,
+    /// Transitions so far.
+    pub transitions: u32,
+    /// Closed: since; Open: retry at; HalfOpen: latest grant.
+    pub time: u64,
+    pub granted: u16,
+    pub good: u16,
+    /// The current closed period's reports: window id -> (total, bad).
+    reports: BTreeMap<u64, (u64, u64)>,
+}
+
+impl<const N: usize> BreakerModel<N> {
+    pub fn new(config: Config) -> Self {
+        BreakerModel {
+            config,
+            window: config.stat_interval / N as u64,
+            state: State::Closed,
+            transitions: 0,
+            time: 0,
+            granted: 0,
+            good: 0,
+            reports: BTreeMap::new(),
+        }
+    }
+
+    fn enter(&mut self, state: State, time: u64, now: u64) -> Transition {
+        let t = Transition {
+            from: self.state,
+            to: state,
+            at: now,
+            number: self.transitions.wrapping_add(1),
+        };
+        self.state = state;
+        self.transitions = self.transitions.wrapping_add(1);
+        self.time = time;
+        self.granted = 0;
+        self.good = 0;
+        self.reports.clear();
+        t
+    }
+
+    fn open(&mut self, now: u64) -> Transition {
+        let until = now.saturating_add(self.config.recovery_timeout);
+        self.enter(State::Open, until, now)
+    }
+
+    /// The probe or plain permit the breaker grants at `now`, and the
+    /// transition that grant (or refusal) made.
+    pub fn try_acquire(&mut self, now: u64) -> (Option<ModelPermit>, Option<Transition>) {
+        match self.state {
+            State::Closed => (
+                Some(ModelPermit {
+                    period: self.transitions,
+                    probe: false,
+                }),
+                None,
+            ),
+            State::Open if now < self.time => (None, None),
+            State::Open => {
+                let t = self.enter(State::HalfOpen, now, now);
+                self.granted = 1;
+                (
+                    Some(ModelPermit {
+                        period: self.transitions,
+                        probe: true,
+                    }),
+                    Some(t),
+                )
+            }
+            State::HalfOpen if self.granted < self.config.probes => {
+                self.granted += 1;
+                self.time = self.time.max(now);
+                (
+                    Some(ModelPermit {
+                        period: self.transitions,
+                        probe: true,
+                    }),
+                    None,
+                )
+            }
+            State::HalfOpen => {
+                if now >= self.time.saturating_add(self.config.probe_timeout) {
+                    (None, Some(self.open(now)))
+                } else {
+                    (None, None)
+                }
+            }
+        }
+    }
+
+    fn is_bad(&self, rt: u64, outcome: Outcome) -> bool {
+        match self.config.strategy {
+            Strategy::SlowRequestRatio { max_rt, .. } => rt > max_rt,
+            _ => outcome == Outcome::Error,
+        }
+    }
+
+    /// `(total, bad)` of the current closed period over the windows live at
+    /// `now`.
+    pub fn counts(&self, now: u64) -> (u64, u64) {
+        if self.state != State::Closed {
+            return (0, 0);
+        }
+        let newest = now / self.window;
+        let oldest = newest.saturating_sub(N as u64 - 1);
+        let since = self.time / self.window;
+        self.reports
+            .range(oldest.max(since)..=newest)
+            .fold((0, 0), |(t, b), (_, c)| (t + c.0, b + c.1))
+    }
+
+    fn trips(&self, total: u64, bad: u64) -> bool {
+        if total < self.config.min_requests {
+            return false;
+        }
+        match self.config.strategy {
+            Strategy::SlowRequestRatio { max_ratio, .. } | Strategy::ErrorRatio { max_ratio } => {
+                let (num, den) = (
+                    u128::from(max_ratio.numerator()),
+                    u128::from(max_ratio.denominator()),
+                );
+                // As a fraction: bad / total > num / den, or every one bad
+                // under a ratio of 1.
+                u128::from(bad) * den > num * u128::from(total) || (num == den && bad == total)
+            }
+            Strategy::ErrorCount { max_errors } => bad > max_errors,
+        }
+    }
+
+    pub fn report(
+        &mut self,
+        now: u64,
+        permit: ModelPermit,
+        rt: u64,
+        outcome: Outcome,
+    ) -> Option<Transition> {
+        let bad = self.is_bad(rt, outcome);
+        if permit.period != self.transitions {
+            return None;
+        }
+        if permit.probe {
+            if self.state != State::HalfOpen {
+                return None;
+            }
+            if bad {
+                return Some(self.open(now));
+            }
+            self.good += 1;
+            if self.good == self.config.probes {
+                return Some(self.enter(State::Closed, now.max(self.time), now));
+            }
+            return None;
+        }
+        if self.state != State::Closed {
+            return None;
+        }
+        let c = self.reports.entry(now / self.window).or_default();
+        c.0 += 1;
+        c.1 += u64::from(bad);
+        let (total, bad) = self.counts(now);
+        if self.trips(total, bad) {
+            return Some(self.open(now));
+        }
+        None
+    }
+}
