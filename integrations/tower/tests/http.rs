@@ -144,6 +144,9 @@ async fn honouring_retry_after_is_admitted() {
             break r;
         }
         admitted += 1;
+        // 3 per interval of 2 windows: at most 6 before a refusal, even
+        // across a window edge (a bound, so a broken limit fails, not hangs).
+        assert!(admitted <= 6, "{admitted} admitted in a row");
     };
     assert!(admitted >= 3, "the limit's 3 first (a window edge may add some)");
     let retry: u64 = header(&refused, "retry-after").unwrap().parse().unwrap();
@@ -209,9 +212,15 @@ async fn wait_mode_holds_requests_up_to_its_bound() {
         let c = c.clone();
         async move { get_with(&c, addr, None).await }
     });
-    while layer.waiting() == 0 {
+    // Polls (a bound so that a broken count fails rather than hangs; the
+    // request waits up to a second, so it is seen long before).
+    let mut polls = 0;
+    while layer.waiting() == 0 && !waiter.is_finished() {
+        polls += 1;
+        assert!(polls < 2_000, "the request never waited");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    assert_eq!(layer.waiting(), 1, "one request waits");
     // The third finds the one waiting place taken: refused at once.
     let over = get_with(&c, addr, None).await;
     assert_eq!(over.status(), StatusCode::TOO_MANY_REQUESTS);
