@@ -226,7 +226,12 @@ async fn wait_mode_holds_requests_up_to_its_bound() {
     assert_eq!(over.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(header(&over, "retry-after").is_some());
 
-    let waited = waiter.await.unwrap();
+    // A bound so that a request waiting forever fails the test rather
+    // than hanging it (it waits about a second).
+    let waited = tokio::time::timeout(Duration::from_secs(60), waiter)
+        .await
+        .expect("the waiting request is answered")
+        .unwrap();
     assert_eq!(waited.status(), StatusCode::OK, "admitted after waiting");
     assert!(header(&waited, "ratelimit").is_some());
     assert_eq!(layer.waiting(), 0, "the place is given back");
