@@ -64,11 +64,14 @@ pub enum Mode {
 #[derive(Clone)]
 pub struct Key(KeyKind);
 
+/// A user's key function.
+type KeyFn = Arc<dyn Fn(&Parts) -> Option<u64> + Send + Sync>;
+
 #[derive(Clone)]
 enum KeyKind {
     PeerIp,
     Header(HeaderName),
-    Function(Arc<dyn Fn(&Parts) -> Option<u64> + Send + Sync>),
+    Function(KeyFn),
 }
 
 impl fmt::Debug for Key {
@@ -241,7 +244,8 @@ impl Policy {
             policy: self.name.clone(),
         };
         let micros = u64::try_from(self.per.as_micros()).map_err(|_| bad())?;
-        if self.per.subsec_nanos() % 1_000 != 0 || micros % WINDOWS as u64 != 0 {
+        if !self.per.subsec_nanos().is_multiple_of(1_000) || !micros.is_multiple_of(WINDOWS as u64)
+        {
             return Err(bad());
         }
         NonZeroU64::new(micros / WINDOWS as u64).ok_or_else(bad)

@@ -18,7 +18,9 @@ type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Emp
 
 /// Serves `/` behind `layer` on a free loopback port.
 async fn serve(layer: RateLimitLayer) -> SocketAddr {
-    let app = Router::new().route("/", get(|| async { "hello" })).layer(layer);
+    let app = Router::new()
+        .route("/", get(|| async { "hello" }))
+        .layer(layer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -75,7 +77,10 @@ async fn headers_on_admitted_and_refused_responses() {
         Some(r#""per-key";r=1;t=60, "global";r=99;t=60"#)
     );
     assert_eq!(header(&first, "retry-after"), None);
-    assert_eq!(first.into_body().collect().await.unwrap().to_bytes(), "hello");
+    assert_eq!(
+        first.into_body().collect().await.unwrap().to_bytes(),
+        "hello"
+    );
 
     let second = get_with(&c, addr, Some("alice")).await;
     assert_eq!(second.status(), StatusCode::OK);
@@ -121,7 +126,10 @@ async fn the_global_limit_refuses_with_the_longest_retry() {
     let refused = get_with(&c, addr, Some("c")).await;
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     let retry: u64 = header(&refused, "retry-after").unwrap().parse().unwrap();
-    assert!(retry > 2, "the global limit's retry, not the key's: {retry}");
+    assert!(
+        retry > 2,
+        "the global limit's retry, not the key's: {retry}"
+    );
     assert_eq!(
         header(&refused, "ratelimit"),
         Some(r#""per-key";r=10;t=0, "global";r=0;t=60"#),
@@ -148,12 +156,19 @@ async fn honouring_retry_after_is_admitted() {
         // across a window edge (a bound, so a broken limit fails, not hangs).
         assert!(admitted <= 6, "{admitted} admitted in a row");
     };
-    assert!(admitted >= 3, "the limit's 3 first (a window edge may add some)");
+    assert!(
+        admitted >= 3,
+        "the limit's 3 first (a window edge may add some)"
+    );
     let retry: u64 = header(&refused, "retry-after").unwrap().parse().unwrap();
     assert!(retry >= 1);
     tokio::time::sleep(Duration::from_secs(retry)).await;
     let again = get_with(&c, addr, Some("k")).await;
-    assert_eq!(again.status(), StatusCode::OK, "after Retry-After: {retry} s");
+    assert_eq!(
+        again.status(),
+        StatusCode::OK,
+        "after Retry-After: {retry} s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,11 +280,15 @@ fn bad_configurations_are_errors() {
         ConfigError::Interval { policy: "g".into() }
     );
     assert_eq!(
-        b().global("g", 1, Duration::from_nanos(3_001)).build().unwrap_err(),
+        b().global("g", 1, Duration::from_nanos(3_001))
+            .build()
+            .unwrap_err(),
         ConfigError::Interval { policy: "g".into() }
     );
     assert_eq!(
-        b().global("g", 1, Duration::from_micros(3)).build().unwrap_err(),
+        b().global("g", 1, Duration::from_micros(3))
+            .build()
+            .unwrap_err(),
         ConfigError::Interval { policy: "g".into() },
         "odd: not 2 whole windows"
     );
@@ -278,7 +297,9 @@ fn bad_configurations_are_errors() {
         ConfigError::ZeroLimit { policy: "g".into() }
     );
     assert_eq!(
-        b().per_key("k", 32_768, s, Key::peer_ip()).build().unwrap_err(),
+        b().per_key("k", 32_768, s, Key::peer_ip())
+            .build()
+            .unwrap_err(),
         ConfigError::LimitTooLarge {
             policy: "k".into(),
             max: 32_767
