@@ -14,13 +14,29 @@ use leaparray::Decision;
 /// Windows per interval, in every gate of the crate: a limit "per second"
 /// is kept in 2 windows of 500 ms (a per-key limit of up to 32,767 per
 /// interval; see the README for what a span that cuts a window can hold).
+///
+/// ```
+/// assert_eq!(leaparray_tower::WINDOWS, 2);
+/// ```
 pub const WINDOWS: usize = 2;
 
 /// The largest number of global limits (they are checked together, all
 /// or nothing, as one `leaparray::gate::GateSet`).
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_tower::{ConfigError, RateLimitLayer, MAX_GLOBAL};
+/// let s = Duration::from_secs(1);
+/// let b = (0..=MAX_GLOBAL).fold(RateLimitLayer::builder(), |b, i| b.global(&format!("g{i}"), 1, s));
+/// assert_eq!(b.build().unwrap_err(), ConfigError::TooManyGlobal);
+/// ```
 pub const MAX_GLOBAL: usize = 4;
 
 /// The key table's default capacity: keys tracked at a time (16 bytes each).
+///
+/// ```
+/// assert_eq!(leaparray_tower::DEFAULT_CAPACITY * 16, 256 * 1024); // bytes
+/// ```
 pub const DEFAULT_CAPACITY: usize = 16_384;
 
 /// What a waiting request may do: see [`Builder::mode`](crate::Builder::mode).

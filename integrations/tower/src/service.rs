@@ -19,6 +19,12 @@ use crate::limits::{window_of, PerKey, Shared};
 
 /// The future of [`RateLimit`]: boxed (one allocation per request, as
 /// axum's own handlers).
+///
+/// ```
+/// use leaparray_tower::BoxFuture;
+/// let f: BoxFuture<u8, ()> = Box::pin(async { Ok(1) });
+/// # drop(f);
+/// ```
 pub type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
 /// Put into an admitted request's extensions: the time (µs of
