@@ -1,0 +1,319 @@
+//! What a [`RateLimitLayer`](crate::RateLimitLayer) is built from: the
+//! limits, the key, the mode, and the errors of a bad configuration.
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::request::Parts;
+use http::HeaderName;
+use leaparray::keyed::{KeyHasher, KeyedGate};
+use leaparray::Decision;
+
+/// Windows per interval, in every gate of the crate: a limit "per second"
+/// is kept in 2 windows of 500 ms (a per-key limit of up to 32,767 per
+/// interval; see the README for what a span that cuts a window can hold).
+///
+/// ```
+/// assert_eq!(leaparray_tower::WINDOWS, 2);
+/// ```
+pub const WINDOWS: usize = 2;
+
+/// The largest number of global limits (they are checked together, all
+/// or nothing, as one `leaparray::gate::GateSet`).
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_tower::{ConfigError, RateLimitLayer, MAX_GLOBAL};
+/// let s = Duration::from_secs(1);
+/// let b = (0..=MAX_GLOBAL).fold(RateLimitLayer::builder(), |b, i| b.global(&format!("g{i}"), 1, s));
+/// assert_eq!(b.build().unwrap_err(), ConfigError::TooManyGlobal);
+/// ```
+pub const MAX_GLOBAL: usize = 4;
+
+/// The key table's default capacity: keys tracked at a time (16 bytes each).
+///
+/// ```
+/// assert_eq!(leaparray_tower::DEFAULT_CAPACITY * 16, 256 * 1024); // bytes
+/// ```
+pub const DEFAULT_CAPACITY: usize = 16_384;
+
+/// What a waiting request may do: see [`Builder::mode`](crate::Builder::mode).
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_tower::Mode;
+/// assert_eq!(Mode::default(), Mode::Refuse);
+/// let wait = Mode::Wait { max_waiting: 64, max_delay: Duration::from_secs(2) };
+/// assert_ne!(wait, Mode::Refuse);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Mode {
+    /// Answer `429 Too Many Requests` at once (the default).
+    #[default]
+    Refuse,
+    /// Hold the request (a tokio timer) until its `retry_after`, then try
+    /// again, as long as no more than `max_waiting` requests wait at once
+    /// and the next try is no more than `max_delay` away; otherwise `429`.
+    Wait {
+        /// The most requests waiting at once (a request over it gets 429).
+        max_waiting: usize,
+        /// The longest single wait (a longer `retry_after` gets 429).
+        max_delay: Duration,
+    },
+}
+
+/// Which key a request is counted under, for the per-key limit.
+///
+/// A request with no key (no such header, no peer address, the function
+/// returned `None`) counts under one shared "keyless" key: keyless
+/// requests share one limit rather than escaping it.
+///
+/// ```
+/// use leaparray_tower::Key;
+/// let by_ip = Key::peer_ip();
+/// let by_token = Key::header(http::HeaderName::from_static("x-api-key"));
+/// let by_path = Key::function(|parts| Some(parts.uri.path().len() as u64));
+/// # let _ = (by_ip, by_token, by_path);
+/// ```
+#[derive(Clone)]
+pub struct Key(KeyKind);
+
+/// A user's key function.
+type KeyFn = Arc<dyn Fn(&Parts) -> Option<u64> + Send + Sync>;
+
+#[derive(Clone)]
+enum KeyKind {
+    PeerIp,
+    Header(HeaderName),
+    Function(KeyFn),
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            KeyKind::PeerIp => f.write_str("Key::PeerIp"),
+            KeyKind::Header(h) => write!(f, "Key::Header({h})"),
+            KeyKind::Function(_) => f.write_str("Key::Function"),
+        }
+    }
+}
+
+impl Key {
+    /// The peer's IP address (not its port): from axum's
+    /// `ConnectInfo<SocketAddr>` extension (with this crate's `axum`
+    /// feature) or a plain `std::net::SocketAddr` extension (hyper
+    /// servers insert one themselves).
+    ///
+    /// ```
+    /// # use leaparray_tower::Key;
+    /// let k = Key::peer_ip();
+    /// assert_eq!(format!("{k:?}"), "Key::PeerIp");
+    /// ```
+    #[must_use]
+    pub fn peer_ip() -> Self {
+        Key(KeyKind::PeerIp)
+    }
+
+    /// The value of header `name` (its bytes), e.g. `x-api-key`.
+    ///
+    /// ```
+    /// # use leaparray_tower::Key;
+    /// let k = Key::header(http::HeaderName::from_static("x-api-key"));
+    /// assert_eq!(format!("{k:?}"), "Key::Header(x-api-key)");
+    /// ```
+    #[must_use]
+    pub fn header(name: HeaderName) -> Self {
+        Key(KeyKind::Header(name))
+    }
+
+    /// Your function of the request's head. Its `u64` is hashed again with
+    /// a random key, so any value (a user id) is fine.
+    ///
+    /// ```
+    /// # use leaparray_tower::Key;
+    /// let k = Key::function(|parts| parts.uri.query().map(|q| q.len() as u64));
+    /// assert_eq!(format!("{k:?}"), "Key::Function");
+    /// ```
+    #[must_use]
+    pub fn function(f: impl Fn(&Parts) -> Option<u64> + Send + Sync + 'static) -> Self {
+        Key(KeyKind::Function(Arc::new(f)))
+    }
+
+    /// The request's `u64` key: the kinds and the keyless key are hashed
+    /// apart (a tag first), with the hasher's random key.
+    pub(crate) fn of(&self, parts: &Parts, hasher: &KeyHasher) -> u64 {
+        let found = match &self.0 {
+            KeyKind::PeerIp => peer_ip(parts).map(|ip| hasher.key(&(0u8, ip))),
+            KeyKind::Header(name) => parts
+                .headers
+                .get(name)
+                .map(|v| hasher.key(&(1u8, v.as_bytes()))),
+            KeyKind::Function(f) => f(parts).map(|k| hasher.key(&(2u8, k))),
+        };
+        found.unwrap_or_else(|| hasher.key(&3u8))
+    }
+}
+
+fn peer_ip(parts: &Parts) -> Option<std::net::IpAddr> {
+    #[cfg(feature = "axum")]
+    if let Some(axum::extract::ConnectInfo(addr)) = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+    {
+        return Some(addr.ip());
+    }
+    parts
+        .extensions
+        .get::<std::net::SocketAddr>()
+        .map(|addr| addr.ip())
+}
+
+/// Why [`Builder::build`](crate::Builder::build) refused its configuration.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_tower::{ConfigError, RateLimitLayer};
+/// let e = RateLimitLayer::builder().global("g", 0, Duration::from_secs(1)).build().unwrap_err();
+/// assert_eq!(e, ConfigError::ZeroLimit { policy: "g".into() });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No limit at all: the layer would do nothing.
+    NoLimits,
+    /// A limit of 0 (refuse everything: remove the route instead).
+    ZeroLimit {
+        /// The policy's name.
+        policy: String,
+    },
+    /// The interval is not a whole, even number of microseconds of at
+    /// least 2 µs (it is kept in [`WINDOWS`] windows of whole µs).
+    Interval {
+        /// The policy's name.
+        policy: String,
+    },
+    /// The per-key limit does not fit a key slot.
+    LimitTooLarge {
+        /// The policy's name.
+        policy: String,
+        /// The largest per-key limit (`KeyedGate::max_limit`).
+        max: u64,
+    },
+    /// More than [`MAX_GLOBAL`] global limits.
+    TooManyGlobal,
+    /// A policy name that is empty, or not printable ASCII without `"`
+    /// and `\` (it is sent as a structured-field string).
+    Name {
+        /// The name.
+        policy: String,
+    },
+    /// Two policies with one name.
+    DuplicateName {
+        /// The name.
+        policy: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::NoLimits => f.write_str("no limit configured"),
+            ConfigError::ZeroLimit { policy } => write!(f, "policy {policy:?}: a limit of 0"),
+            ConfigError::Interval { policy } => write!(
+                f,
+                "policy {policy:?}: the interval must be a whole, even number of microseconds (at least 2)"
+            ),
+            ConfigError::LimitTooLarge { policy, max } => {
+                write!(f, "policy {policy:?}: per-key limits go up to {max}")
+            }
+            ConfigError::TooManyGlobal => write!(f, "more than {MAX_GLOBAL} global limits"),
+            ConfigError::Name { policy } => write!(
+                f,
+                "policy name {policy:?}: must be non-empty printable ASCII without '\"' or '\\'"
+            ),
+            ConfigError::DuplicateName { policy } => write!(f, "policy name {policy:?} used twice"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// One limit as configured: `limit` per `per`.
+#[derive(Debug, Clone)]
+pub(crate) struct Policy {
+    pub(crate) name: String,
+    pub(crate) limit: u64,
+    pub(crate) per: Duration,
+}
+
+impl Policy {
+    /// The window in µs, or the error.
+    pub(crate) fn window(&self) -> Result<NonZeroU64, ConfigError> {
+        if self.limit == 0 {
+            return Err(ConfigError::ZeroLimit {
+                policy: self.name.clone(),
+            });
+        }
+        let bad = || ConfigError::Interval {
+            policy: self.name.clone(),
+        };
+        let micros = u64::try_from(self.per.as_micros()).map_err(|_| bad())?;
+        if !self.per.subsec_nanos().is_multiple_of(1_000) || !micros.is_multiple_of(WINDOWS as u64)
+        {
+            return Err(bad());
+        }
+        NonZeroU64::new(micros / WINDOWS as u64).ok_or_else(bad)
+    }
+
+    pub(crate) fn check_name(&self) -> Result<(), ConfigError> {
+        let ok = !self.name.is_empty()
+            && self
+                .name
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+        if ok {
+            Ok(())
+        } else {
+            Err(ConfigError::Name {
+                policy: self.name.clone(),
+            })
+        }
+    }
+}
+
+/// A `KeyedGate` of some capacity, behind one type.
+pub(crate) trait Table: Send + Sync + fmt::Debug {
+    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision;
+    fn remaining(&self, key: u64, now: u64) -> u64;
+    fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
+}
+
+impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
+    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
+        KeyedGate::try_acquire(self, key, now, n)
+    }
+    fn remaining(&self, key: u64, now: u64) -> u64 {
+        KeyedGate::remaining(self, key, now)
+    }
+    fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        KeyedGate::retry_after(self, key, now, n)
+    }
+}
+
+/// Builds the key table of capacity `CAP` (on the heap).
+pub(crate) type MakeTable = fn(NonZeroU64, &Policy) -> Result<Box<dyn Table>, ConfigError>;
+
+pub(crate) fn make_table<const CAP: usize>(
+    window: NonZeroU64,
+    policy: &Policy,
+) -> Result<Box<dyn Table>, ConfigError> {
+    match KeyedGate::<WINDOWS, CAP>::try_new(window, policy.limit) {
+        Ok(t) => Ok(Box::new(t)),
+        Err(_) => Err(ConfigError::LimitTooLarge {
+            policy: policy.name.clone(),
+            max: KeyedGate::<WINDOWS, CAP>::max_limit(),
+        }),
+    }
+}

@@ -1,0 +1,61 @@
+//! A tower rate-limit layer on [leaparray](https://docs.rs/leaparray): exact
+//! sliding windows per key (`leaparray::KeyedGate`, fixed memory) and
+//! global (`leaparray::Gate`, several at once through
+//! `leaparray::gate::GateSet`), **shared by every clone** of the service.
+//! Refusals are `429 Too Many Requests` with `Retry-After` and the IETF
+//! `RateLimit-Policy` / `RateLimit` fields; or requests wait for their turn.
+//!
+//! ```
+//! use std::time::Duration;
+//! use leaparray_tower::{Key, RateLimitLayer};
+//!
+//! let layer = RateLimitLayer::builder()
+//!     .per_key("per-key", 100, Duration::from_secs(1), Key::header(http::HeaderName::from_static("x-api-key")))
+//!     .global("global", 10_000, Duration::from_secs(1))
+//!     .build()
+//!     .expect("a valid configuration");
+//! // `let app = axum::Router::new().route("/", get(handler)).layer(layer);`
+//! # let _ = layer;
+//! ```
+//!
+//! # Time
+//!
+//! One `leaparray::clock::MonotonicClock` in microseconds, read once per
+//! request (and once more per retry of a waiting request). Each limit of
+//! `q` per interval `w` is kept in [`WINDOWS`] windows of `w / 2`: no span
+//! of two consecutive windows ever admits more than `q`.
+//!
+//! # Order of the checks
+//!
+//! A request is checked against its key's limit and every global limit
+//! without booking anything (so a request that one of them refuses spends
+//! nothing anywhere), then booked in its key's gate, then in the global
+//! gates together (a `GateSet`: all or nothing). The key's permit is not
+//! returned when the global set then refuses: that happens only when
+//! another request took the last global permit between the check and the
+//! booking, and it costs that key one permit of the interval (a later
+//! request of the key may be refused where it would not have been). This
+//! order puts the cost of a race on the key that raced: with the global
+//! booking first, a key at its limit hammering from many connections
+//! would spend global permits that its own refusals then waste.
+//!
+//! # Headers
+//!
+//! draft-ietf-httpapi-ratelimit-headers-10 syntax, on every response, one
+//! list member per policy: `RateLimit-Policy: "per-key";q=100;w=1,
+//! "global";q=10000;w=1` and `RateLimit: "per-key";r=99;t=1,
+//! "global";r=9999;t=1`, `r` the permits left now, `t` the whole seconds
+//! (rounded up) until the policy's whole quota is back. A refusal adds
+//! `Retry-After`: the whole seconds, rounded up, until one more request
+//! would pass if nothing else arrived (the gates' `retry_after`), so a
+//! client that honours it is admitted (when nothing else arrived).
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod config;
+mod limits;
+mod service;
+
+pub use config::{ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
+pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer};

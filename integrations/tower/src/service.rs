@@ -1,0 +1,416 @@
+//! The builder, the layer and the service.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{Request, Response};
+use leaparray::clock::MonotonicClock;
+use leaparray::gate::Gate;
+use leaparray::keyed::KeyHasher;
+use tower::{Layer, Service};
+
+use crate::config::{
+    make_table, ConfigError, Key, MakeTable, Mode, Policy, DEFAULT_CAPACITY, MAX_GLOBAL,
+};
+use crate::limits::{window_of, PerKey, Shared};
+
+/// The future of [`RateLimit`]: boxed (one allocation per request, as
+/// axum's own handlers).
+///
+/// ```
+/// use leaparray_tower::BoxFuture;
+/// let f: BoxFuture<u8, ()> = Box::pin(async { Ok(1) });
+/// # drop(f);
+/// ```
+pub type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
+/// Put into an admitted request's extensions: the time (µs of
+/// [`RateLimitLayer::clock`]) its limits were checked at, for handlers
+/// that keep their own books (the example server's ledger).
+///
+/// ```
+/// use leaparray_tower::Admission;
+/// let a = Admission { now: 1_500_000 };
+/// assert_eq!(a.now / 500_000, 3); // the window of 500 ms it was decided in
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Admission {
+    /// The clock reading the decision used.
+    pub now: u64,
+}
+
+/// Collects the limits and the mode; [`build`](Self::build) checks them.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_tower::{Key, Mode, RateLimitLayer};
+/// let layer = RateLimitLayer::builder()
+///     .per_key_with_capacity::<1024>("ip", 10, Duration::from_secs(1), Key::peer_ip())
+///     .global("second", 1_000, Duration::from_secs(1))
+///     .global("minute", 30_000, Duration::from_secs(60))
+///     .mode(Mode::Wait { max_waiting: 100, max_delay: Duration::from_secs(1) })
+///     .build()
+///     .unwrap();
+/// # let _ = layer;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    per_key: Option<(Policy, Key, PerKeyTable)>,
+    global: Vec<Policy>,
+    mode: Mode,
+}
+
+#[derive(Clone, Copy)]
+struct PerKeyTable(MakeTable);
+
+impl std::fmt::Debug for PerKeyTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PerKeyTable")
+    }
+}
+
+impl Builder {
+    /// At most `limit` requests per `per` for each key, in a table of
+    /// [`DEFAULT_CAPACITY`] keys at a time (keys idle for two intervals are
+    /// recycled; with the table full around a new key, the key is refused).
+    /// Replaces an earlier per-key limit.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_tower::{Key, RateLimitLayer};
+    /// let b = RateLimitLayer::builder().per_key("ip", 5, Duration::from_secs(1), Key::peer_ip());
+    /// assert!(b.build().is_ok());
+    /// ```
+    #[must_use]
+    pub fn per_key(self, name: &str, limit: u64, per: Duration, key: Key) -> Self {
+        self.per_key_with_capacity::<DEFAULT_CAPACITY>(name, limit, per, key)
+    }
+
+    /// [`per_key`](Self::per_key) with a table of `CAP` keys (16 bytes
+    /// each; built on the stack, then moved to the heap: keep it to a few
+    /// MB).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_tower::{Key, RateLimitLayer};
+    /// let b = RateLimitLayer::builder().per_key_with_capacity::<64>("ip", 5, Duration::from_secs(1), Key::peer_ip());
+    /// assert!(b.build().is_ok());
+    /// ```
+    #[must_use]
+    pub fn per_key_with_capacity<const CAP: usize>(
+        mut self,
+        name: &str,
+        limit: u64,
+        per: Duration,
+        key: Key,
+    ) -> Self {
+        let policy = Policy {
+            name: name.to_owned(),
+            limit,
+            per,
+        };
+        self.per_key = Some((policy, key, PerKeyTable(make_table::<CAP>)));
+        self
+    }
+
+    /// At most `limit` requests per `per` through every clone of the
+    /// service together. Up to [`MAX_GLOBAL`] of them, all checked at
+    /// once.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_tower::RateLimitLayer;
+    /// let b = RateLimitLayer::builder().global("all", 1_000, Duration::from_millis(100));
+    /// assert!(b.build().is_ok());
+    /// ```
+    #[must_use]
+    pub fn global(mut self, name: &str, limit: u64, per: Duration) -> Self {
+        self.global.push(Policy {
+            name: name.to_owned(),
+            limit,
+            per,
+        });
+        self
+    }
+
+    /// Refuse (the default) or wait.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_tower::{Mode, RateLimitLayer};
+    /// let b = RateLimitLayer::builder()
+    ///     .global("all", 1, Duration::from_secs(1))
+    ///     .mode(Mode::Wait { max_waiting: 8, max_delay: Duration::from_secs(1) });
+    /// assert!(b.build().is_ok());
+    /// ```
+    #[must_use]
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The layer, or why the configuration is refused: no limit, a zero
+    /// limit, an interval that is not a whole even number of µs, a per-key
+    /// limit over `KeyedGate::max_limit` (32,767), more than
+    /// [`MAX_GLOBAL`] global limits, a bad or duplicate name.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_tower::{ConfigError, Key, RateLimitLayer};
+    /// let e = RateLimitLayer::builder()
+    ///     .per_key("ip", 1 << 20, Duration::from_secs(1), Key::peer_ip())
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(e, ConfigError::LimitTooLarge { policy: "ip".into(), max: 32_767 });
+    /// let e = RateLimitLayer::builder().global("g", 1, Duration::ZERO).build().unwrap_err();
+    /// assert_eq!(e, ConfigError::Interval { policy: "g".into() });
+    /// ```
+    pub fn build(self) -> Result<RateLimitLayer, ConfigError> {
+        if self.per_key.is_none() && self.global.is_empty() {
+            return Err(ConfigError::NoLimits);
+        }
+        if self.global.len() > MAX_GLOBAL {
+            return Err(ConfigError::TooManyGlobal);
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for p in self.per_key.iter().map(|(p, _, _)| p).chain(&self.global) {
+            p.check_name()?;
+            p.window()?;
+            if names.contains(&p.name.as_str()) {
+                return Err(ConfigError::DuplicateName {
+                    policy: p.name.clone(),
+                });
+            }
+            names.push(&p.name);
+        }
+        let per_key = match self.per_key {
+            Some((policy, key, PerKeyTable(make))) => Some(PerKey {
+                table: make(window_of(&policy), &policy)?,
+                policy,
+                key,
+                hasher: KeyHasher::new(),
+            }),
+            None => None,
+        };
+        let global = self
+            .global
+            .into_iter()
+            .map(|p| {
+                // No prioritized requests: the widest limit in one word.
+                let g = Gate::new(window_of(&p), p.limit).with_occupy_timeout(0);
+                (p, g)
+            })
+            .collect();
+        Ok(RateLimitLayer {
+            shared: Arc::new(Shared::new(per_key, global, self.mode)),
+        })
+    }
+}
+
+/// The layer: every service it makes, and every clone of those, counts
+/// against the same limits.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaparray_tower::RateLimitLayer;
+/// let layer = RateLimitLayer::builder().global("g", 10, Duration::from_secs(1)).build().unwrap();
+/// let svc = tower::ServiceBuilder::new().layer(layer.clone()).service(tower::service_fn(
+///     |_req: http::Request<()>| async { Ok::<_, std::convert::Infallible>(http::Response::new(String::new())) },
+/// ));
+/// # let _ = svc;
+/// ```
+#[derive(Debug, Clone)]
+pub struct RateLimitLayer {
+    shared: Arc<Shared>,
+}
+
+impl RateLimitLayer {
+    /// A builder with no limits yet.
+    ///
+    /// ```
+    /// use leaparray_tower::{ConfigError, RateLimitLayer};
+    /// assert_eq!(RateLimitLayer::builder().build().unwrap_err(), ConfigError::NoLimits);
+    /// ```
+    #[must_use]
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The clock the decisions read (µs since the layer was built): the
+    /// time base of [`Admission::now`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaparray::clock::{Clock, Unit};
+    /// # use leaparray_tower::RateLimitLayer;
+    /// let layer = RateLimitLayer::builder().global("g", 1, Duration::from_secs(1)).build().unwrap();
+    /// assert_eq!(layer.clock().unit(), Unit::Micros);
+    /// assert!(layer.clock().now() < 60_000_000);
+    /// ```
+    #[must_use]
+    pub fn clock(&self) -> MonotonicClock {
+        self.shared.clock
+    }
+
+    /// Requests waiting now ([`Mode::Wait`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_tower::RateLimitLayer;
+    /// let layer = RateLimitLayer::builder().global("g", 1, Duration::from_secs(1)).build().unwrap();
+    /// assert_eq!(layer.waiting(), 0);
+    /// ```
+    #[must_use]
+    pub fn waiting(&self) -> usize {
+        self.shared
+            .waiting
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimit<S>;
+
+    fn layer(&self, inner: S) -> RateLimit<S> {
+        RateLimit {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The service: `inner` behind the limits. `Clone` (if `inner` is), every
+/// clone sharing the limits.
+///
+/// ```
+/// use std::time::Duration;
+/// use tower::{Layer, Service, ServiceExt};
+/// use leaparray_tower::RateLimitLayer;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let layer = RateLimitLayer::builder().global("g", 1, Duration::from_secs(60)).build().unwrap();
+/// let svc = layer.layer(tower::service_fn(|_req: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("hello")))
+/// }));
+/// let first = svc.clone().oneshot(http::Request::new(())).await.unwrap();
+/// assert_eq!(first.status(), 200);
+/// let second = svc.clone().oneshot(http::Request::new(())).await.unwrap(); // another clone
+/// assert_eq!(second.status(), 429);
+/// assert_eq!(second.headers()["retry-after"], "60");
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RateLimit<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S, B, ResBody> Service<Request<B>> for RateLimit<S>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+    ResBody: Default + Send + 'static,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = BoxFuture<Response<ResBody>, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // The readied service goes with this request; the clone stays.
+        let fresh = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, fresh);
+        let shared = self.shared.clone();
+        let (mut req, key) = match &shared.per_key {
+            Some(pk) => {
+                let (parts, body) = req.into_parts();
+                let key = pk.key.of(&parts, &pk.hasher);
+                (Request::from_parts(parts, body), Some(key))
+            }
+            None => (req, None),
+        };
+        let now = shared.now();
+        match shared.decide(key, now) {
+            Ok(()) => {
+                req.extensions_mut().insert(Admission { now });
+                Box::pin(admitted(inner, req, shared, key, now))
+            }
+            Err(retry) => match shared.mode {
+                Mode::Refuse => {
+                    let resp = shared.refusal(key, now, retry);
+                    Box::pin(std::future::ready(Ok(resp)))
+                }
+                Mode::Wait {
+                    max_waiting,
+                    max_delay,
+                } => {
+                    let too_long = u128::from(retry) > max_delay.as_micros();
+                    match shared.wait_slot(max_waiting) {
+                        Some(slot) if !too_long => {
+                            Box::pin(waiting(inner, req, shared, key, retry, max_delay, slot))
+                        }
+                        _ => {
+                            let resp = shared.refusal(key, now, retry);
+                            Box::pin(std::future::ready(Ok(resp)))
+                        }
+                    }
+                }
+            },
+        }
+    }
+}
+
+async fn admitted<S, B, ResBody>(
+    mut inner: S,
+    req: Request<B>,
+    shared: Arc<Shared>,
+    key: Option<u64>,
+    now: u64,
+) -> Result<Response<ResBody>, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>>,
+{
+    let mut resp = inner.call(req).await?;
+    shared.stamp(resp.headers_mut(), key, now);
+    Ok(resp)
+}
+
+/// Sleeps until the retry time, tries again; refuses when the next wait
+/// would be longer than `max_delay`. Holds `_slot` (one of the bounded
+/// places) until it returns or is dropped.
+async fn waiting<S, B, ResBody>(
+    inner: S,
+    mut req: Request<B>,
+    shared: Arc<Shared>,
+    key: Option<u64>,
+    mut retry: u64,
+    max_delay: Duration,
+    _slot: crate::limits::WaitSlot,
+) -> Result<Response<ResBody>, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>>,
+    ResBody: Default,
+{
+    loop {
+        // At least 1 µs: a retry of 0 (room came back meanwhile) retries
+        // after a tick rather than spinning.
+        tokio::time::sleep(Duration::from_micros(retry.max(1))).await;
+        let now = shared.now();
+        match shared.decide(key, now) {
+            Ok(()) => {
+                req.extensions_mut().insert(Admission { now });
+                return admitted(inner, req, shared, key, now).await;
+            }
+            Err(next) if u128::from(next) <= max_delay.as_micros() => retry = next,
+            Err(next) => return Ok(shared.refusal(key, now, next)),
+        }
+    }
+}
