@@ -283,7 +283,11 @@ impl<const N: usize> RedisGate<N> {
     /// (lease mode too). For deterministic tests and for fleets whose
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
-    /// the windows the callers name. Use one time source per gate: its
+    /// the windows the callers name, as long as every two callers' clocks
+    /// differ by less than `N - 1` windows (the hash expires `N + 1`
+    /// windows of Redis time after its last booking; see the README's
+    /// "The clock"). A time above [`crate::MAX_CALLER_TIME_US`] is
+    /// [`Decision::Refused`] without a call to Redis. Use one time source per gate: its
     /// ledger of bookings (written back after a Redis restart) keeps the
     /// newest `N` windows of whichever clock it is given.
     ///
