@@ -232,3 +232,35 @@ fn restart_grace_below_heartbeat_backoff_timeout_is_refused() {
         .restart_grace(Duration::from_millis(200));
     assert!(RedisGate::<2>::open(ok).is_ok());
 }
+
+/// Defect 2: the documented skew bound. Callers' clocks differ by less than
+/// `N - 1` windows (N = 3, 100 ms windows, the slow host reaches the fast
+/// host's full window 150 ms of real time later): the window is not booked
+/// twice. (Beyond the bound the reviewer's 390 ms at N = 2 did book it
+/// twice; the README states the bound.)
+#[test]
+fn caller_time_skew_within_the_documented_bound_never_books_a_window_twice() {
+    let _g = serial();
+    let server = Server::start();
+    let cfg = quick(Config::new(
+        server.url(),
+        "skew",
+        Duration::from_millis(100),
+        10,
+    ));
+    let fast = RedisGate::<3>::open(cfg.clone()).unwrap();
+    let slow = RedisGate::<3>::open(cfg).unwrap();
+    connected(&fast);
+    connected(&slow);
+    past_fence();
+    let t0: u64 = 1_800_000_000_000_000;
+    let a = (0..10)
+        .filter(|_| fast.try_acquire_at(t0, 1).is_admitted())
+        .count();
+    assert_eq!(a, 10, "premise: the fast host fills window t0");
+    std::thread::sleep(Duration::from_millis(150));
+    let b = (0..10)
+        .filter(|_| slow.try_acquire_at(t0 + 10_000, 1).is_admitted())
+        .count();
+    assert_eq!(b, 0, "window t0 admitted {a} + {b} against a limit of 10");
+}
