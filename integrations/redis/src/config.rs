@@ -103,8 +103,10 @@ pub struct Config {
     /// After Redis comes back empty, fresh bookings are refused this long
     /// so that every live process can write its bookings back first
     /// (capped at the interval; the interval makes a restart exact even
-    /// for the bookings of processes that died). Keep it above
-    /// `heartbeat + max_backoff + timeout`. 500 ms.
+    /// for the bookings of processes that died). Must be at least
+    /// `heartbeat + max_backoff + timeout` (else `open` returns
+    /// [`crate::Error::Config`]): a fence shorter than that can end before a
+    /// live process has written its bookings back. 500 ms.
     pub restart_grace: Duration,
 }
 
@@ -198,8 +200,8 @@ impl Config {
 
     pub(crate) fn check(&self, n_windows: usize) -> Result<(), crate::Error> {
         let bad = |why: &str| Err(crate::Error::Config(why.to_owned()));
-        if n_windows == 0 {
-            return bad("N (windows per interval) must be at least 1");
+        if n_windows == 0 || n_windows > crate::MAX_WINDOWS {
+            return bad("N (windows per interval) must be between 1 and MAX_WINDOWS (1024)");
         }
         if self.window.as_micros() == 0 || self.window.as_micros() > u128::from(u32::MAX) {
             return bad("window must be between 1 µs and about 71 minutes");
@@ -222,6 +224,9 @@ impl Config {
         }
         if self.timeout.is_zero() || self.heartbeat.is_zero() || self.max_backoff.is_zero() {
             return bad("timeout, heartbeat and max_backoff must be above zero");
+        }
+        if self.restart_grace < self.heartbeat + self.max_backoff + self.timeout {
+            return bad("restart_grace must be at least heartbeat + max_backoff + timeout (else the restart fence can end before live processes write their bookings back)");
         }
         Ok(())
     }

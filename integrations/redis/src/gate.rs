@@ -122,6 +122,9 @@ struct Lease {
     /// Redis refused a block in `window` with this much room left: until
     /// `deadline`, refuse locally what does not fit in it.
     refused: Option<u64>,
+    /// A thread is refilling (without holding the mutex across its Redis
+    /// call); others wait on `lease_cv` at most `timeout`.
+    refilling: bool,
 }
 
 struct Inner<const N: usize> {
@@ -138,6 +141,11 @@ struct Inner<const N: usize> {
     epoch: RwLock<String>,
     ledger: Ledger<N>,
     lease: Mutex<Lease>,
+    /// Signalled when a refill ends.
+    lease_cv: Condvar,
+    /// Ended leases' unused permits, given back by the keeper thread (off
+    /// the decision path).
+    returns: Mutex<Vec<(u64, u64)>>,
     fallback: Option<Gate<N>>,
     clock: MonotonicClock,
     /// Redis's clock minus `clock`, µs, from the latest reply.
@@ -192,6 +200,13 @@ impl<const N: usize> RedisGate<N> {
     /// ```
     pub fn open(cfg: Config) -> Result<Self, Error> {
         cfg.check(N)?;
+        Self::build(cfg)
+    }
+
+    /// Builds the `N`-sized state, in its own stack frame so that `open`
+    /// refuses a too-large `N` before reserving stack for it.
+    #[inline(never)]
+    fn build(cfg: Config) -> Result<Self, Error> {
         let client = redis::Client::open(cfg.url.as_str())?;
         let window_us = micros(cfg.window);
         let interval = cfg.window.saturating_mul(N as u32);
@@ -224,6 +239,8 @@ impl<const N: usize> RedisGate<N> {
             up: AtomicBool::new(false),
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
+            lease_cv: Condvar::new(),
+            returns: Mutex::new(Vec::new()),
             fallback,
             clock,
             offset: AtomicI64::new(i64::try_from(wall).unwrap_or(0)),
@@ -266,7 +283,11 @@ impl<const N: usize> RedisGate<N> {
     /// (lease mode too). For deterministic tests and for fleets whose
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
-    /// the windows the callers name. Use one time source per gate: its
+    /// the windows the callers name, as long as every two callers' clocks
+    /// differ by less than `N - 1` windows (the hash expires `N + 1`
+    /// windows of Redis time after its last booking; see the README's
+    /// "The clock"). A time above [`crate::MAX_CALLER_TIME_US`] is
+    /// [`Decision::Refused`] without a call to Redis. Use one time source per gate: its
     /// ledger of bookings (written back after a Redis restart) keeps the
     /// newest `N` windows of whichever clock it is given.
     ///
@@ -358,13 +379,17 @@ impl<const N: usize> Drop for RedisGate<N> {
         if lease.left > 0 {
             self.inner.give_back(lease.window, lease.left, false);
         }
+        self.inner.give_back_queued(false);
     }
 }
 
 impl<const N: usize> Inner<N> {
     fn decide(&self, n: u64, at: Option<u64>) -> Decision {
         self.decisions.fetch_add(1, Relaxed);
-        let d = if !self.up.load(Relaxed) {
+        let d = if at.is_some_and(|t| t > crate::MAX_CALLER_TIME_US) {
+            // Lua's doubles cannot hold it exactly: refused, no call.
+            Decision::Refused
+        } else if !self.up.load(Relaxed) {
             self.fault(n)
         } else {
             match (self.cfg.mode, at) {
@@ -401,6 +426,23 @@ impl<const N: usize> Inner<N> {
 
     fn put(&self, c: Connection) {
         lock(&self.pool).push(c);
+    }
+
+    /// A call failed. A connection fault (I/O, timeout, refused, dropped)
+    /// takes the process offline ([`Self::broken`]); any other error (a
+    /// script or decode error, for one request) drops only this connection
+    /// and is refused.
+    fn failed(&self, e: &redis::RedisError, n: u64) -> Decision {
+        if e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+        {
+            self.broken();
+            self.fault(n)
+        } else {
+            Decision::Refused
+        }
     }
 
     /// A call failed: drop every connection, let the keeper reconnect.
@@ -449,10 +491,9 @@ impl<const N: usize> Inner<N> {
             self.round_trips.fetch_add(1, Relaxed);
             let r = match r {
                 Ok(r) => r,
-                Err(_) => {
+                Err(e) => {
                     drop(epoch);
-                    self.broken();
-                    return self.fault(n);
+                    return self.failed(&e, n);
                 }
             };
             if at.is_none() {
@@ -486,19 +527,36 @@ impl<const N: usize> Inner<N> {
 
     fn leased(&self, n: u64, block: u64) -> Decision {
         let mut lease = lock(&self.lease);
-        let now = Instant::now();
-        let live = lease.deadline.is_some_and(|d| now < d);
-        if live && lease.left >= n {
-            lease.left -= n;
-            return Decision::Admitted {
-                window: lease.window,
-            };
-        }
-        if live && lease.refused.is_some_and(|room| n > room) {
-            return Decision::Refused;
-        }
-        // The block is used up or its window is over: book another, holding
-        // the lease (one refill at a time; the others wait at most the timeout).
+        let give_up = Instant::now() + self.cfg.timeout;
+        let live = loop {
+            let now = Instant::now();
+            let live = lease.deadline.is_some_and(|d| now < d);
+            if live && lease.left >= n {
+                lease.left -= n;
+                return Decision::Admitted {
+                    window: lease.window,
+                };
+            }
+            if live && lease.refused.is_some_and(|room| n > room) {
+                return Decision::Refused;
+            }
+            if !lease.refilling {
+                break live;
+            }
+            // Another thread refills: wait for it at most `timeout`, then
+            // the fault policy decides (no queueing behind its timeouts).
+            if now >= give_up {
+                drop(lease);
+                return self.fault(n);
+            }
+            lease = self
+                .lease_cv
+                .wait_timeout(lease, give_up - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        // The block is used up or its window is over: this thread books
+        // another, without holding the mutex across the Redis call.
         let mut ended = None;
         if !live {
             let old = std::mem::take(&mut *lease);
@@ -506,21 +564,22 @@ impl<const N: usize> Inner<N> {
                 ended = Some((old.window, old.left));
             }
         }
-        let d = self.refill(&mut lease, n, block, &mut ended);
+        lease.refilling = true;
         drop(lease);
-        if let Some((w, left)) = ended {
-            self.give_back(w, left, false);
+        let d = self.refill(n, block, &mut ended);
+        let mut lease = lock(&self.lease);
+        lease.refilling = false;
+        drop(lease);
+        self.lease_cv.notify_all();
+        if let Some(ended) = ended {
+            // Given back by the keeper, off the decision path.
+            lock(&self.returns).push(ended);
+            self.wake.notify_all();
         }
         d
     }
 
-    fn refill(
-        &self,
-        lease: &mut Lease,
-        n: u64,
-        block: u64,
-        ended: &mut Option<(u64, u64)>,
-    ) -> Decision {
+    fn refill(&self, n: u64, block: u64, ended: &mut Option<(u64, u64)>) -> Decision {
         for _ in 0..2 {
             let Some(mut con) = self.conn() else {
                 return self.fault(n);
@@ -533,10 +592,9 @@ impl<const N: usize> Inner<N> {
             self.round_trips.fetch_add(1, Relaxed);
             let r = match r {
                 Ok(r) => r,
-                Err(_) => {
+                Err(e) => {
                     drop(epoch);
-                    self.broken();
-                    return self.fault(n);
+                    return self.failed(&e, n);
                 }
             };
             self.learn(local, &r);
@@ -545,6 +603,7 @@ impl<const N: usize> Inner<N> {
                     self.ledger.book(r.window, r.booked);
                     drop(epoch);
                     self.put(con);
+                    let mut lease = lock(&self.lease);
                     if lease.deadline.is_some() && lease.window == r.window {
                         lease.left += r.booked - n;
                         lease.refused = None;
@@ -557,6 +616,7 @@ impl<const N: usize> Inner<N> {
                             left: r.booked - n,
                             deadline: Some(self.deadline(sent, &r)),
                             refused: None,
+                            refilling: true,
                         };
                     }
                     return Decision::Admitted { window: r.window };
@@ -564,6 +624,7 @@ impl<const N: usize> Inner<N> {
                 Status::Limit => {
                     drop(epoch);
                     self.put(con);
+                    let mut lease = lock(&self.lease);
                     if lease.deadline.is_none() || lease.window != r.window {
                         if lease.left > 0 && ended.is_none() {
                             *ended = Some((lease.window, lease.left));
@@ -573,6 +634,7 @@ impl<const N: usize> Inner<N> {
                             left: 0,
                             deadline: Some(self.deadline(sent, &r)),
                             refused: Some(r.room),
+                            refilling: true,
                         };
                     } else {
                         lease.refused = Some(r.room);
@@ -622,7 +684,9 @@ impl<const N: usize> Inner<N> {
         counter.fetch_add(1, Relaxed);
         match r {
             Ok(_) => self.put(con),
-            Err(_) => self.broken(),
+            Err(e) => {
+                let _ = self.failed(&e, 0);
+            }
         }
     }
 
@@ -758,7 +822,16 @@ impl<const N: usize> Inner<N> {
         }
     }
 
+    /// Gives back the ended leases queued by decisions.
+    fn give_back_queued(&self, keeper: bool) {
+        let queued = std::mem::take(&mut *lock(&self.returns));
+        for (w, left) in queued {
+            self.give_back(w, left, keeper);
+        }
+    }
+
     fn return_ended_lease(&self) {
+        self.give_back_queued(true);
         let ended = {
             let mut lease = lock(&self.lease);
             match lease.deadline {

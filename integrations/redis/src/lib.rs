@@ -49,6 +49,28 @@ pub use gate::{Decision, RedisGate, Stats};
 /// ```
 pub const SCRIPT: &str = script::SOURCE;
 
+/// The most windows per interval (`N`) a [`RedisGate`] accepts; above it
+/// [`RedisGate::open`] returns [`Error::Config`]. A booking reads `2N - 1`
+/// fields with one `HMGET` of Lua's `unpack`, whose limit is Lua 5.1's C
+/// stack (`LUAI_MAXCSTACK`, 8000 slots: `unpack` of ~4000 fields already
+/// fails); 1024 windows read 2047 fields, a quarter of it.
+///
+/// ```
+/// assert_eq!(leaparray_redis::MAX_WINDOWS, 1024);
+/// ```
+pub const MAX_WINDOWS: usize = 1024;
+
+/// The largest caller time (µs) [`RedisGate::try_acquire_at`] accepts:
+/// 2^52, so that the script's Lua numbers (doubles, exact to 2^53) hold the
+/// time and `floor(time / window)` exactly. A larger time is
+/// [`Decision::Refused`] without a call to Redis. (Redis's own `TIME` is
+/// about 2^50.7 µs in 2026; 2^52 µs is the year 2112.)
+///
+/// ```
+/// assert_eq!(leaparray_redis::MAX_CALLER_TIME_US, 1 << 52);
+/// ```
+pub const MAX_CALLER_TIME_US: u64 = 1 << 52;
+
 /// Why a [`RedisGate`] could not be opened.
 ///
 /// ```

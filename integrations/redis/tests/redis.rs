@@ -87,6 +87,10 @@ impl Drop for Server {
     }
 }
 
+/// The shortest `restart_grace` the default timings allow (heartbeat 50 ms
+/// + max_backoff 100 ms + timeout 50 ms): a short first-start fence.
+const GRACE: Duration = Duration::from_millis(200);
+
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -341,11 +345,12 @@ fn boundary_traffic_fixed_window_160_leaparray_redis_100() {
     }
     let gate = RedisGate::<2>::open(
         Config::new(server.url(), "boundary", Duration::from_millis(500), 100)
-            .restart_grace(Duration::from_millis(1)),
+            .restart_grace(GRACE)
+            .timeout(Duration::from_millis(50)),
     )
     .unwrap();
     connected(&gate);
-    std::thread::sleep(Duration::from_millis(20)); // past the first start's fence
+    std::thread::sleep(GRACE * 2); // past the first start's fence
     let mut sliding = Vec::new();
     for &t in &requests {
         if let Decision::Admitted { window } = gate.try_acquire_at(t, 1) {
@@ -370,13 +375,15 @@ fn boundary_traffic_fixed_window_160_leaparray_redis_100() {
 fn the_documented_calls_work_against_redis() {
     let _g = serial();
     let server = Server::start();
-    let grace = Duration::from_millis(1);
+    let grace = GRACE;
     let gate = RedisGate::<2>::open(
-        Config::new(server.url(), "b", Duration::from_millis(500), 10).restart_grace(grace),
+        Config::new(server.url(), "b", Duration::from_millis(500), 10)
+            .restart_grace(grace)
+            .timeout(Duration::from_millis(50)),
     )
     .unwrap();
     connected(&gate);
-    std::thread::sleep(Duration::from_millis(20));
+    std::thread::sleep(GRACE * 2);
     assert_eq!(
         gate.try_acquire_at(1_000_000, 1),
         Decision::Admitted { window: 2 }
@@ -387,10 +394,11 @@ fn the_documented_calls_work_against_redis() {
     let config = Config::new(server.url(), "api", Duration::from_millis(250), 1_000)
         .lease(50)
         .on_fault(FaultPolicy::Local { share: 100 })
-        .restart_grace(grace);
+        .restart_grace(grace)
+        .timeout(Duration::from_millis(50));
     let leased = RedisGate::<4>::open(config).unwrap();
     connected(&leased);
-    std::thread::sleep(Duration::from_millis(20));
+    std::thread::sleep(GRACE * 2);
     let before = leased.stats().round_trips;
     let mut admitted = 0;
     for _ in 0..40 {
@@ -449,10 +457,11 @@ fn local_admissions_are_written_to_redis_when_it_is_back() {
     let mut server = Server::start();
     let config = Config::new(server.url(), "local", Duration::from_secs(2), 1_000)
         .on_fault(FaultPolicy::Local { share: 5 })
-        .restart_grace(Duration::from_millis(1));
+        .restart_grace(GRACE)
+        .timeout(Duration::from_millis(50));
     let gate = RedisGate::<4>::open(config).unwrap();
     connected(&gate);
-    std::thread::sleep(Duration::from_millis(20));
+    std::thread::sleep(GRACE * 2);
     assert!(matches!(gate.try_acquire(2), Decision::Admitted { .. }));
 
     // Redis stops answering (CLIENT PAUSE): timeouts, then the local share.
