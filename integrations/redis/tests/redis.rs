@@ -8,92 +8,19 @@
 //! no interval of `N` windows over the limit, ever; when demand exceeds
 //! the limit, the mean load of the intervals in the middle of the run is
 //! at least 80% of the limit.
+mod common;
+use common::{serial, Server};
 use leaparray_redis::{Config, Decision, FaultPolicy, RedisGate};
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The tests launch processes: one at a time on a 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
 const N: u64 = 4;
 const WORKER: &str = env!("CARGO_BIN_EXE_leaparray-redis-fleet");
-
-struct Server {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Server {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut s = Server { port, child: None };
-        s.restart();
-        s
-    }
-
-    fn restart(&mut self) {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start redis-server ({e}): these tests need a real Redis; \
-                     install it (`apt-get install -y redis-server`, as .ci/redis.sh does)"
-                )
-            });
-        self.child = Some(child);
-        let t = Instant::now();
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "redis-server did not listen on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// The shortest `restart_grace` the default timings allow (heartbeat 50 ms
 /// + max_backoff 100 ms + timeout 50 ms): a short first-start fence.
 const GRACE: Duration = Duration::from_millis(200);
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Launches `processes` workers with `args`; returns them and their ledger paths.
 fn launch(

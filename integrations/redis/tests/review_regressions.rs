@@ -1,16 +1,14 @@
-//! Regression tests for the hostile review of leaparray-redis
-//! (/work/helpers/reviews/redis-review.md), one per defect.
+//! Regression tests for the defects a hostile review of leaparray-redis
+//! found (lease waits, `N` and time bounds, `restart_grace`, clock skew),
+//! one per defect.
 
+mod common;
+use common::{serial, Server};
 use leaparray_redis::{Config, Decision, Error, RedisGate, MAX_CALLER_TIME_US, MAX_WINDOWS};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Barrier, Mutex};
+use std::process::Command;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 fn connected<const W: usize>(g: &RedisGate<W>) {
     let t = Instant::now();
     while !g.is_connected() {
@@ -25,73 +23,6 @@ fn signal(s: &Server, sig: &str) {
         .status()
         .unwrap()
         .success());
-}
-
-struct Server {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Server {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut s = Server { port, child: None };
-        s.restart();
-        s
-    }
-
-    fn restart(&mut self) {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start redis-server ({e}): these tests need a real Redis; \
-                     install it (`apt-get install -y redis-server`, as .ci/redis.sh does)"
-                )
-            });
-        self.child = Some(child);
-        let t = Instant::now();
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "redis-server did not listen on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
