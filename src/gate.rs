@@ -79,8 +79,10 @@ use crate::event::Event;
 use crate::limiter::Limiter;
 use crate::metric::{Metric, ReadOnly};
 #[cfg(target_pointer_width = "64")]
-use crate::packed::Fixed;
+use crate::packed::{Fixed, Geometry};
 use crate::packed::{Layout, Outcome, WordGate};
+#[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
@@ -164,6 +166,14 @@ const fn discard<const N: usize>(repr: Repr<N>) {
 pub struct Gate<const N: usize> {
     layout: Layout,
     repr: Repr<N>,
+    /// The id of a window some caller booked into, so that a caller in
+    /// that same window finds its id with one multiply instead of a
+    /// division (`book_word`). Any value it holds is the id of a window
+    /// that ends by `u64::MAX` (0 at first), and the check is exact
+    /// whatever the value: it needs no ordering and decides nothing. Not
+    /// in loom builds (`book_word` says why).
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    hint: AtomicU64,
 }
 
 impl<const N: usize> Gate<N> {
@@ -205,7 +215,7 @@ impl<const N: usize> Gate<N> {
         /// ```
         #[must_use]
         pub fn with_occupy_timeout(self, ticks: u64) -> Self {
-            let Gate { layout, repr } = self;
+            let Gate { layout, repr, .. } = self;
             discard(repr);
             Self::build(layout.window.nonzero(), layout.limit, ticks)
         }
@@ -221,6 +231,8 @@ impl<const N: usize> Gate<N> {
                 let word = WordGate::new(atomic_u64(0));
                 return Gate {
                     layout,
+                    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                    hint: atomic_u64(0),
                     // The variant names the common shapes, so that a
                     // decision dispatches on one discriminant.
                     repr: match layout.future {
@@ -235,6 +247,8 @@ impl<const N: usize> Gate<N> {
                 return Gate {
                     layout,
                     repr: Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
+                    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                    hint: atomic_u64(0),
                 };
             }
             // `fit` only fails for shapes with more bits than a word: the
@@ -242,6 +256,8 @@ impl<const N: usize> Gate<N> {
             Gate {
                 layout: Layout::unpacked(live, div, limit, timeout),
                 repr: Repr::Buckets(BucketGate::new(window)),
+                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                hint: atomic_u64(0),
             }
         }
     }
@@ -259,11 +275,13 @@ impl<const N: usize> Gate<N> {
         /// ```
         #[must_use]
         pub fn in_buckets(self) -> Self {
-            let Gate { layout, repr } = self;
+            let Gate { layout, repr, .. } = self;
             discard(repr);
             Gate {
                 layout: Layout::unpacked(layout.live, layout.window, layout.limit, layout.timeout),
                 repr: Repr::Buckets(BucketGate::new(layout.window.nonzero())),
+                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                hint: atomic_u64(0),
             }
         }
     }
@@ -282,7 +300,7 @@ impl<const N: usize> Gate<N> {
     #[must_use]
     #[cfg(not(leaparray_loom))]
     pub const fn in_wide_word(self) -> Option<Self> {
-        let Gate { layout, repr } = self;
+        let Gate { layout, repr, .. } = self;
         discard(repr);
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         if let Some(layout) = Layout::fit(
@@ -295,6 +313,8 @@ impl<const N: usize> Gate<N> {
             return Some(Gate {
                 layout,
                 repr: Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
+                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                hint: atomic_u64(0),
             });
         }
         let _ = layout;
@@ -550,29 +570,84 @@ impl<const N: usize> Gate<N> {
     /// The decision, and where it booked.
     #[inline(always)]
     pub(crate) fn book(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
-        // The common case inline: a 64-bit word and `n >= 1` (a word
-        // refuses `n > limit` itself: no interval has room for it).
+        // The common case inline: a 64-bit word and `1 <= n <= limit`.
         // On 64-bit targets, shapes with up to one future window (the
         // default timeout and none) decide with constant shifts and masks;
         // elsewhere (microcontrollers) one copy of the code reads them from
         // the layout: about 2.5 KB less of `.text` on a Cortex-M.
         let l = &self.layout;
-        let sized = n != 0;
+        let sized = n.wrapping_sub(1) < l.limit;
         match &self.repr {
             #[cfg(target_pointer_width = "64")]
             Repr::Word64F1(w) if sized => {
-                w.acquire::<N>(Fixed::<u64, N, 1>::new(l), now, n, prioritized)
+                self.book_word(w, Fixed::<u64, N, 1>::new(l), now, n, prioritized)
             }
             #[cfg(target_pointer_width = "64")]
             Repr::Word64F0(w) if sized => {
-                w.acquire::<N>(Fixed::<u64, N, 0>::new(l), now, n, prioritized)
+                self.book_word(w, Fixed::<u64, N, 0>::new(l), now, n, prioritized)
             }
             #[cfg(not(target_pointer_width = "64"))]
             Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) if sized => {
-                w.acquire::<N>(l, now, n, prioritized)
+                w.acquire::<N>(l, l.window.div(now), now, n, prioritized)
             }
             _ => self.book_otherwise(now, n, prioritized),
         }
+    }
+
+    /// `book` on a 64-bit word: the caller's window from the hint when
+    /// `now` is in the hinted window (`now - h * window < window`, exact
+    /// because the hinted window ends by `u64::MAX`), else by division,
+    /// after which the hint moves to a window the word booked into.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    fn book_word<G: Geometry>(
+        &self,
+        w: &WordGate<AtomicU64>,
+        g: G,
+        now: u64,
+        n: u64,
+        prioritized: bool,
+    ) -> Outcome {
+        #[cfg(not(leaparray_loom))]
+        {
+            let d = g.window().get();
+            let h = self.hint.load(Relaxed);
+            if now.wrapping_sub(h.wrapping_mul(d)) < d {
+                return w.acquire::<N>(g, h, now, n, prioritized);
+            }
+            self.book_new_window(w, g, now, n, prioritized)
+        }
+        // The models check the word: the hint, a memo of an exact
+        // arithmetic fact, would only multiply their schedules.
+        #[cfg(leaparray_loom)]
+        w.acquire::<N>(g, g.window().div(now), now, n, prioritized)
+    }
+
+    /// `book_word` when `now` is not in the hinted window.
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    #[inline(never)]
+    fn book_new_window<G: Geometry>(
+        &self,
+        w: &WordGate<AtomicU64>,
+        g: G,
+        now: u64,
+        n: u64,
+        prioritized: bool,
+    ) -> Outcome {
+        let d = g.window();
+        let c = d.div(now);
+        let outcome = w.acquire::<N>(g, c, now, n, prioritized);
+        // Only a window that ends by `u64::MAX` (see `hint`); only when the
+        // word booked into the caller's window (a late caller's window
+        // would send the callers after it to this path).
+        let whole = c
+            .checked_mul(d.get())
+            .and_then(|s| s.checked_add(d.get()))
+            .is_some();
+        if whole && outcome == Outcome::Booked(c) {
+            self.hint.store(c, Relaxed);
+        }
+        outcome
     }
 
     /// `book` for the other shapes and sizes.
@@ -589,16 +664,19 @@ impl<const N: usize> Gate<N> {
             return Outcome::Refused;
         }
         match self.state() {
-            State::Word64(w) => w.acquire::<N>(l, now, n, prioritized),
+            State::Word64(w) => w.acquire::<N>(l, l.window.div(now), now, n, prioritized),
             // Constant shifts for the common shapes, as in `book`.
             #[cfg(target_pointer_width = "64")]
-            State::Word128(w) => match l.future {
-                0 => w.acquire::<N>(Fixed::<u128, N, 0>::new(l), now, n, prioritized),
-                1 => w.acquire::<N>(Fixed::<u128, N, 1>::new(l), now, n, prioritized),
-                _ => w.acquire::<N>(l, now, n, prioritized),
-            },
+            State::Word128(w) => {
+                let c = l.window.div(now);
+                match l.future {
+                    0 => w.acquire::<N>(Fixed::<u128, N, 0>::new(l), c, now, n, prioritized),
+                    1 => w.acquire::<N>(Fixed::<u128, N, 1>::new(l), c, now, n, prioritized),
+                    _ => w.acquire::<N>(l, c, now, n, prioritized),
+                }
+            }
             #[cfg(not(target_pointer_width = "64"))]
-            State::Word128(w) => w.acquire::<N>(l, now, n, prioritized),
+            State::Word128(w) => w.acquire::<N>(l, l.window.div(now), now, n, prioritized),
             State::Buckets(b) => {
                 if let Some(id) = b.admit(l.limit, now, n) {
                     return Outcome::Booked(id);
@@ -629,9 +707,11 @@ impl<const N: usize> Gate<N> {
 
 impl<const N: usize> Limiter for Gate<N> {
     /// Adds `n` passes to the booking window without a check. In the word
-    /// shapes a window counts at most `2^b - 1`, `b` the slot width of the
-    /// shape (`(W - 33) / (N + F)` bits of a `W`-bit word, at most 48):
-    /// beyond that, [`AddError::Saturated`].
+    /// shapes the interval of `N` windows ending at the newest window
+    /// counts at most `2^b - 1`, `b` the slot width of the shape (`(W - 33)
+    /// / (N + F)` bits of a `W`-bit word, at most 48): the word keeps that
+    /// total in a slot. Beyond it, the passes stop there and the call
+    /// returns [`AddError::Saturated`].
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
         let ok = match self.state() {
             State::Word64(w) => w.record(&self.layout, now, n),

@@ -9,11 +9,17 @@
 //!   1 bit          b bits           b bits        b bits       T bits
 //! ```
 //!
-//! Slot `k` holds the passes of window `newest + F - k`: slots `F ..
-//! F + N` are the `N` windows of the interval ending at the newest window,
-//! slots `0 .. F` the `F` windows after it, which only borrowed permits
-//! (prioritized requests told to [`Wait`](crate::Decision::Wait)) can
-//! reach. Every slot is as wide as the word allows, `b = (W - 33) / (N +
+//! Slot `k` is for window `newest + F - k`: slots `F .. F + N` are the
+//! `N` windows of the interval ending at the newest window, slots `0 ..
+//! F` the `F` windows after it, which only borrowed permits (prioritized
+//! requests told to [`Wait`](crate::Decision::Wait)) can reach. Each slot
+//! holds its window's passes, except the last, `S - 1` (the oldest
+//! window's) when `N >= 2`: it holds the **total** of the interval
+//! ending at the newest window (slots `F .. S`), so that a decision
+//! reads the load it is judged by in one field; the oldest window's
+//! passes are that total less the other live slots (`decode`). A
+//! booking into the newest window adds `n` to its slot and to the total:
+//! still one add to the word. Every slot is as wide as the word allows, `b = (W - 33) / (N +
 //! F)` bits for a word of `W` bits (at most 48), so the layout depends on
 //! the shape only and a decision's shifts are constants (`Fixed`); the
 //! limit must fit in `b` bits, and no window of an admissible interval
@@ -49,6 +55,20 @@
 //!                                       CAS w -> w + 1: fails (w changed);
 //!                                       retry with w + 1: 10 + 1 > 10, refuse
 //! ```
+//!
+//! # The fast path
+//!
+//! A caller whose window is the word's newest decides from three fields,
+//! without decoding (`WordGate::acquire`): the id, the total, and the
+//! future slots. If the total plus `n` is over the limit, it is refused
+//! (the interval ending at the newest window contains the booking). If
+//! not, and the future slots are zero, it books: every other interval
+//! containing the newest window runs through future windows, so it holds
+//! zeros and a part of the total. Otherwise (borrowed permits in a future
+//! slot, an unused word, a prioritized refusal) the general decision
+//! runs. The window of `now` comes from the gate's hint when `now` falls
+//! in the hinted window (`Gate::book_word`): a multiply instead of a
+//! division.
 //!
 //! # Late callers
 //!
@@ -471,13 +491,14 @@ impl<A: WordCell> WordGate<A> {
         WordGate { word }
     }
 
-    /// Admits `n` (at least 1) at `now` into the newest window, or (if
-    /// `prioritized`) borrows a later one, or refuses (always if `n >
-    /// limit`).
+    /// Admits `n` (`1 ..= limit`) at `now`, whose window is `c`, into the
+    /// newest window, or (if `prioritized`) borrows a later one, or
+    /// refuses.
     ///
-    /// The common case inline: the caller's window is the newest and the
-    /// first swap succeeds (or the interval is full). It calls nothing, so
-    /// it saves no registers; every other case (a window that moved on, a
+    /// The common case inline (the module's "The fast path"): the word is
+    /// used, its newest window is `c`, and no future window holds borrowed
+    /// permits; then the interval total decides. It calls nothing, so it
+    /// saves no registers; every other case (a window that moved on, a
     /// late caller, a borrowing, a lost race) is [`acquire_from`], which
     /// starts over from the word this one read.
     ///
@@ -486,22 +507,27 @@ impl<A: WordCell> WordGate<A> {
     pub(crate) fn acquire<const N: usize>(
         &self,
         l: impl Geometry,
+        c: u64,
         now: u64,
         n: u64,
         prioritized: bool,
     ) -> Outcome {
-        let c = l.window().div(now);
+        debug_assert!(n >= 1 && n <= l.limit());
         let cur = self.word.load(Acquire);
-        if c.wrapping_sub(cur.low_u64()) & l.id_mask() == 0 {
-            // `view(l, cur, c)` when its newest window is `c`.
-            if fits::<_, N>(l, cur >> l.id_bits(), l.future(), n) {
-                let new = (cur | used::<A::Word>()) + booking::<_, A::Word>(l, l.future(), n);
+        if (cur.low_u64() ^ c) & l.id_mask() == 0 {
+            // The newest window is the caller's (or the word is unused and
+            // `c` is 0 modulo 2^T: its total reads 0, and it is not plain).
+            if !fits_total(l, cur, n) {
+                // An interval that contains the booking window is full.
+                if !prioritized {
+                    return Outcome::Refused;
+                }
+            } else if is_plain(l, cur) {
+                let new = cur + booking::<_, A::Word>(l, l.future(), n);
                 // ORDERING: as in `acquire_from`.
                 if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() {
                     return Outcome::Booked(c);
                 }
-            } else if !prioritized {
-                return Outcome::Refused;
             }
         }
         self.acquire_from::<N>(l, now, n, prioritized, cur)
@@ -519,6 +545,8 @@ impl<A: WordCell> WordGate<A> {
         prioritized: bool,
         mut cur: A::Word,
     ) -> Outcome {
+        // Divided again rather than passed: six arguments leave the call
+        // from `acquire` a jump.
         let c = l.window().div(now);
         loop {
             let Some((new, outcome)) = decide::<_, N>(l, cur, c, now, n, prioritized) else {
@@ -538,18 +566,17 @@ impl<A: WordCell> WordGate<A> {
     /// at `2^b - 1`); `false` if it saturated.
     pub(crate) fn record(&self, l: impl Geometry, now: u64, n: u64) -> bool {
         let c = l.window().div(now);
-        let max = l.slot_max();
         let mut cur = self.word.load(Acquire);
         loop {
             let v = view(l, cur, c);
+            // The newest window's count is part of the interval total,
+            // which the top slot holds: both stay within `2^b - 1`.
+            let room = l.slot_max() - live_total(l, v.slots);
+            let added = n.min(room);
             let have = slot(l, v.slots, l.future());
-            let (count, saturated) = match have.checked_add(n) {
-                Some(s) if s <= max => (s, false),
-                _ => (max, true),
-            };
-            let new = pack(l, v.newest, with_slot(l, v.slots, l.future(), count));
+            let new = pack(l, v.newest, with_slot(l, v.slots, l.future(), have + added));
             match self.word.cas_weak(cur, new, AcqRel, Acquire) {
-                Ok(_) => return !saturated,
+                Ok(_) => return added == n,
                 Err(actual) => cur = actual,
             }
         }
@@ -562,7 +589,6 @@ impl<A: WordCell> WordGate<A> {
         let mask = l.id_mask();
         let mut cur = self.word.load(Acquire);
         loop {
-            let counts = cur >> l.id_bits();
             let held = cur.low_u64() & mask;
             let ahead = window.wrapping_sub(held) & mask;
             let behind = held.wrapping_sub(window) & mask;
@@ -576,9 +602,10 @@ impl<A: WordCell> WordGate<A> {
             if cur == A::Word::ZERO {
                 return;
             }
+            let counts = decode(l, cur >> l.id_bits());
             let have = slot(l, counts, k);
-            let new_slots = with_slot(l, counts, k, have.saturating_sub(n));
-            let new = (new_slots << l.id_bits()) | (cur & A::Word::from_u64(mask));
+            let new_counts = encode(l, with_slot(l, counts, k, have.saturating_sub(n)));
+            let new = (new_counts << l.id_bits()) | (cur & A::Word::from_u64(mask));
             match self.word.cas_weak(cur, new, AcqRel, Acquire) {
                 Ok(_) => return,
                 Err(actual) => cur = actual,
@@ -705,7 +732,7 @@ fn view<B: Bits>(l: impl Geometry, w: B, c: u64) -> View<B> {
         // The newest window is the caller's: the common case, inline.
         View {
             newest: c,
-            slots: w >> l.id_bits(),
+            slots: decode(l, w >> l.id_bits()),
             base: w | used::<B>(),
         }
     } else {
@@ -718,7 +745,7 @@ fn view<B: Bits>(l: impl Geometry, w: B, c: u64) -> View<B> {
 /// caller.
 #[inline(never)]
 fn view_moved<B: Bits>(l: impl Geometry, w: B, c: u64, d: u64) -> View<B> {
-    let slots = w >> l.id_bits();
+    let slots = decode(l, w >> l.id_bits());
     if w == B::ZERO {
         // Never used: any id will do.
         View {
@@ -760,16 +787,104 @@ fn slide<B: Bits>(l: impl Geometry, slots: B, d: u64) -> B {
     shl(slots, d as u32 * l.slot_bits()) & !shl(B::ONES, all)
 }
 
-/// The word for `newest` and `slots`.
+/// The word for `newest` and the counts `slots`.
 #[inline(always)]
 fn pack<B: Bits>(l: impl Geometry, newest: u64, slots: B) -> B {
-    (slots << l.id_bits()) | B::from_u64(newest & l.id_mask()) | used::<B>()
+    (encode(l, slots) << l.id_bits()) | B::from_u64(newest & l.id_mask()) | used::<B>()
 }
 
-/// `n` in slot `slot`, in place in a word: what a booking adds.
+/// The slot whose field holds the interval total instead of its count
+/// (the oldest live window's; with `N = 1` the only live slot, whose count
+/// is the total).
+#[inline(always)]
+fn total_slot(l: impl Geometry) -> u32 {
+    l.slots() - 1
+}
+
+/// The passes of the interval ending at the newest window, in counts
+/// `slots`.
+#[inline(always)]
+fn live_total<B: Bits>(l: impl Geometry, slots: B) -> u64 {
+    let mut total = 0;
+    let mut k = l.future();
+    while k < l.slots() {
+        total += slot(l, slots, k);
+        k += 1;
+    }
+    total
+}
+
+/// The per-window counts of a word's fields (the word shifted down by
+/// `T`): the total slot's field less the other live counts.
+#[inline(always)]
+fn decode<B: Bits>(l: impl Geometry, fields: B) -> B {
+    if l.live() < 2 {
+        return fields;
+    }
+    let last = total_slot(l);
+    let mut others = 0;
+    let mut k = l.future();
+    while k < last {
+        others += slot(l, fields, k);
+        k += 1;
+    }
+    // Exact unless a `record` saturated the total (then the oldest
+    // window's count is what the total leaves).
+    with_slot(
+        l,
+        fields,
+        last,
+        slot(l, fields, last).saturating_sub(others),
+    )
+}
+
+/// A word's fields for the per-window counts `slots`: the total slot
+/// holds the interval total (at most `2^b - 1`).
+#[inline(always)]
+fn encode<B: Bits>(l: impl Geometry, slots: B) -> B {
+    if l.live() < 2 {
+        return slots;
+    }
+    let total = live_total(l, slots).min(l.slot_max());
+    with_slot(l, slots, total_slot(l), total)
+}
+
+/// Whether the interval total of the used word `w` has room for `n`
+/// (`1 ..= limit`). The total slot is the highest, so `w` shifted down to
+/// it is the total plus the used bit (the bits between are zero): the
+/// used bit is added to the limit instead of masked off the word.
+#[inline(always)]
+fn fits_total<B: Bits>(l: impl Geometry, w: B, n: u64) -> bool {
+    let at = l.id_bits() + total_slot(l) * l.slot_bits();
+    let flag = (used::<B>() >> at).low_u64();
+    // No truncation and no overflow: at most 64 bits are above `at` (`T
+    // >= 32` in 64 bits; in 128, `T = 64` or nothing lies between the
+    // total slot and the used bit), so the shifted word is the used bit
+    // (at most 2^63) plus a total below 2^48, and `n`, the limit < 2^48.
+    (w >> at).low_u64() + n <= l.limit() + flag
+}
+
+/// Whether `w` is a used word whose future windows hold nothing: then
+/// every interval containing the newest window holds at most its total
+/// (the intervals through the future windows add only zeros to a part of
+/// it).
+#[inline(always)]
+fn is_plain<B: Bits>(l: impl Geometry, w: B) -> bool {
+    // The low `F * b` bits: the future fields.
+    let future = !shl(B::ONES, l.future() * l.slot_bits());
+    w & ((future << l.id_bits()) | used::<B>()) == used::<B>()
+}
+
+/// `n` in slot `slot`, in place in a word: what a booking adds (to the
+/// interval total too, for a live slot).
 #[inline(always)]
 fn booking<G: Geometry, B: Bits>(l: G, slot: u32, n: u64) -> B {
-    shl(B::from_u64(n), l.id_bits() + slot * l.slot_bits())
+    let field = shl(B::from_u64(n), l.id_bits() + slot * l.slot_bits());
+    if l.live() >= 2 && slot >= l.future() {
+        field + shl(B::from_u64(n), l.id_bits() + total_slot(l) * l.slot_bits())
+    } else {
+        field
+    }
 }
 
 /// `x << k`, 0 when `k` is the width or more.
@@ -923,6 +1038,28 @@ mod tests {
         same::<u128, 1, 0>(128);
         same::<u128, 2, 1>(128);
         same::<u128, 60, 1>(128);
+    }
+
+    #[test]
+    fn the_last_slot_holds_the_interval_total() {
+        // N = 3, F = 1: slot 0 borrowed, slots 1..4 the interval.
+        let l = layout(3, 500, 100, 500);
+        assert_eq!((l.future, l.slot_bits), (1, 7));
+        let counts = 4u64 | (5 << 7) | (6 << 14) | (7 << 21);
+        let fields = encode(&l, counts);
+        assert_eq!(slot(&l, fields, 3), 5 + 6 + 7, "the total, not the 7");
+        assert_eq!(decode(&l, fields), counts);
+        let w = pack(&l, 9, counts);
+        // (The view's slots keep the used bit above them.)
+        let slots = |w: u64| view(&l, w, 9).slots & ((1 << 28) - 1);
+        assert_eq!(slots(w), counts);
+        // A booking into the newest window: its slot and the total.
+        let booked = w + booking::<_, u64>(&l, 1, 2);
+        assert_eq!(slots(booked), counts + (2 << 7));
+        assert!(fits_total(&l, booked, 100 - 20) && !fits_total(&l, booked, 100 - 19));
+        // N = 1: the only live slot is its own total.
+        let l = layout(1, 500, 100, 0);
+        assert_eq!(encode(&l, 42u64), 42);
     }
 
     #[test]

@@ -223,10 +223,15 @@ fn limiter_trait() {
     }
     assert_eq!(via_reference(&g), Decision::Block);
     assert!(format!("{g:?}").contains("limit: 5"));
-    // A word's slot holds at most 2^b - 1 (5 slots of 6 bits: 63): record
-    // saturates there.
+    // A word's slot holds at most 2^b - 1 (5 slots of 6 bits: 63), and so
+    // does the interval total it keeps: record saturates there, in the
+    // next window too while the 63 are in its interval.
     assert_eq!(l.record(0, 100), Err(leaparray::AddError::Saturated));
     assert_eq!(l.count(0), 63);
+    assert_eq!(l.record(250, 1), Err(leaparray::AddError::Saturated));
+    assert_eq!(l.count(250), 63);
+    assert_eq!(l.record(1_000, 7), Ok(()), "window 0 slid out");
+    assert_eq!(l.count(1_000), 7);
 }
 
 /// `retry_after` is exact: waiting that long (and no longer) gets the
@@ -353,6 +358,22 @@ fn the_last_window_of_time_borrows_nothing_and_never_retries() {
 /// Found in review: the bucket shape's `retry_after` added window ids
 /// unchecked: at the last window of time, and with a stamp read modulo
 /// 2^48 as the window before 0, it panicked (debug builds).
+/// The gate remembers a window some caller booked into, to find a
+/// caller's window with a multiply instead of a division. The last window
+/// of time ends after `u64::MAX`: were it remembered, `now - h * window`
+/// would wrap and put times at the start of the clock in it.
+#[test]
+fn the_window_cut_off_by_u64_max_is_never_taken_for_another() {
+    // u64::MAX is a multiple of 3: the last window starts at u64::MAX.
+    let g = Gate::<2>::new(nz(3), 1);
+    assert!(matches!(g.shape(), Shape::Word64 { .. }));
+    assert_eq!(g.try_acquire(u64::MAX, 1), Decision::Pass);
+    // Window 0 is read as 2^33 - (u64::MAX / 3 mod 2^33) < 2^32 windows
+    // ahead of the newest: the word slides and the permit passes.
+    assert_eq!(g.try_acquire(0, 1), Decision::Pass);
+    assert_eq!(g.try_acquire(1, 1), Decision::Block);
+}
+
 #[test]
 fn bucket_retry_after_never_overflows() {
     let g = Gate::<2>::new(nz(1), 1).in_buckets();
