@@ -570,13 +570,14 @@ impl<const N: usize> Gate<N> {
     /// The decision, and where it booked.
     #[inline(always)]
     pub(crate) fn book(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
-        // The common case inline: a 64-bit word and `1 <= n <= limit`.
+        // The common case inline: a 64-bit word and `1 <= n < 2^63` (a
+        // word refuses `n > limit` itself).
         // On 64-bit targets, shapes with up to one future window (the
         // default timeout and none) decide with constant shifts and masks;
         // elsewhere (microcontrollers) one copy of the code reads them from
         // the layout: about 2.5 KB less of `.text` on a Cortex-M.
         let l = &self.layout;
-        let sized = n.wrapping_sub(1) < l.limit;
+        let sized = (n as i64) > 0;
         match &self.repr {
             #[cfg(target_pointer_width = "64")]
             Repr::Word64F1(w) if sized => {

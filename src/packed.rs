@@ -235,6 +235,9 @@ pub(crate) struct Layout {
     pub(crate) id_mask: u64,
     /// `2^b - 1`: the largest count a slot holds.
     pub(crate) slot_max: u64,
+    /// The limit plus the used bit as seen from the total slot: what a
+    /// word shifted down to its total may reach (`fits_total`).
+    pub(crate) total_limit: u64,
 }
 
 impl Layout {
@@ -267,7 +270,11 @@ impl Layout {
         };
         let id_bits = word_bits - 1 - slots as u32 * slot_bits;
         let id_bits = if id_bits > 64 { 64 } else { id_bits };
+        // At most 63: `T >= 32` in 64 bits; in 128, `T = 64` or no bits
+        // lie between the total slot and the used bit.
+        let above = word_bits - 1 - (id_bits + (slots as u32 - 1) * slot_bits);
         Some(Layout {
+            total_limit: limit + (1 << above),
             id_bits,
             slot_bits,
             live,
@@ -292,6 +299,7 @@ impl Layout {
             window,
             id_mask: u64::MAX,
             slot_max: u64::MAX,
+            total_limit: limit,
         }
     }
 }
@@ -491,9 +499,10 @@ impl<A: WordCell> WordGate<A> {
         WordGate { word }
     }
 
-    /// Admits `n` (`1 ..= limit`) at `now`, whose window is `c`, into the
-    /// newest window, or (if `prioritized`) borrows a later one, or
-    /// refuses.
+    /// Admits `n` at `now`, whose window is `c`, into the newest window,
+    /// or (if `prioritized`) borrows a later one, or refuses (always if `n
+    /// > limit`). `n` is at least 1, and at most the limit or (in a 64-bit
+    /// word) below 2^63.
     ///
     /// The common case inline (the module's "The fast path"): the word is
     /// used, its newest window is `c`, and no future window holds borrowed
@@ -512,7 +521,7 @@ impl<A: WordCell> WordGate<A> {
         n: u64,
         prioritized: bool,
     ) -> Outcome {
-        debug_assert!(n >= 1 && n <= l.limit());
+        debug_assert!(n >= 1 && (n <= l.limit() || (A::Word::BITS == 64 && n < 1 << 63)));
         let cur = self.word.load(Acquire);
         if (cur.low_u64() ^ c) & l.id_mask() == 0 {
             // The newest window is the caller's (or the word is unused and
@@ -856,12 +865,15 @@ fn encode<B: Bits>(l: impl Geometry, slots: B) -> B {
 #[inline(always)]
 fn fits_total<B: Bits>(l: impl Geometry, w: B, n: u64) -> bool {
     let at = l.id_bits() + total_slot(l) * l.slot_bits();
-    let flag = (used::<B>() >> at).low_u64();
-    // No truncation and no overflow: at most 64 bits are above `at` (`T
-    // >= 32` in 64 bits; in 128, `T = 64` or nothing lies between the
-    // total slot and the used bit), so the shifted word is the used bit
-    // (at most 2^63) plus a total below 2^48, and `n`, the limit < 2^48.
-    (w >> at).low_u64() + n <= l.limit() + flag
+    debug_assert_eq!(
+        l.layout().total_limit,
+        l.limit() + (used::<B>() >> at).low_u64()
+    );
+    // No truncation: at most 64 bits are above `at` (see `Layout::fit`),
+    // so the shifted word is the used bit (at most 2^63) plus a total
+    // below 2^48. No overflow: in 64 bits it is below 2^32 and `n < 2^63`;
+    // in 128, `n <= limit < 2^48` (`acquire`'s precondition).
+    (w >> at).low_u64() + n <= l.layout().total_limit
 }
 
 /// Whether `w` is a used word whose future windows hold nothing: then
