@@ -500,9 +500,9 @@ impl<A: WordCell> WordGate<A> {
     }
 
     /// Admits `n` at `now`, whose window is `c`, into the newest window,
-    /// or (if `prioritized`) borrows a later one, or refuses (always if `n
-    /// > limit`). `n` is at least 1, and at most the limit or (in a 64-bit
-    /// word) below 2^63.
+    /// or (if `prioritized`) borrows a later one, or refuses (always if
+    /// `n` is over the limit). `n` is at least 1, and at most the limit or
+    /// (in a 64-bit word) below 2^63.
     ///
     /// The common case inline (the module's "The fast path"): the word is
     /// used, its newest window is `c`, and no future window holds borrowed
