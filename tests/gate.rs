@@ -84,6 +84,11 @@ fn all_or_nothing_and_edge_sizes() {
             "not 1 + MAX wrapped"
         );
         assert_eq!(g.try_acquire_prioritized(0, u64::MAX), Decision::Block);
+        // Sizes the one-word fast path takes (below 2^63) and the rest.
+        for n in [limit + 1, 1 << 62, (1 << 63) - 1, 1 << 63, u64::MAX - limit] {
+            assert_eq!(g.try_acquire(0, n), Decision::Block, "{n}");
+            assert_eq!(g.try_acquire_prioritized(0, n), Decision::Block, "{n}");
+        }
         assert_eq!(g.try_acquire(0, limit - 1), Decision::Pass);
         assert_eq!(g.try_acquire(0, 1), Decision::Block);
         assert_eq!(g.count(0), limit, "a refused request leaves nothing");
