@@ -123,13 +123,19 @@ impl Shared {
     /// last step spends a permit (the key's) on a refused request.
     pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<(), u64> {
         let refuse = || Err(self.retry_after(key, now));
-        if let (Some(k), Some(pk)) = (key, &self.per_key) {
-            if pk.table.remaining(k, now) == 0 {
+        // Only with both kinds of limit can one refuse after the other
+        // booked: then look before booking (a key alone, or the global set
+        // alone, books all or nothing by itself).
+        let both = key.is_some() && self.per_key.is_some() && !self.global.is_empty();
+        if both {
+            if let (Some(k), Some(pk)) = (key, &self.per_key) {
+                if pk.table.remaining(k, now) == 0 {
+                    return refuse();
+                }
+            }
+            if self.global.iter().any(|(_, g)| g.remaining(now) == 0) {
                 return refuse();
             }
-        }
-        if self.global.iter().any(|(_, g)| g.remaining(now) == 0) {
-            return refuse();
         }
         if let (Some(k), Some(pk)) = (key, &self.per_key) {
             if pk.table.try_acquire(k, now, 1) != Decision::Pass {
@@ -185,7 +191,9 @@ impl Shared {
             let t = g.retry_after(now, p.limit).unwrap_or(0);
             let _ = write!(v, "\"{}\";r={};t={}", p.name, r, seconds_up(t));
         }
-        HeaderValue::from_str(&v).unwrap_or(HeaderValue::from_static(""))
+        // The string's buffer becomes the value's: one allocation, no copy.
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(v))
+            .unwrap_or(HeaderValue::from_static(""))
     }
 
     /// Adds `RateLimit-Policy` and `RateLimit` to `headers`.
