@@ -563,6 +563,53 @@ proptest! {
         }
     }
 
+    /// The same against the model for the other word layouts: one live
+    /// window (its only live slot is its own total) and two, in 64- and
+    /// 128-bit words (a 128-bit word with few slots keeps 64 id bits and
+    /// leaves bits between its top slot and the used bit).
+    #[test]
+    fn every_word_layout_matches_the_model(
+        window in 1u64..200,
+        limit in 0u64..30,
+        timeout in prop::option::of(0u64..700),
+        wide in any::<bool>(),
+        steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
+    ) {
+        fn run<const N: usize>(
+            window: u64,
+            limit: u64,
+            timeout: Option<u64>,
+            wide: bool,
+            steps: &[(i64, u64, bool)],
+        ) -> Result<(), TestCaseError> {
+            let mut g = Gate::<N>::new(nz(window), limit);
+            if let Some(t) = timeout {
+                g = g.with_occupy_timeout(t);
+            }
+            if wide {
+                g = g.in_wide_word().unwrap();
+            }
+            prop_assert!(g.shape() != Shape::Buckets, "{:?}", g.shape());
+            let mut m = GateModel::<N>::new(window, limit, g.occupy_timeout());
+            let mut now = 10_000u64;
+            for &(dt, k, prioritized) in steps {
+                now = now.saturating_add_signed(dt);
+                prop_assert_eq!(g.retry_after(now, k), m.retry_after(now, k));
+                let (got, want) = if prioritized {
+                    (g.try_acquire_prioritized(now, k), m.try_acquire_prioritized(now, k))
+                } else {
+                    (g.try_acquire(now, k), m.try_acquire(now, k))
+                };
+                prop_assert_eq!(got, want, "N {} at {} for {} (prioritized {})", N, now, k, prioritized);
+                prop_assert_eq!(g.peek(now), m.peek(now), "peek at {}", now);
+                prop_assert_eq!(g.count(now), m.count(now), "count at {}", now);
+            }
+            Ok(())
+        }
+        run::<1>(window, limit, timeout, wide, &steps)?;
+        run::<2>(window, limit, timeout, wide, &steps)?;
+    }
+
     /// The bucket shape (a limit too large for a word, requests in
     /// steps of 2^30) against the model with the bucket shape's rules:
     /// every decision, `peek`, `count` and `retry_after` match.
