@@ -626,6 +626,7 @@ impl<const N: usize> Gate<N> {
 
     /// `book_word` when `now` is not in the hinted window.
     #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    #[cold]
     #[inline(never)]
     fn book_new_window<G: Geometry>(
         &self,
@@ -652,6 +653,7 @@ impl<const N: usize> Gate<N> {
     }
 
     /// `book` for the other shapes and sizes.
+    #[cold]
     #[inline(never)]
     fn book_otherwise(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
         let l = &self.layout;

@@ -545,6 +545,7 @@ impl<A: WordCell> WordGate<A> {
     /// [`acquire`](Self::acquire) for every case, starting from a word
     /// `cur` read from the cell (maybe stale: the swap then fails and the
     /// loop goes on with the word it returned).
+    #[cold]
     #[inline(never)]
     fn acquire_from<const N: usize>(
         &self,
