@@ -518,6 +518,69 @@ fn max_steps(n: usize) -> usize {
     }
 }
 
+/// Plain and prioritized requests on a word-shaped `Gate<N>` (in a
+/// 128-bit word if `wide`) against the model: every decision, `peek`,
+/// `remaining`, `count` and `retry_after` match, and no interval ever holds
+/// more than the limit.
+fn matches_the_model<const N: usize>(
+    window: u64,
+    limit: u64,
+    timeout: Option<u64>,
+    wide: bool,
+    steps: &[(i64, u64, bool)],
+) -> Result<(), TestCaseError> {
+    let mut g = Gate::<N>::new(nz(window), limit);
+    if let Some(t) = timeout {
+        g = g.with_occupy_timeout(t);
+    }
+    if wide {
+        g = g.in_wide_word().unwrap();
+    }
+    prop_assert!(g.shape() != Shape::Buckets, "{:?}", g.shape());
+    let mut m = GateModel::<N>::new(window, limit, g.occupy_timeout());
+    let mut now = 10_000u64;
+    for &(dt, k, prioritized) in steps {
+        now = now.saturating_add_signed(dt);
+        prop_assert_eq!(
+            g.retry_after(now, k),
+            m.retry_after(now, k),
+            "retry_after({}, {})",
+            now,
+            k
+        );
+        let (got, want) = if prioritized {
+            (
+                g.try_acquire_prioritized(now, k),
+                m.try_acquire_prioritized(now, k),
+            )
+        } else {
+            (g.try_acquire(now, k), m.try_acquire(now, k))
+        };
+        prop_assert_eq!(
+            got,
+            want,
+            "N {} at {} for {} (prioritized {})",
+            N,
+            now,
+            k,
+            prioritized
+        );
+        prop_assert_eq!(g.peek(now), m.peek(now), "peek at {}", now);
+        prop_assert_eq!(g.remaining(now), limit.saturating_sub(m.peek(now)));
+        prop_assert_eq!(g.count(now), m.count(now), "count at {}", now);
+        for (&id, _) in m.counts.iter() {
+            prop_assert!(
+                m.interval(id) <= limit,
+                "window {} holds more than {}",
+                id,
+                limit
+            );
+            prop_assert!(m.interval(id + N as u64 - 1) <= limit);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 2 } else { cases() },
@@ -537,30 +600,7 @@ proptest! {
         timeout in prop::option::of(0u64..700),
         steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
     ) {
-        let mut g = Gate::<3>::new(nz(window), limit);
-        if let Some(t) = timeout {
-            g = g.with_occupy_timeout(t);
-        }
-        prop_assert!(g.shape() != Shape::Buckets, "{:?}", g.shape());
-        let mut m = GateModel::<3>::new(window, limit, g.occupy_timeout());
-        let mut now = 10_000u64;
-        for (dt, k, prioritized) in steps {
-            now = now.saturating_add_signed(dt);
-            prop_assert_eq!(g.retry_after(now, k), m.retry_after(now, k), "retry_after({}, {})", now, k);
-            let (got, want) = if prioritized {
-                (g.try_acquire_prioritized(now, k), m.try_acquire_prioritized(now, k))
-            } else {
-                (g.try_acquire(now, k), m.try_acquire(now, k))
-            };
-            prop_assert_eq!(got, want, "at {} for {} (prioritized {})", now, k, prioritized);
-            prop_assert_eq!(g.peek(now), m.peek(now), "peek at {}", now);
-            prop_assert_eq!(g.remaining(now), limit.saturating_sub(m.peek(now)));
-            prop_assert_eq!(g.count(now), m.count(now), "count at {}", now);
-            for (&id, _) in m.counts.iter() {
-                prop_assert!(m.interval(id) <= limit, "window {} holds more than {}", id, limit);
-                prop_assert!(m.interval(id + 2) <= limit);
-            }
-        }
+        matches_the_model::<3>(window, limit, timeout, false, &steps)?;
     }
 
     /// The same against the model for the other word layouts: one live
@@ -575,39 +615,8 @@ proptest! {
         wide in any::<bool>(),
         steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
     ) {
-        fn run<const N: usize>(
-            window: u64,
-            limit: u64,
-            timeout: Option<u64>,
-            wide: bool,
-            steps: &[(i64, u64, bool)],
-        ) -> Result<(), TestCaseError> {
-            let mut g = Gate::<N>::new(nz(window), limit);
-            if let Some(t) = timeout {
-                g = g.with_occupy_timeout(t);
-            }
-            if wide {
-                g = g.in_wide_word().unwrap();
-            }
-            prop_assert!(g.shape() != Shape::Buckets, "{:?}", g.shape());
-            let mut m = GateModel::<N>::new(window, limit, g.occupy_timeout());
-            let mut now = 10_000u64;
-            for &(dt, k, prioritized) in steps {
-                now = now.saturating_add_signed(dt);
-                prop_assert_eq!(g.retry_after(now, k), m.retry_after(now, k));
-                let (got, want) = if prioritized {
-                    (g.try_acquire_prioritized(now, k), m.try_acquire_prioritized(now, k))
-                } else {
-                    (g.try_acquire(now, k), m.try_acquire(now, k))
-                };
-                prop_assert_eq!(got, want, "N {} at {} for {} (prioritized {})", N, now, k, prioritized);
-                prop_assert_eq!(g.peek(now), m.peek(now), "peek at {}", now);
-                prop_assert_eq!(g.count(now), m.count(now), "count at {}", now);
-            }
-            Ok(())
-        }
-        run::<1>(window, limit, timeout, wide, &steps)?;
-        run::<2>(window, limit, timeout, wide, &steps)?;
+        matches_the_model::<1>(window, limit, timeout, wide, &steps)?;
+        matches_the_model::<2>(window, limit, timeout, wide, &steps)?;
     }
 
     /// The bucket shape (a limit too large for a word, requests in
