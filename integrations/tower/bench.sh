@@ -1,41 +1,82 @@
 #!/usr/bin/env bash
-# Throughput and p99 of one axum handler behind no layer, leaparray-tower's
-# layer and tower_governor's, at a limit never reached (bench_server.rs).
-# Not in CI. Holds the machine-wide benchmark lock. On 2 cores: the server
-# on core 0 (its tokio runtime's 2 workers share it), wrk on core 1.
-# Rounds interleave the three servers; prints every run and the medians.
+# One axum handler behind no layer, leaparray-tower's layer and
+# tower_governor's, at a limit never reached (examples/bench_server.rs).
+# Not in CI. Holds the machine-wide benchmark lock.
+#
+#   bash integrations/tower/bench.sh               # throughput (wrk)
+#   bash integrations/tower/bench.sh instructions  # instructions per request
+#
+# Throughput: on 2 cores, the server on core 0 (its tokio runtime's 2
+# workers share it), wrk on core 1; rounds interleave the servers; prints
+# every run (req/s, p99, the server's CPU time per request) and the medians.
+# Instructions: the server under callgrind (user space, all threads),
+# wrk for SECS seconds after a second of warm-up; instructions per request.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+mode=${1:-throughput}
 command -v wrk >/dev/null || { apt-get update && apt-get install -y wrk; }
+if [ "$mode" = instructions ]; then
+  command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
+fi
 cargo build --release -p leaparray-tower --example bench_server
 bin=target/release/examples/bench_server
-rounds=${ROUNDS:-3} secs=${SECS:-5}
+servers=${SERVERS:-none leaparray leaparray-quiet governor governor-headers}
+rounds=${ROUNDS:-5} secs=${SECS:-3}
 out=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$out"' EXIT
-run() {
-  local which=$1 round=$2
-  taskset -c 0 "$bin" "$which" 0 >"$out/srv.log" 2>&1 &
+tck=$(getconf CLK_TCK)
+start() { # start <which> [launcher...]: the server, its address in $addr
+  local which=$1; shift
+  "$@" "$bin" "$which" 0 >"$out/srv.log" 2>"$out/srv.err" &
   pid=$!
-  for _ in $(seq 100); do grep -q '^listening on' "$out/srv.log" && break; sleep 0.05; done
-  local addr; addr=$(sed -n 's/^listening on //p' "$out/srv.log")
-  taskset -c 1 wrk -t1 -c64 -d"${secs}s" --latency "http://$addr/" >"$out/wrk.log"
-  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-  local rps p99 non2xx
-  rps=$(awk '/^Requests\/sec/ { print $2 }' "$out/wrk.log")
-  p99=$(awk '$1 == "99%" { print $2 }' "$out/wrk.log")
-  non2xx=$(awk '/Non-2xx/ { print $NF }' "$out/wrk.log")
-  echo "$which round $round: $rps req/s, p99 $p99, non-2xx ${non2xx:-0}" | tee -a "$out/all"
+  for _ in $(seq 600); do grep -q '^listening on' "$out/srv.log" && break; sleep 0.05; done
+  addr=$(sed -n 's/^listening on //p' "$out/srv.log")
 }
-flock /tmp/leaparray-bench.lock bash -c "true" # fail early if flock is missing
+stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+throughput() {
+  local which=$1 round=$2 t0 t1
+  start "$which" taskset -c 0
+  t0=$(cpu)
+  taskset -c 1 wrk -t1 -c64 -d"${secs}s" --latency "http://$addr/" >"$out/wrk.log"
+  t1=$(cpu)
+  stop
+  local rps reqs p99 us
+  rps=$(awk '/^Requests\/sec/ { print $2 }' "$out/wrk.log")
+  reqs=$(awk '/requests in/ { print $1 }' "$out/wrk.log")
+  p99=$(awk '$1 == "99%" { print $2 }' "$out/wrk.log")
+  us=$(awk -v t="$((t1 - t0))" -v k="$tck" -v r="$reqs" 'BEGIN { printf "%.2f", t / k / r * 1e6 }')
+  echo "$which round $round: $rps req/s, p99 $p99, server CPU $us us/request" | tee -a "$out/all"
+}
+instructions() {
+  local which=$1
+  start "$which" valgrind --tool=callgrind --callgrind-out-file="$out/cg.out"
+  wrk -t1 -c64 -d1s "http://$addr/" >/dev/null
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  wrk -t1 -c64 -d"${secs}s" "http://$addr/" >"$out/wrk.log"
+  callgrind_control -d "$pid" >/dev/null 2>&1
+  stop
+  local reqs ir
+  reqs=$(awk '/requests in/ { print $1 }' "$out/wrk.log")
+  ir=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/cg.out.1")
+  rm -f "$out"/cg.out*
+  awk -v i="$ir" -v r="$reqs" -v w="$which" 'BEGIN { printf "%s: %d requests, %.0f instructions per request\n", w, r, i / r }'
+}
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 exec 9>/tmp/leaparray-bench.lock
 flock 9
+if [ "$mode" = instructions ]; then
+  for which in $servers; do instructions "$which"; done
+  exit 0
+fi
 for r in $(seq "$rounds"); do
-  for which in none leaparray governor; do run "$which" "$r"; done
+  for which in $servers; do throughput "$which" "$r"; done
 done
 echo "medians:"
-for which in none leaparray governor; do
-  rps=$(grep "^$which " "$out/all" | awk '{ print $4 }' | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-  p99=$(grep "^$which " "$out/all" | sed 's/.*p99 \([^,]*\),.*/\1/' | sort -h | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-  echo "$which: $rps req/s, p99 $p99"
+for which in $servers; do
+  rps=$(grep "^$which round" "$out/all" | awk '{ print $4 }' | median)
+  p99=$(grep "^$which round" "$out/all" | sed 's/.*p99 \([^,]*\),.*/\1/' | sort -h | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  us=$(grep "^$which round" "$out/all" | sed 's/.*CPU \([0-9.]*\) us.*/\1/' | median)
+  echo "$which: $rps req/s, p99 $p99, server CPU $us us/request"
 done

@@ -252,6 +252,9 @@ async fn main() {
     };
     let per = Duration::from_millis(c.interval_ms);
     let mut b = RateLimitLayer::builder();
+    if c.ledger {
+        b = b.admission_extension();
+    }
     if c.per_key > 0 {
         let key = if c.key_ip {
             Key::peer_ip()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::request::Parts;
-use http::HeaderName;
+use http::{HeaderName, Request};
 use leaparray::keyed::{KeyHasher, KeyedGate};
 use leaparray::Decision;
 
@@ -141,31 +141,58 @@ impl Key {
         Key(KeyKind::Function(Arc::new(f)))
     }
 
-    /// The request's `u64` key: the kinds and the keyless key are hashed
-    /// apart (a tag first), with the hasher's random key.
-    pub(crate) fn of(&self, parts: &Parts, hasher: &KeyHasher) -> u64 {
+    /// Whether the key needs the request taken apart ([`Key::function`]
+    /// is given the head): the others read it in place.
+    pub(crate) fn needs_parts(&self) -> bool {
+        matches!(self.0, KeyKind::Function(_))
+    }
+
+    /// The request's `u64` key, with the hasher's random key; the keyless
+    /// key is hashed apart.
+    pub(crate) fn of<B>(&self, req: &Request<B>, hasher: &KeyHasher) -> u64 {
         let found = match &self.0 {
-            KeyKind::PeerIp => peer_ip(parts).map(|ip| hasher.key(&(0u8, ip))),
-            KeyKind::Header(name) => parts
-                .headers
+            // The address as one integer (a v4 address as its v6-mapped
+            // form): one write to the hasher. No tag: a layer has one kind
+            // of key, and SipHash takes the input's length, so the
+            // keyless key (one byte) cannot collide but by chance.
+            KeyKind::PeerIp => {
+                peer_ip(req.extensions()).map(|ip| hasher.key(&u128::from(as_v6(ip))))
+            }
+            KeyKind::Header(name) => req
+                .headers()
                 .get(name)
                 .map(|v| hasher.key(&(1u8, v.as_bytes()))),
+            KeyKind::Function(_) => None,
+        };
+        found.unwrap_or_else(|| hasher.key(&3u8))
+    }
+
+    /// The key of a request taken apart: [`Key::function`]'s.
+    pub(crate) fn of_parts(&self, parts: &Parts, hasher: &KeyHasher) -> u64 {
+        let found = match &self.0 {
             KeyKind::Function(f) => f(parts).map(|k| hasher.key(&(2u8, k))),
+            _ => None,
         };
         found.unwrap_or_else(|| hasher.key(&3u8))
     }
 }
 
-fn peer_ip(parts: &Parts) -> Option<std::net::IpAddr> {
+/// `ip` as a v6 address (a v4 one mapped).
+fn as_v6(ip: std::net::IpAddr) -> std::net::Ipv6Addr {
+    match ip {
+        std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
+        std::net::IpAddr::V6(a) => a,
+    }
+}
+
+fn peer_ip(extensions: &http::Extensions) -> Option<std::net::IpAddr> {
     #[cfg(feature = "axum")]
-    if let Some(axum::extract::ConnectInfo(addr)) = parts
-        .extensions
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+    if let Some(axum::extract::ConnectInfo(addr)) =
+        extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
     {
         return Some(addr.ip());
     }
-    parts
-        .extensions
+    extensions
         .get::<std::net::SocketAddr>()
         .map(|addr| addr.ip())
 }
@@ -288,6 +315,7 @@ pub(crate) trait Table: Send + Sync + fmt::Debug {
     fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision;
     fn remaining(&self, key: u64, now: u64) -> u64;
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
+    fn window(&self) -> u64;
 }
 
 impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
@@ -299,6 +327,9 @@ impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
     }
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
         KeyedGate::retry_after(self, key, now, n)
+    }
+    fn window(&self) -> u64 {
+        KeyedGate::window(self)
     }
 }
 

@@ -58,4 +58,4 @@ mod limits;
 mod service;
 
 pub use config::{ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
-pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer};
+pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer, ResponseFuture};

@@ -12,7 +12,7 @@ use leaparray::gate::{Gate, GateSet, Member};
 use leaparray::keyed::KeyHasher;
 use leaparray::Decision;
 
-use crate::config::{Key, Mode, Policy, Table, WINDOWS};
+use crate::config::{Key, Mode, Policy, Table, MAX_GLOBAL, WINDOWS};
 
 /// Ticks per second of the gates' clock: microseconds.
 pub(crate) const TICKS_PER_SECOND: u64 = 1_000_000;
@@ -25,6 +25,11 @@ pub(crate) static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 /// Whole seconds, rounded up, of `ticks` µs.
 pub(crate) fn seconds_up(ticks: u64) -> u64 {
     ticks.div_ceil(TICKS_PER_SECOND)
+}
+
+/// Decimal digits of `n`.
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// The per-key limit.
@@ -42,6 +47,10 @@ pub(crate) struct Shared {
     pub(crate) per_key: Option<PerKey>,
     pub(crate) global: Vec<(Policy, Gate<WINDOWS>)>,
     pub(crate) mode: Mode,
+    /// Whether admitted requests get an `Admission` extension.
+    pub(crate) admission: bool,
+    /// Whether admitted responses get the `RateLimit` fields.
+    pub(crate) admitted_headers: bool,
     pub(crate) waiting: AtomicUsize,
     pub(crate) clock: MonotonicClock,
     /// `RateLimit-Policy`, the same on every response.
@@ -81,6 +90,8 @@ impl Shared {
         per_key: Option<PerKey>,
         global: Vec<(Policy, Gate<WINDOWS>)>,
         mode: Mode,
+        admission: bool,
+        admitted_headers: bool,
     ) -> Self {
         let mut policy = String::new();
         let policies = per_key
@@ -105,6 +116,8 @@ impl Shared {
             per_key,
             global,
             mode,
+            admission,
+            admitted_headers,
             waiting: AtomicUsize::new(0),
             clock: MonotonicClock::new(Unit::Micros),
             // Names are checked printable ASCII by the builder.
@@ -175,31 +188,91 @@ impl Shared {
     }
 
     /// The `RateLimit` field: every policy, `r` what is left now, `t` the
-    /// whole seconds until its whole quota is back.
-    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64) -> HeaderValue {
-        let mut v = String::with_capacity(64);
+    /// whole seconds until its whole quota is back. `admitted`: the
+    /// request was just booked in every limit, in the window of `now`, so
+    /// the whole quota is back when that window leaves the interval, at
+    /// the start of the `WINDOWS`-th window after it (nothing is booked in
+    /// a later window before `now`: no request is prioritized).
+    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, admitted: bool) -> HeaderValue {
+        let back = |window: u64| {
+            (now / window + WINDOWS as u64)
+                .saturating_mul(window)
+                .saturating_sub(now)
+        };
+        // (policy, r, t) of each member: at most one key and MAX_GLOBAL.
+        let mut members = [("", 0, 0); 1 + MAX_GLOBAL];
+        let mut m = 0;
         if let (Some(k), Some(pk)) = (key, &self.per_key) {
             let r = pk.table.remaining(k, now);
-            let t = pk.table.retry_after(k, now, pk.policy.limit).unwrap_or(0);
-            let _ = write!(v, "\"{}\";r={};t={}", pk.policy.name, r, seconds_up(t));
+            let t = if admitted {
+                back(pk.table.window())
+            } else {
+                pk.table.retry_after(k, now, pk.policy.limit).unwrap_or(0)
+            };
+            members[m] = (pk.policy.name.as_str(), r, seconds_up(t));
+            m += 1;
         }
         for (p, g) in &self.global {
-            if !v.is_empty() {
-                v.push_str(", ");
-            }
             let r = g.remaining(now);
-            let t = g.retry_after(now, p.limit).unwrap_or(0);
-            let _ = write!(v, "\"{}\";r={};t={}", p.name, r, seconds_up(t));
+            let t = if admitted {
+                back(g.window())
+            } else {
+                g.retry_after(now, p.limit).unwrap_or(0)
+            };
+            members[m] = (p.name.as_str(), r, seconds_up(t));
+            m += 1;
         }
-        // The string's buffer becomes the value's: one allocation, no copy.
+        let members = &members[..m];
+        // `"name";r=R;t=T`, joined by ", ", in a buffer of exactly its
+        // length: `Bytes` then takes it without a second allocation.
+        let len = members
+            .iter()
+            .map(|(name, r, t)| name.len() + 8 + digits(*r) + digits(*t))
+            .sum::<usize>()
+            + 2 * m.saturating_sub(1);
+        let mut v = Vec::with_capacity(len);
+        let mut numbers = itoa::Buffer::new();
+        for (i, (name, r, t)) in members.iter().enumerate() {
+            if i > 0 {
+                v.extend_from_slice(b", ");
+            }
+            v.push(b'"');
+            v.extend_from_slice(name.as_bytes());
+            v.extend_from_slice(b"\";r=");
+            v.extend_from_slice(numbers.format(*r).as_bytes());
+            v.extend_from_slice(b";t=");
+            v.extend_from_slice(numbers.format(*t).as_bytes());
+        }
+        debug_assert_eq!(v.len(), len);
         HeaderValue::from_maybe_shared(bytes::Bytes::from(v))
             .unwrap_or(HeaderValue::from_static(""))
     }
 
+    /// `RateLimit-Policy` and `RateLimit` at `now`, of a request just
+    /// `admitted` or not.
+    pub(crate) fn fields(
+        &self,
+        key: Option<u64>,
+        now: u64,
+        admitted: bool,
+    ) -> (HeaderValue, HeaderValue) {
+        (
+            self.policy_header.clone(),
+            self.ratelimit(key, now, admitted),
+        )
+    }
+
     /// Adds `RateLimit-Policy` and `RateLimit` to `headers`.
-    pub(crate) fn stamp(&self, headers: &mut HeaderMap, key: Option<u64>, now: u64) {
-        headers.insert(RATELIMIT_POLICY.clone(), self.policy_header.clone());
-        headers.insert(RATELIMIT.clone(), self.ratelimit(key, now));
+    pub(crate) fn stamp(
+        &self,
+        headers: &mut HeaderMap,
+        key: Option<u64>,
+        now: u64,
+        admitted: bool,
+    ) {
+        let (policy, ratelimit) = self.fields(key, now, admitted);
+        headers.insert(RATELIMIT_POLICY.clone(), policy);
+        headers.insert(RATELIMIT.clone(), ratelimit);
     }
 
     /// The 429 answer, `Retry-After` in whole seconds rounded up.
@@ -213,7 +286,7 @@ impl Shared {
         *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
         let h = resp.headers_mut();
         h.insert(RETRY_AFTER, HeaderValue::from(seconds_up(retry)));
-        self.stamp(h, key, now);
+        self.stamp(h, key, now, false);
         resp
     }
 
@@ -251,4 +324,61 @@ impl Drop for WaitSlot {
 /// The window length in µs of a policy already validated.
 pub(crate) fn window_of(p: &Policy) -> NonZeroU64 {
     p.window().unwrap_or(NonZeroU64::MIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use leaparray::gate::Gate;
+    use leaparray::keyed::KeyHasher;
+
+    use super::{window_of, PerKey, Shared};
+    use crate::config::{make_table, Key, Mode, Policy};
+
+    fn policy(name: &str, limit: u64, per_ms: u64) -> Policy {
+        Policy {
+            name: name.into(),
+            limit,
+            per: Duration::from_millis(per_ms),
+        }
+    }
+
+    /// The `t` of an admitted response comes from the window arithmetic,
+    /// not from the gates: it must be what the gates answer.
+    #[test]
+    fn an_admitted_t_is_the_gates_time_until_the_whole_quota_is_back() {
+        let key_policy = policy("key", 3, 2_000);
+        let per_key = PerKey {
+            table: make_table::<64>(window_of(&key_policy), &key_policy).unwrap(),
+            policy: key_policy,
+            key: Key::peer_ip(),
+            hasher: KeyHasher::new(),
+        };
+        let global = [policy("short", 5, 1_000), policy("long", 40, 6_000)]
+            .into_iter()
+            .map(|p| {
+                let g = Gate::new(window_of(&p), p.limit).with_occupy_timeout(0);
+                (p, g)
+            })
+            .collect();
+        let shared = Shared::new(Some(per_key), global, Mode::Refuse, false, true);
+        // Times over 60 s: steps from 1 µs to 0.8 s (a pseudo-random walk),
+        // two keys; every admission compared.
+        let (mut now, mut x, mut admitted) = (0u64, 1u64, 0);
+        for _ in 0..5_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            now += (x >> 33) % 800_000 + 1;
+            let key = Some((x >> 20) & 1);
+            if shared.decide(key, now).is_ok() {
+                admitted += 1;
+                assert_eq!(
+                    shared.ratelimit(key, now, true),
+                    shared.ratelimit(key, now, false),
+                    "at {now} µs"
+                );
+            }
+        }
+        assert!(admitted > 1_000, "only {admitted} admitted");
+    }
 }

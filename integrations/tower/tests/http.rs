@@ -12,7 +12,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::{Bytes, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use leaparray_tower::{ConfigError, Key, Mode, RateLimitLayer};
+use leaparray::clock::Clock;
+use leaparray_tower::{Admission, ConfigError, Key, Mode, RateLimitLayer};
 
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>;
 
@@ -143,6 +144,69 @@ async fn headers_on_admitted_and_refused_responses() {
     let bob = get_with(&c, addr, Some("bob")).await;
     assert_eq!(bob.status(), StatusCode::OK);
     assert_ratelimit(&bob, &[("per-key", 1), ("global", 97)], 1..=60);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_headers_on_admitted_only_refusals_carry_the_fields() {
+    let layer = RateLimitLayer::builder()
+        .per_key("per-key", 1, Duration::from_secs(60), api_key())
+        .headers_on_admitted(false)
+        .build()
+        .unwrap();
+    let addr = serve(layer).await;
+    let c = client();
+    let admitted = get_with(&c, addr, Some("alice")).await;
+    assert_eq!(admitted.status(), StatusCode::OK);
+    assert_eq!(header(&admitted, "ratelimit"), None);
+    assert_eq!(header(&admitted, "ratelimit-policy"), None);
+    let refused = get_with(&c, addr, Some("alice")).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        header(&refused, "ratelimit-policy"),
+        Some(r#""per-key";q=1;w=60"#)
+    );
+    assert_ratelimit(&refused, &[("per-key", 0)], 1..=60);
+    assert!(header(&refused, "retry-after").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admission_extension_only_when_asked() {
+    for asked in [false, true] {
+        let mut b = RateLimitLayer::builder().global("g", 10, Duration::from_secs(60));
+        if asked {
+            b = b.admission_extension();
+        }
+        let layer = b.build().unwrap();
+        let clock = layer.clock();
+        let app = Router::new()
+            .route(
+                "/",
+                get(|req: axum::extract::Request| async move {
+                    match req.extensions().get::<Admission>() {
+                        Some(a) => a.now.to_string(),
+                        None => "none".to_owned(),
+                    }
+                }),
+            )
+            .layer(layer);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let before = clock.now();
+        let resp = get_with(&client(), addr, None).await;
+        let after = clock.now();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let body = std::str::from_utf8(&body).unwrap();
+        if asked {
+            let at: u64 = body.parse().unwrap();
+            assert!(
+                (before..=after).contains(&at),
+                "{before} <= {at} <= {after}"
+            );
+        } else {
+            assert_eq!(body, "none");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
