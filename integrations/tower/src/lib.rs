@@ -41,7 +41,8 @@
 //!
 //! # Headers
 //!
-//! draft-ietf-httpapi-ratelimit-headers-10 syntax, on every response, one
+//! draft-ietf-httpapi-ratelimit-headers-10 syntax, on every response
+//! (on refusals only with [`Builder::headers_on_admitted`]`(false)`), one
 //! list member per policy: `RateLimit-Policy: "per-key";q=100;w=1,
 //! "global";q=10000;w=1` and `RateLimit: "per-key";r=99;t=1,
 //! "global";r=9999;t=1`, `r` the permits left now, `t` the whole seconds
