@@ -20,7 +20,7 @@ if [ "$mode" = instructions ]; then
 fi
 cargo build --release -p leaparray-tower --example bench_server
 bin=target/release/examples/bench_server
-servers=${SERVERS:-none leaparray leaparray-quiet governor governor-headers}
+servers=${SERVERS:-none noop leaparray leaparray-quiet governor governor-headers}
 rounds=${ROUNDS:-5} secs=${SECS:-3}
 out=$(mktemp -d)
 pid=
