@@ -13,8 +13,8 @@
 //! | [`Shape::Buckets`] | else | a [`Metric`]'s buckets: book, read, take back on refusal (see "The bucket shape") |
 //!
 //! (33: at least 32 bits of window id and a bit that marks a used word.)
-//! In this condition `b` is the number of bits of the limit (`limit <
-//! 2^b`; a word's slots are then as wide as the shape allows), `F` the number
+//! In this condition `b` is the number of bits of the limit, at least 1
+//! (`limit < 2^b`; a word's slots are then as wide as the shape allows), `F` the number
 //! of windows after the newest that prioritized requests may borrow:
 //! `ceil(occupy_timeout / window)`, at most `N` (1 by default, 0 with
 //! [`with_occupy_timeout(0)`](Gate::with_occupy_timeout)). So with the
@@ -50,10 +50,11 @@
 //! A caller whose window is older than the newest window the gate holds is
 //! booked into the newest window: its permits count from there on, so it
 //! is refused only when that window's intervals are full, never for being
-//! late. So every permit is counted in a window no earlier than its
-//! caller's own and no later than the newest window any caller had passed
-//! when it returned, and every interval of `N` windows counts at most
-//! `limit` permits.
+//! late. So every permit of a pass is counted in a window no earlier than
+//! its caller's own and no later than the newest window any caller had
+//! passed when it returned (a [`Wait`](crate::Decision::Wait)'s permits in
+//! the later window it was told to wait for), and every interval of `N`
+//! windows counts at most `limit` permits.
 //!
 //! # Statistics
 //!
@@ -710,15 +711,16 @@ impl<const N: usize> Gate<N> {
 
 impl<const N: usize> Limiter for Gate<N> {
     /// Adds `n` passes to the booking window without a check. In the word
-    /// shapes the interval of `N` windows ending at the newest window
+    /// shapes every interval of `N` windows that contains the newest window
     /// counts at most `2^b - 1`, `b` the slot width of the shape (`(W - 33)
-    /// / (N + F)` bits of a `W`-bit word, at most 48): the word keeps that
-    /// total in a slot. Beyond it, the passes stop there and the call
-    /// returns [`AddError::Saturated`].
+    /// / (N + F)` bits of a `W`-bit word, at most 48): the word keeps the
+    /// total of such an interval in a slot, and the intervals ending after
+    /// the newest window hold the permits borrowed into them. Beyond it,
+    /// the passes stop there and the call returns [`AddError::Saturated`].
     fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
         let ok = match self.state() {
-            State::Word64(w) => w.record(&self.layout, now, n),
-            State::Word128(w) => w.record(&self.layout, now, n),
+            State::Word64(w) => w.record::<N>(&self.layout, now, n),
+            State::Word128(w) => w.record::<N>(&self.layout, now, n),
             State::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
         };
         if ok {

@@ -572,16 +572,26 @@ impl<A: WordCell> WordGate<A> {
         }
     }
 
-    /// Adds `n` to the newest window without a check (saturating the slot
-    /// at `2^b - 1`); `false` if it saturated.
-    pub(crate) fn record(&self, l: impl Geometry, now: u64, n: u64) -> bool {
+    /// Adds `n` to the newest window without a check against the limit,
+    /// saturating so that no interval containing it passes `2^b - 1`;
+    /// `false` if it saturated.
+    pub(crate) fn record<const N: usize>(&self, l: impl Geometry, now: u64, n: u64) -> bool {
         let c = l.window().div(now);
         let mut cur = self.word.load(Acquire);
         loop {
             let v = view(l, cur, c);
-            // The newest window's count is part of the interval total,
-            // which the top slot holds: both stay within `2^b - 1`.
-            let room = l.slot_max() - live_total(l, v.slots);
+            // Every interval that contains the newest window must stay
+            // within `2^b - 1`: the one ending there (the total slot holds
+            // it) and the ones ending at later windows, which permits
+            // borrowed into the future slots join. When the word slides to
+            // a later window, its total slot holds one of them; a bound on
+            // the first alone let a record fill it, and the borrowed
+            // permits then overflowed the total on the slide
+            // (`tests/gate_adversarial.rs`). Saturating: a word from
+            // before that bound may already be over it.
+            let room = l
+                .slot_max()
+                .saturating_sub(peak::<_, N>(l, v.slots, l.future()));
             let added = n.min(room);
             let have = slot(l, v.slots, l.future());
             let new = pack(l, v.newest, with_slot(l, v.slots, l.future(), have + added));
