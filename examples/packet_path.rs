@@ -55,7 +55,7 @@ fn main() {
 
     let workers: Vec<_> = (0..THREADS)
         .map(|q| {
-            let queue = TRAFFIC.claim(q).expect("one shard per queue");
+            let mut queue = TRAFFIC.claim(q).expect("one shard per queue");
             thread::spawn(move || {
                 let start = Instant::now();
                 let mut bytes = 0u64;

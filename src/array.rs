@@ -3,7 +3,7 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::bucket::{Bucket, CellOp, Retired};
+use crate::bucket::{Bucket, CellOp, Retired, WriterCells};
 use crate::error::{AddError, SpanError};
 use crate::sync::{array_of, const_fn_unless_loom};
 use crate::window::{add_counts, Window};
@@ -316,25 +316,16 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
         }
     }
 
-    /// For an array that only the calling thread ever writes (a claimed
-    /// shard): moves the bucket of window `id` to it if needed, and returns
-    /// the generation to add under. See `Bucket::advance_to_single_writer`.
-    #[inline]
-    pub(crate) fn advance_to_single_writer(&self, id: u64) -> Result<u16, AddError> {
-        self.bucket(id).advance_to_single_writer(id)
+    /// The cells of window `id`'s bucket, whatever window it holds.
+    pub(crate) fn cells_of(&self, id: u64) -> &[W::Atomic; C] {
+        self.bucket(id).cells()
     }
 
-    /// The single writer's add of `n` to `counter` of window `id`, whose
-    /// generation `gen` came from `advance_to_single_writer`.
-    #[inline(always)]
-    pub(crate) fn add_single_writer(
-        &self,
-        id: u64,
-        gen: u16,
-        counter: usize,
-        n: u64,
-    ) -> Result<(), AddError> {
-        self.bucket(id).add_single_writer(gen, counter, n)
+    /// The single writer enters window `id`: its bucket's cells and their
+    /// counts (`Bucket::enter_single_writer`).
+    #[inline]
+    pub(crate) fn enter_single_writer(&self, id: u64) -> Result<WriterCells<'_, W, C>, AddError> {
+        self.bucket(id).enter_single_writer(id)
     }
 
     #[inline]

@@ -49,6 +49,19 @@ enum Foreign {
     Overwrite,
 }
 
+/// A window's cells as its single writer holds them
+/// ([`Bucket::enter_single_writer`]): cell `i` of the window is
+/// `tag | counts[i]` until the writer stores a new count.
+pub(crate) struct WriterCells<'a, W: Width, const C: usize> {
+    /// The bucket's cells.
+    pub(crate) cells: &'a [W::Atomic; C],
+    /// The window's generation tag, open (`CellWord::new(gen, false, 0)`):
+    /// a count `<= MAX_COUNT` or-ed into it is the cell's word.
+    pub(crate) tag: u64,
+    /// Each cell's count in the window when the writer entered it.
+    pub(crate) counts: [u64; C],
+}
+
 /// A window whose bucket has moved on to a newer window: its counts are gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Retired;
@@ -278,14 +291,15 @@ impl<W: Width, const C: usize> Bucket<W, C> {
     /// that loaded the new stamp first sees cells tagged `g` (count 0 for the
     /// new window) or `g+1`. Resetting every cell on each roll-over keeps all
     /// tags within one generation of the stamp, as the seal does for shared
-    /// buckets. An add is then a relaxed load of the stamp and of the cell and
-    /// a release store of the cell; a writer that remembers its current
-    /// window (`ShardWriter`) skips the stamp load too.
+    /// buckets. An add is then one release store of the cell: the writer
+    /// (`ShardWriter`) remembers its current window and keeps each cell's
+    /// running count, read from the cells when it enters the window
+    /// ([`Bucket::enter_single_writer`]).
     ///
     /// This function moves the bucket to `window` if needed and returns the
-    /// generation to add under; [`Bucket::add_single_writer`] adds.
+    /// generation to add under.
     #[inline]
-    pub(crate) fn advance_to_single_writer(&self, window: u64) -> Result<u16, AddError> {
+    fn advance_to_single_writer(&self, window: u64) -> Result<u16, AddError> {
         let s = Stamp::<W>::of(self.stamp.load_word(Relaxed));
         if !s.is_empty() && s.window_diff(window) == 0 {
             return Ok(s.generation());
@@ -303,26 +317,34 @@ impl<W: Width, const C: usize> Bucket<W, C> {
         Ok(next.generation())
     }
 
-    /// The single writer's add to cell `i` of generation `gen` (as returned
-    /// by [`Bucket::advance_to_single_writer`] and still current: only this
-    /// writer moves the stamp).
-    #[inline(always)]
-    pub(crate) fn add_single_writer(&self, gen: u16, i: usize, n: u64) -> Result<(), AddError> {
-        let Some(cell) = self.cells.get(i) else {
-            return Err(AddError::NoSuchCounter);
-        };
-        let cur = CellWord::<W>::of(cell.load_word(Relaxed));
-        if let Some(new) = cur.plus(gen, n) {
-            cell.store_word(new.0, Release);
-            return Ok(());
+    /// The bucket's cells.
+    pub(crate) fn cells(&self) -> &[W::Atomic; C] {
+        &self.cells
+    }
+
+    /// The single writer enters `window`: moves the bucket to it if needed
+    /// ([`Bucket::advance_to_single_writer`]) and returns its cells, the tag
+    /// every cell of the window carries, and their counts now. While the
+    /// writer stays in the window only it writes these cells, so the counts
+    /// it keeps from here on are the cells' values: each add is one store.
+    #[inline]
+    pub(crate) fn enter_single_writer(
+        &self,
+        window: u64,
+    ) -> Result<WriterCells<'_, W, C>, AddError> {
+        let gen = self.advance_to_single_writer(window)?;
+        let mut counts = [0; C];
+        for (count, cell) in counts.iter_mut().zip(&self.cells) {
+            // ORDERING: relaxed: the writer's claim (acquire) ordered every
+            // earlier writer's stores before this load, and no one else
+            // writes the cells while it holds the shard.
+            *count = CellWord::<W>::of(cell.load_word(Relaxed)).count_for(gen);
         }
-        let (count, saturated) = CellOp::Add(n).apply(cur.count_for(gen), W::MAX_COUNT);
-        cell.store_word(CellWord::<W>::new(gen, false, count).0, Release);
-        if saturated {
-            Err(AddError::Saturated)
-        } else {
-            Ok(())
-        }
+        Ok(WriterCells {
+            cells: &self.cells,
+            tag: CellWord::<W>::new(gen, false, 0).0,
+            counts,
+        })
     }
 
     /// The window the bucket holds, read as the one nearest `near` (stamps

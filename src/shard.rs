@@ -6,9 +6,10 @@
 //! shard is written in one of two ways, never both at once:
 //!
 //! - **claimed** by one writer ([`Sharded::claim`]): its [`ShardWriter`]
-//!   adds with a plain load and store, no read-modify-write (the
-//!   single-writer protocol in [`protocol`](crate::protocol)); the handle is `Send` but
-//!   neither `Clone` nor `Sync`, and dropping it returns the shard;
+//!   adds with one plain store, no read-modify-write (the
+//!   single-writer protocol in [`protocol`](crate::protocol)); the handle is
+//!   `Send`, not `Clone`, adds through `&mut self`, and dropping it returns
+//!   the shard;
 //! - **shared** ([`Sharded::add`] with a hint such as a CPU or queue id):
 //!   any thread, through the exact compare-and-swap path of `LeapArray::add`.
 //!
@@ -40,9 +41,14 @@
 //!
 //! In detail: each shard sits in a `crossbeam_utils::CachePadded` (its
 //! padding per target, without std). A second claim of a claimed shard fails
-//! with [`ClaimError`]. A claimed shard's adds are a relaxed load and a
-//! release store, and its writer remembers its current window, so the common
-//! add needs no division either. Shared adds go through
+//! with [`ClaimError`]. A claimed shard's writer remembers its current window
+//! and the running count of each of its counters there, so the common add is
+//! one release store of the count, with no load of the shared word and no
+//! division. The running counts are exact because nothing else writes a
+//! claimed shard: the writer reads them from the cells when it enters a
+//! window (after its claim, whose acquire orders every earlier writer's
+//! stores before the reads), and from then on each cell holds what the
+//! writer last stored. Shared adds go through
 //! [`Sharded::shared`]`(hint)` (or [`Sharded::add`]). Readers merge every
 //! shard into the same `sum`/`sums`/`windows` a `LeapArray` gives and stay
 //! exact: loom models a reader racing a single writer's roll-over
@@ -57,6 +63,7 @@ use crate::array::LeapArray;
 use crate::error::AddError;
 use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 use crate::window::{add_counts, Window};
+use crate::word::MAX_COUNT;
 
 /// The bit of a shard's state word that says a [`ShardWriter`] owns it; the
 /// bits below count the shared adds in flight on it (including, for a
@@ -129,8 +136,8 @@ impl std::error::Error for ClaimError {}
 /// // Two queues, packets and bytes, one second of 100 ms windows (µs ticks).
 /// static TRAFFIC: Sharded<10, 2, 2> = Sharded::new(NonZeroU64::new(100_000).unwrap());
 ///
-/// let q0 = TRAFFIC.claim(0).unwrap();
-/// let q1 = TRAFFIC.claim(1).unwrap();
+/// let mut q0 = TRAFFIC.claim(0).unwrap();
+/// let mut q1 = TRAFFIC.claim(1).unwrap();
 /// q0.add(1_000, 0, 1).unwrap();
 /// q0.add(1_000, 1, 1_500).unwrap();
 /// q1.add(2_000, 0, 1).unwrap();
@@ -228,7 +235,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// drop(w);
     /// assert!(s.claim(1).is_ok(), "returned on drop");
     /// s.add(0, 5, 0, 1).unwrap(); // a shared add in shard 0
-    /// let w = s.claim(0).unwrap(); // done: shard 0 can be claimed
+    /// let mut w = s.claim(0).unwrap(); // done: shard 0 can be claimed
     /// w.add(5, 0, 1).unwrap();
     /// assert_eq!(s.sum(5, 0), 2);
     /// ```
@@ -245,7 +252,14 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
             Ok(_) => Ok(ShardWriter {
                 shard,
                 index,
-                current: core::cell::Cell::new(Current::NONE),
+                cursor: Cursor {
+                    start: 0,
+                    len: 0,
+                    // Any bucket's cells: `len` 0 matches no time.
+                    cells: shard.array.cells_of(0),
+                    tag: 0,
+                    running: [0; C],
+                },
             }),
             Err(state) if state & CLAIMED != 0 => Err(ClaimError::Claimed),
             Err(_) => Err(ClaimError::Shared),
@@ -292,7 +306,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// ```
     /// # use core::num::NonZeroU64;
     /// let s = leaparray::shard::Sharded::<2, 1, 2>::new(NonZeroU64::new(10).unwrap());
-    /// let w = s.claim(0).unwrap();
+    /// let mut w = s.claim(0).unwrap();
     /// w.add(3, 0, 4).unwrap();
     /// s.add(1, 5, 0, 1).unwrap();
     /// assert_eq!(s.sum(9, 0), 5);
@@ -474,86 +488,135 @@ impl<const N: usize, const C: usize> Shard<N, C> {
 }
 
 /// The single writer of one claimed shard. `Send` (move it to the thread
-/// that owns the queue), not `Clone` and not `Sync`: exactly one thread can
-/// add through it. Dropping it returns the shard.
+/// that owns the queue), not `Clone`, and it adds through `&mut self`:
+/// exactly one thread can add through it, and the compiler can keep its
+/// window and running counts in registers across a loop. Dropping it
+/// returns the shard.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0596
 /// # use core::num::NonZeroU64;
-/// fn needs_sync<T: Sync>(_: &T) {}
 /// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(1).unwrap());
 /// let w = s.claim(0).unwrap();
-/// needs_sync(&w); // a ShardWriter is not Sync
+/// let shared = &w;
+/// shared.add(1, 0, 1).unwrap(); // adds need the handle itself (`&mut`)
 /// ```
 pub struct ShardWriter<'a, const N: usize, const C: usize> {
     shard: &'a Shard<N, C>,
     index: usize,
-    /// The window this writer last added to: `[start, end)`, its id and
-    /// generation. Only this writer moves the shard's stamps, so while `now`
-    /// stays in that window the add needs no division and no stamp load.
-    /// (`Cell` also makes the handle `Send` but not `Sync`.)
-    current: core::cell::Cell<Current>,
+    /// The window this writer last added to, and its running counts.
+    cursor: Cursor<'a, C>,
 }
 
+/// The writer's current window, its cells and their counts. Only this
+/// writer moves the shard's stamps, so while `now` stays in that window the
+/// add needs no division and no stamp load. A plain value, passed to and
+/// returned from the slow path (never by reference), so that a loop that
+/// owns its writer can keep it in registers.
 #[derive(Clone, Copy)]
-struct Current {
+struct Cursor<'a, const C: usize> {
+    /// The first tick of the window.
     start: u64,
-    end: u64,
-    id: u64,
-    gen: u16,
-}
-
-impl Current {
-    /// Matches no time.
-    const NONE: Current = Current {
-        start: 1,
-        end: 0,
-        id: 0,
-        gen: 0,
-    };
+    /// Its ticks: `now` is in the window iff `now - start < len` (wrapping).
+    /// The window length, except for the last window of the `u64` range,
+    /// cut at `2^64 - start` (no tick after `u64::MAX` belongs to it); 0
+    /// matches no time.
+    len: u64,
+    /// The cells of the window's bucket.
+    cells: &'a [AtomicU64; C],
+    /// The window's open generation tag (`CellWord::new(gen, false, 0)`).
+    tag: u64,
+    /// Invariant: while `now` is in the window, `running[i]` is the count
+    /// of cell `i` of that window, and the cell holds exactly
+    /// `tag | running[i]`: the writer read the counts when it entered the
+    /// window (`Bucket::enter_single_writer`), and since then only it has
+    /// written the cells (the shard is claimed). So an add stores the new
+    /// count without loading the cell.
+    running: [u64; C],
 }
 
 impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
-    /// Adds `n` to `counter` of the window of `now` in this shard, with a
-    /// plain load and store (no read-modify-write). The same results as
-    /// [`LeapArray::add`]: `Stale` if the shard already holds a newer window
-    /// in that bucket, `NoSuchCounter`, `Saturated`.
+    /// Adds `n` to `counter` of the window of `now` in this shard, with one
+    /// plain store: no read-modify-write, and no load of the shared word
+    /// (the writer keeps each counter's running count of its current
+    /// window). The same results as [`LeapArray::add`]: `Stale` if the shard
+    /// already holds a newer window in that bucket, `NoSuchCounter`,
+    /// `Saturated`.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
     /// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(10).unwrap());
-    /// let w = s.claim(0).unwrap();
+    /// let mut w = s.claim(0).unwrap();
     /// w.add(25, 0, 1).unwrap();
     /// assert_eq!(w.add(5, 0, 1), Err(leaparray::AddError::Stale));
     /// assert_eq!(s.sum(25, 0), 1);
     /// ```
     #[inline(always)]
-    pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
-        let c = self.current.get();
-        if now >= c.start && now < c.end && counter < C {
-            return self.shard.array.add_single_writer(c.id, c.gen, counter, n);
+    pub fn add(&mut self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+        let c = &mut self.cursor;
+        if now.wrapping_sub(c.start) < c.len {
+            if let (Some(cell), Some(running)) = (c.cells.get(counter), c.running.get_mut(counter))
+            {
+                let have = *running;
+                if n <= MAX_COUNT - have {
+                    *running = have + n;
+                    // ORDERING: Release, as every cell store: a reader that
+                    // sees this count sees the stamp of its window.
+                    cell.store(c.tag | (have + n), Ordering::Release);
+                    return Ok(());
+                }
+            }
         }
-        self.add_in_new_window(now, counter, n)
+        let (cursor, added) = Self::add_slow(self.shard, self.cursor, now, counter, n);
+        self.cursor = cursor;
+        added
     }
 
-    /// `add` when `now` is not in the writer's current window: find (and
-    /// if needed roll to) its window, remember it, add.
+    /// `add` when `now` is not in the writer's current window (find, and if
+    /// needed roll to, its window and enter it), when `counter` does not
+    /// exist, or when the count would pass `MAX_COUNT`.
     #[cold]
     #[inline(never)]
-    fn add_in_new_window(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+    fn add_slow<'a>(
+        shard: &'a Shard<N, C>,
+        mut c: Cursor<'a, C>,
+        now: u64,
+        counter: usize,
+        n: u64,
+    ) -> (Cursor<'a, C>, Result<(), AddError>) {
         if counter >= C {
-            return Err(AddError::NoSuchCounter);
+            return (c, Err(AddError::NoSuchCounter));
         }
-        let window = self.shard.array.window();
-        let id = now / window;
-        let gen = self.shard.array.advance_to_single_writer(id)?;
-        let start = id * window;
-        self.current.set(Current {
-            start,
-            end: start.saturating_add(window),
-            id,
-            gen,
-        });
-        self.shard.array.add_single_writer(id, gen, counter, n)
+        if now.wrapping_sub(c.start) >= c.len {
+            let window = shard.array.window();
+            let id = now / window;
+            let entered = match shard.array.enter_single_writer(id) {
+                Ok(entered) => entered,
+                Err(e) => return (c, Err(e)),
+            };
+            let start = id * window;
+            c = Cursor {
+                start,
+                len: match start.checked_add(window) {
+                    Some(_) => window,
+                    None => start.wrapping_neg(),
+                },
+                cells: entered.cells,
+                tag: entered.tag,
+                running: entered.counts,
+            };
+        }
+        let (count, saturated) = match c.running[counter].checked_add(n) {
+            Some(v) if v <= MAX_COUNT => (v, false),
+            _ => (MAX_COUNT, true),
+        };
+        c.running[counter] = count;
+        c.cells[counter].store(c.tag | count, Ordering::Release);
+        let added = if saturated {
+            Err(AddError::Saturated)
+        } else {
+            Ok(())
+        };
+        (c, added)
     }
 
     /// The index of the claimed shard.

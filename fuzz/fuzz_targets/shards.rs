@@ -85,7 +85,7 @@ fuzz_target!(|input: Input| {
             }
             Step::Write(i, c, n) => {
                 let i = usize::from(i) % S;
-                if let Some(w) = &writers[i] {
+                if let Some(w) = &mut writers[i] {
                     let c = c.index(C);
                     let got = w.add(now, c, n.value());
                     assert_eq!(

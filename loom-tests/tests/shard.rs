@@ -27,7 +27,7 @@ fn reader_racing_single_writer_roll_over() {
     let record = seen.recorder();
     loom::model(move || {
         let s = leak::<2, 2, 1>();
-        let w = s.claim(0).unwrap();
+        let mut w = s.claim(0).unwrap();
         w.add(0, 0, 1).unwrap();
         w.add(0, 1, 2).unwrap();
         let writer = spawn(move || {
@@ -68,7 +68,7 @@ fn two_claims_one_winner() {
         let owners = Arc::new(AtomicUsize::new(0));
         let claim = |owners: Arc<AtomicUsize>| {
             move || match s.claim(0) {
-                Ok(w) => {
+                Ok(mut w) => {
                     assert_eq!(owners.fetch_add(1, SeqCst), 0, "two owners at once");
                     w.add(1, 0, 1).unwrap();
                     owners.fetch_sub(1, SeqCst);
@@ -109,7 +109,7 @@ fn claim_racing_a_shared_add() {
     loom::model(move || {
         let s = leak::<2, 1, 1>();
         let owner = spawn(move || match s.claim(0) {
-            Ok(w) => {
+            Ok(mut w) => {
                 w.add(5, 0, 1).unwrap();
                 true
             }
@@ -123,7 +123,7 @@ fn claim_racing_a_shared_add() {
         let shared = shared.join().unwrap();
         assert!(matches!(shared, Ok(()) | Err(AddError::NoFreeShard)));
         // Claim, release, shared add, claim again: always `Ok`.
-        let again = s.claim(0).expect("a free shard can be claimed again");
+        let mut again = s.claim(0).expect("a free shard can be claimed again");
         again.add(5, 0, 100).unwrap();
         let want = u64::from(claimed) + if shared.is_ok() { 10 } else { 0 } + 100;
         assert_eq!(s.sum(5, 0), want);

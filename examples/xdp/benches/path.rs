@@ -67,7 +67,7 @@ fn group<const CAP: usize>(
     shard: usize,
 ) {
     let (buf, lens) = frames(flows);
-    let writer = TRAFFIC.claim(shard).unwrap();
+    let mut writer = TRAFFIC.claim(shard).unwrap();
     let mut now = 1_000_000u64;
     // Every flow resident before measuring.
     {
@@ -81,7 +81,7 @@ fn group<const CAP: usize>(
                 b.push(&fr[..len]);
                 f += 1;
             }
-            black_box(b.process(&writer, gate, now));
+            black_box(b.process(&mut writer, gate, now));
         }
     }
     let mut g = c.benchmark_group(name);
@@ -109,7 +109,7 @@ fn group<const CAP: usize>(
             i += 1;
             now += step;
             batch_at(i, &mut b);
-            refused += b.process(&writer, gate, black_box(now));
+            refused += b.process(&mut writer, gate, black_box(now));
             decided += b.policed as u64;
         })
     });

@@ -271,7 +271,7 @@ impl Batch {
     #[inline(always)]
     pub fn process<const CAP: usize>(
         &mut self,
-        writer: &ShardWriter<'_, TRAFFIC_N, 2>,
+        writer: &mut ShardWriter<'_, TRAFFIC_N, 2>,
         gate: &FlowGate<CAP>,
         now: u64,
     ) -> u64 {
@@ -316,7 +316,7 @@ mod tests {
     fn a_batch_counts_every_frame_and_polices_each_flow_to_its_limit() {
         static T: Traffic = traffic();
         static G: FlowGate<4096> = flow_gate();
-        let w = T.claim(0).unwrap();
+        let mut w = T.claim(0).unwrap();
         let mut buf = [0u8; 256];
         let mut b = Batch::default();
         let (mut drops, mut packets, mut bytes) = (0, 0, 0);
@@ -331,7 +331,7 @@ mod tests {
             b.push(&[0u8; 20]); // not a flow's: counted, not policed
             bytes += 20;
             packets += BATCH as u64 + 1;
-            drops += b.process(&w, &G, 1_000);
+            drops += b.process(&mut w, &G, 1_000);
         }
         assert_eq!(T.sums(1_000), [packets, bytes]);
         assert_eq!(drops, 4 * (64 - LIMIT));

@@ -277,7 +277,7 @@ pub fn run<const CAP: usize>(
     stop: &AtomicBool,
 ) -> Result<Received, String> {
     let (mut xsk, map) = open(ifname, mode.queue)?;
-    let writer = traffic
+    let mut writer = traffic
         .claim(mode.queue as usize)
         .map_err(|e| format!("claim shard {}: {e}", mode.queue))?;
     let base = xsk.area.cast::<u8>();
@@ -367,7 +367,7 @@ pub fn run<const CAP: usize>(
         let lp_start = cycles();
         out.parse_cycles += lp_start - parse_start;
         if mode.leaparray {
-            out.drops += batch.process(&writer, gate, now);
+            out.drops += batch.process(&mut writer, gate, now);
         }
         let lp_end = cycles();
         out.leaparray_cycles += lp_end - lp_start;
