@@ -131,3 +131,39 @@ fn claim_racing_a_shared_add() {
     });
     seen.assert_all(&[(true, false), (false, true), (true, true)]);
 }
+
+/// Review of cf6e8dd: two writers take turns on one shard with nothing but
+/// the claim protocol between them (no other shared variable that could
+/// order them, unlike `two_claims_one_winner`'s owner count): the second
+/// writer reads its running count from the cells when it enters window 0,
+/// so it must see the first writer's store through Drop (release) -> claim
+/// (acquire). Both adds count, in either order.
+#[test]
+fn writers_taking_turns_keep_each_others_counts() {
+    loom::model(move || {
+        let s = leak::<2, 1, 1>();
+        let turn = move |n: u64| {
+            move || loop {
+                match s.claim(0) {
+                    Ok(mut w) => {
+                        w.add(1, 0, n).unwrap();
+                        return;
+                    }
+                    Err(e) => {
+                        assert_eq!(e, ClaimError::Claimed);
+                        loom::thread::yield_now();
+                    }
+                }
+            }
+        };
+        let a = spawn(turn(1));
+        let b = spawn(turn(2));
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(
+            s.sum(1, 0),
+            3,
+            "a writer's count lost across a change of writer"
+        );
+    });
+}
