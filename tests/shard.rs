@@ -209,14 +209,6 @@ proptest! {
             prop_assert_eq!(s.sums(now), a.sums(now));
         }
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
-        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
-        ..ProptestConfig::default()
-    })]
 
     /// Writers come and go on one shard between shared adds: each new
     /// writer, and each return to a window, picks up the counts that are in
