@@ -12,7 +12,10 @@
 //! - `count_and_police`: `push`, then `Batch::process`: the batch's packets
 //!   and bytes into a claimed shard (two `ShardWriter::add`s per batch) and
 //!   one `KeyedGate` decision per frame in bursts (`try_acquire_burst`);
-//! - `police_one_by_one`: the same decisions with one `try_acquire` per frame.
+//! - `police_one_by_one`: the same decisions with one `try_acquire` per frame;
+//! - `1m_flows/floor_single_writer_table` (x86-64): `push`, then the same
+//!   decisions in a plain table owned by one thread, with every home slot
+//!   of the batch prefetched first: not leaparray, the floor (see `floor`).
 //!
 //! `1m_flows/*`: 1,000,000 flows, all resident in a `KeyedGate<2, 2^21>`
 //! (32 MiB, on transparent huge pages: `leak_gate`) before measuring. `4k_flows/*`: 4,096 flows, `KeyedGate<2,
@@ -126,8 +129,95 @@ fn group<const CAP: usize>(
             }
         })
     });
+    if flows > 4096 {
+        floor(&mut g, &mut b, &batch_at, step);
+    }
     g.finish();
     println!("{name}: {refused} of {decided} decisions refused");
+}
+
+/// `floor_single_writer_table`: not leaparray, the floor of any per-flow
+/// state with these flows on this machine. A table of 2^21 slots of 16
+/// bytes (key, word), 32 MiB on huge pages like the gate, owned by this one
+/// thread; every flow inserted first. Per batch: every frame's home slot
+/// prefetched, then per frame a probe for its key, a stand-in for the
+/// window arithmetic (a count and a window id in the word, compared to a
+/// limit) and a plain store: no atomic read-modify-write, no lock. What a
+/// policer with one table per queue and one writer could reach at best.
+#[cfg(target_arch = "x86_64")]
+fn floor(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    b: &mut Batch,
+    batch_at: &impl Fn(usize, &mut Batch),
+    step: u64,
+) {
+    const SLOTS: usize = 1 << 21;
+    let mut table = vec![[0u64; 2]; 0];
+    table.reserve_exact(SLOTS + (1 << 18));
+    // SAFETY: advice on memory this process owns, before it is touched.
+    unsafe {
+        let p = table.as_mut_ptr() as usize;
+        let huge = 2 << 20;
+        let a = (p + huge - 1) & !(huge - 1);
+        libc::madvise(a as *mut libc::c_void, SLOTS * 16, libc::MADV_HUGEPAGE);
+    }
+    table.resize(SLOTS, [0, 0]);
+    let home = |key: u64| (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 43) as usize;
+    for i in 0..FRAMES / BATCH {
+        batch_at(i, b);
+        for &(key, _) in &b.requests[..b.policed] {
+            let mut s = home(key);
+            while table[s][0] != key && table[s][0] != 0 {
+                s = (s + 1) % SLOTS;
+            }
+            table[s] = [key, 0];
+        }
+    }
+    let mut i = 0usize;
+    let mut now = 1u64 << 20;
+    let mut refused = 0u64;
+    g.bench_function("floor_single_writer_table", |bench| {
+        bench.iter(|| {
+            i += 1;
+            now += step;
+            batch_at(i, b);
+            let mut homes = [0usize; BATCH];
+            for (h, &(key, _)) in homes.iter_mut().zip(&b.requests[..b.policed]) {
+                *h = home(key);
+                // SAFETY: a prefetch reads nothing; the address is in the table.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        table.as_ptr().add(*h) as *const i8,
+                    )
+                };
+            }
+            let window = black_box(now) / 100_000;
+            for (&h, &(key, n)) in homes.iter().zip(&b.requests[..b.policed]) {
+                let mut s = h;
+                while table[s][0] != key {
+                    s = (s + 1) % SLOTS;
+                }
+                let w = table[s][1];
+                let count = if w >> 32 == window { w & 0xffff_ffff } else { 0 };
+                if count + n <= 16 {
+                    table[s][1] = (window << 32) | (count + n);
+                } else {
+                    refused += 1;
+                }
+            }
+        })
+    });
+    black_box(&table);
+    println!("floor_single_writer_table: {refused} refused");
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn floor(
+    _: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    _: &mut Batch,
+    _: &impl Fn(usize, &mut Batch),
+    _: u64,
+) {
 }
 
 fn benches(c: &mut Criterion) {
