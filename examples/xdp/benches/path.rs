@@ -198,7 +198,11 @@ fn floor(
                     s = (s + 1) % SLOTS;
                 }
                 let w = table[s][1];
-                let count = if w >> 32 == window { w & 0xffff_ffff } else { 0 };
+                let count = if w >> 32 == window {
+                    w & 0xffff_ffff
+                } else {
+                    0
+                };
                 if count + n <= 16 {
                     table[s][1] = (window << 32) | (count + n);
                 } else {
