@@ -22,7 +22,7 @@ pub(crate) enum CellOp {
 
 impl CellOp {
     #[inline]
-    fn apply(self, have: u64, max: u64) -> (u64, bool) {
+    pub(crate) fn apply(self, have: u64, max: u64) -> (u64, bool) {
         match self {
             CellOp::Add(n) => match have.checked_add(n) {
                 Some(c) if c <= max => (c, false),

@@ -60,6 +60,7 @@ use core::num::NonZeroU64;
 use crossbeam_utils::CachePadded;
 
 use crate::array::LeapArray;
+use crate::bucket::CellOp;
 use crate::error::AddError;
 use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 use crate::window::{add_counts, Window};
@@ -605,10 +606,7 @@ impl<const N: usize, const C: usize> ShardWriter<'_, N, C> {
                 running: entered.counts,
             };
         }
-        let (count, saturated) = match c.running[counter].checked_add(n) {
-            Some(v) if v <= MAX_COUNT => (v, false),
-            _ => (MAX_COUNT, true),
-        };
+        let (count, saturated) = CellOp::Add(n).apply(c.running[counter], MAX_COUNT);
         c.running[counter] = count;
         c.cells[counter].store(c.tag | count, Ordering::Release);
         let added = if saturated {
