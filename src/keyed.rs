@@ -153,7 +153,7 @@ use crate::sync::{
 pub const PROBE: usize = 16;
 
 /// The top bit of a slot's word: set in every gate word.
-const USED: u64 = 1 << 63;
+pub(crate) const USED: u64 = 1 << 63;
 
 /// What a [`KeyedGate`] decides for a key that has no slot and no room in
 /// its probe (every slot there holds a key that is not recyclable yet).
@@ -332,7 +332,7 @@ impl<const N: usize, const CAP: usize> defmt::Format for KeyedGate<N, CAP> {
 }
 
 /// The seed [`KeyedGate::new`] mixes keys with.
-const DEFAULT_SEED: u64 = 0x243f_6a88_85a3_08d3;
+pub(crate) const DEFAULT_SEED: u64 = 0x243f_6a88_85a3_08d3;
 
 /// The word of a slot.
 #[inline(always)]
@@ -368,13 +368,116 @@ const fn mix(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
+// The rules a slot follows, shared by `KeyedGate` and `OwnedKeyedGate`
+// (`owned.rs`): one source for the word's layout, where a key lives, one
+// decision, and when a slot may be recycled.
+
+/// The layout of a slot's word for `N` windows of `window` ticks and
+/// `limit`, or an unpacked layout and why the limit does not fit.
+pub(crate) const fn layout_of<const N: usize>(
+    window: NonZeroU64,
+    limit: u64,
+) -> (Layout, Option<KeyedError>) {
+    let div = Divisor::new(window);
+    let live = if N > u32::MAX as usize {
+        u32::MAX
+    } else {
+        N as u32
+    };
+    match Layout::fit(64, live, div, limit, 0) {
+        Some(layout) => (layout, None),
+        None => (
+            Layout::unpacked(live, div, limit, 0),
+            Some(KeyedError::LimitTooLarge {
+                max: max_limit_of::<N>(),
+            }),
+        ),
+    }
+}
+
+/// The largest limit a slot's word takes for `N` windows.
+pub(crate) const fn max_limit_of<const N: usize>() -> u64 {
+    let live = if N > u32::MAX as usize {
+        u32::MAX
+    } else {
+        N as u32
+    };
+    match Layout::fit(64, live, Divisor::new(NonZeroU64::MIN), 0, 0) {
+        Some(l) => {
+            if l.slot_max > crate::MAX_COUNT {
+                crate::MAX_COUNT
+            } else {
+                l.slot_max
+            }
+        }
+        None => 0,
+    }
+}
+
+/// Slots in a probe of a table of `CAP` slots.
+pub(crate) const fn probe_len(cap: usize) -> usize {
+    if cap < PROBE {
+        cap
+    } else {
+        PROBE
+    }
+}
+
+/// Windows of grace for `N` windows: a slot is recyclable `N + GRACE`
+/// windows after its newest window.
+pub(crate) const fn grace<const N: usize>() -> u64 {
+    N as u64
+}
+
+/// The slot where `key`'s probe starts in a table of `CAP` slots.
+#[inline(always)]
+pub(crate) fn home_of<const CAP: usize>(seed: u64, key: u64) -> usize {
+    // Lemire's multiply-shift: uniform over 0..CAP, no division.
+    ((u128::from(mix(key ^ seed)) * CAP as u128) >> 64) as usize
+}
+
+/// The `i`-th slot of the probe starting at `home`.
+#[inline(always)]
+pub(crate) fn at<const CAP: usize>(home: usize, i: usize) -> usize {
+    let j = home + i;
+    if j >= CAP {
+        j - CAP
+    } else {
+        j
+    }
+}
+
+/// One decision on the gate word `w` (`packed::decide`): with constant
+/// shifts on 64-bit targets, from the layout elsewhere (one copy of the
+/// code on microcontrollers, as `Gate` does).
+#[inline(always)]
+pub(crate) fn decide<const N: usize>(
+    layout: &Layout,
+    w: u64,
+    c: u64,
+    now: u64,
+    n: u64,
+) -> Option<(u64, Outcome)> {
+    #[cfg(target_pointer_width = "64")]
+    let l = packed::Fixed::<u64, N, 0>::new(layout);
+    #[cfg(not(target_pointer_width = "64"))]
+    let l = layout;
+    packed::decide::<u64, N>(l, w, c, now, n, false)
+}
+
+/// Whether the gate word `w` is recyclable by a caller in window `c`: its
+/// newest window is `N + GRACE` windows or more before `c`.
+pub(crate) fn recyclable<const N: usize>(layout: &Layout, w: u64, c: u64) -> bool {
+    matches!(packed::ahead_of(layout, w, c), Some(d) if d >= N as u64 + grace::<N>())
+}
+
 impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// Slots in a probe.
-    const PROBE: usize = if CAP < PROBE { CAP } else { PROBE };
+    const PROBE: usize = probe_len(CAP);
 
     /// Windows of grace: a slot is recyclable `N + GRACE` windows after its
     /// newest window.
-    const GRACE: u64 = N as u64;
+    const GRACE: u64 = grace::<N>();
 
     const_fn_unless_loom! {
         /// A table of `CAP` keys, each admitted at most `limit` permits per
@@ -414,15 +517,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                      enable leaparray's `portable-atomic-fallback-not-interrupt-safe` feature."
                 );
             };
-            let div = Divisor::new(window);
-            let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
-            let (layout, error) = match Layout::fit(64, live, div, limit, 0) {
-                Some(layout) => (layout, None),
-                None => (
-                    Layout::unpacked(live, div, limit, 0),
-                    Some(KeyedError::LimitTooLarge { max: Self::max_limit() }),
-                ),
-            };
+            let (layout, error) = layout_of::<N>(window, limit);
             KeyedGate {
                 slots: crate::sync::array_of!(CAP, SlotWord::new(0)),
                 layout,
@@ -466,21 +561,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn max_limit() -> u64 {
-        let live = if N > u32::MAX as usize {
-            u32::MAX
-        } else {
-            N as u32
-        };
-        match Layout::fit(64, live, Divisor::new(NonZeroU64::MIN), 0, 0) {
-            Some(l) => {
-                if l.slot_max > crate::MAX_COUNT {
-                    crate::MAX_COUNT
-                } else {
-                    l.slot_max
-                }
-            }
-            None => 0,
-        }
+        max_limit_of::<N>()
     }
 
     const_fn_unless_loom! {
@@ -583,19 +664,13 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// The slot where `key`'s probe starts.
     #[inline(always)]
     fn home(&self, key: u64) -> usize {
-        // Lemire's multiply-shift: uniform over 0..CAP, no division.
-        ((u128::from(mix(key ^ self.seed)) * CAP as u128) >> 64) as usize
+        home_of::<CAP>(self.seed, key)
     }
 
     /// The `i`-th slot of the probe starting at `home`.
     #[inline(always)]
     fn at(home: usize, i: usize) -> usize {
-        let j = home + i;
-        if j >= CAP {
-            j - CAP
-        } else {
-            j
-        }
+        at::<CAP>(home, i)
     }
 
     /// Admits `n` permits for `key` at `now` if every interval of `N`
@@ -824,11 +899,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// the code on microcontrollers, as `Gate` does).
     #[inline(always)]
     fn decide(&self, w: u64, c: u64, now: u64, n: u64) -> Option<(u64, Outcome)> {
-        #[cfg(target_pointer_width = "64")]
-        let l = packed::Fixed::<u64, N, 0>::new(&self.layout);
-        #[cfg(not(target_pointer_width = "64"))]
-        let l = &self.layout;
-        packed::decide::<u64, N>(l, w, c, now, n, false)
+        decide::<N>(&self.layout, w, c, now, n)
     }
 
     /// A claim token no claim had: nonzero, top bit clear.
@@ -839,7 +910,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// Whether the gate word `w` is recyclable by a caller in window `c`:
     /// its newest window is `N + GRACE` windows or more before `c`.
     fn recyclable(&self, w: u64, c: u64) -> bool {
-        matches!(packed::ahead_of(&self.layout, w, c), Some(d) if d >= N as u64 + Self::GRACE)
+        recyclable::<N>(&self.layout, w, c)
     }
 
     /// Settles the claim `mine` of `key` at position `i` of its probe

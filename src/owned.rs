@@ -1,0 +1,605 @@
+//! Per-key limits for one owner: [`OwnedKeyedGate`], a
+//! [`KeyedGate`](crate::KeyedGate) that a single thread owns.
+//!
+//! A packet path's receive queue polices its flows alone: under receive-side
+//! scaling a flow's packets always land on the same queue, so a table per
+//! queue limits each flow exactly, and nothing else ever writes it. This
+//! table is that case. It holds the same 16-byte slots as a `KeyedGate`
+//! (a key and its one-word gate), follows the same rules (where a key lives,
+//! one decision, recycling, the high water: the same code), and decides
+//! every request exactly as a `KeyedGate` with the same seed and capacity
+//! would decide the same sequence of requests. What it drops is what a
+//! shared table pays for sharing:
+//!
+//! | | `KeyedGate` | `OwnedKeyedGate` |
+//! |---|---|---|
+//! | callers | any thread or interrupt handler (`&self`) | its owner (`&mut self`) |
+//! | a decision | a 128-bit compare-and-swap (a locked `cmpxchg16b` on x86-64) | a plain load and store |
+//! | a new key | a claim, then settling it (module docs of [`keyed`](crate::keyed)) | one store |
+//! | a lookup reads | every slot of the probe | the probe up to the key or the first free slot |
+//! | a burst | reads 16 home slots ahead | hands every home slot's address to the caller's prefetch first |
+//!
+//! Without atomic read-modify-writes nothing orders one decision's cache
+//! miss before the next one's, so a burst's misses overlap. The core
+//! forbids `unsafe` and cannot issue a prefetch instruction itself;
+//! [`try_acquire_burst`](OwnedKeyedGate::try_acquire_burst) takes the
+//! caller's (on x86-64 `_mm_prefetch`; `|_| ()` for none).
+//!
+//! ```
+//! use core::num::NonZeroU64;
+//! use leaparray::owned::OwnedKeyedGate;
+//! use leaparray::Decision;
+//!
+//! // One per receive queue: 16 packets per flow per 100 ms (two 50 ms
+//! // windows, time in µs), 4,096 flow slots.
+//! let mut flows = OwnedKeyedGate::<2, 4096>::new(NonZeroU64::new(50_000).unwrap(), 16);
+//! let (a, b) = (0x5eed_0001, 0x5eed_0002); // 5-tuple hashes
+//! for _ in 0..16 {
+//!     assert_eq!(flows.try_acquire(a, 1_000, 1), Decision::Pass);
+//! }
+//! assert_eq!(flows.try_acquire(a, 1_000, 1), Decision::Block);
+//! assert_eq!(flows.try_acquire(b, 1_000, 1), Decision::Pass);
+//! assert_eq!(flows.retry_after(a, 1_000, 1), Some(99_000)); // at 100 ms window 0 slides out
+//! ```
+//!
+//! # Where a key lives, and why a lookup may stop at a free slot
+//!
+//! As in a `KeyedGate`: a key lives in its home slot (a seeded mix of the
+//! key) or one of the [`PROBE`](crate::keyed::PROBE) - 1 after it; a new key
+//! takes the first slot of its probe that is free or recyclable (its key
+//! idle for `2N` windows), and a recycled slot is overwritten in place. No
+//! slot is ever freed again, so every slot of the probe before a key's
+//! slot was taken when the key was inserted and is still taken: a lookup
+//! that meets a free slot has passed every slot the key could be in. (A
+//! `KeyedGate` cannot stop there: a claim withdrawn by another thread frees
+//! its slot again.)
+//!
+//! # Exactness
+//!
+//! Each key is limited as in a `KeyedGate` with [`Overflow::Refuse`]: in
+//! every interval of `N` windows, at most `limit` of its permits are
+//! counted, for any sequence of calls and any times (times may go back:
+//! a late caller books as a [`Gate`](crate::Gate)'s does, and a key that
+//! comes back after it was recycled books no earlier than `N` windows
+//! before the newest window any recycling had reached). A table is one
+//! owner's: it is `Send` (move it to its queue's thread) and every decision
+//! takes `&mut self`, so the compiler rules out a second writer.
+//!
+//! `tests/owned.rs` checks every decision, `remaining`, `retry_after` and
+//! `stats` against a `KeyedGate` of the same seed and capacity, and the
+//! limit against a ledger of admissions per window, for random sequences
+//! (probes full, keys recycled, times going back).
+
+use core::fmt;
+use core::num::NonZeroU64;
+
+use crate::keyed::{
+    at, decide, grace, home_of, layout_of, max_limit_of, probe_len, recyclable, KeyedError,
+    Overflow, Stats, DEFAULT_SEED, USED,
+};
+use crate::limiter::Decision;
+use crate::packed::{self, Layout};
+
+/// Requests of a burst whose home slots are handed to the prefetch before
+/// the first of them is decided.
+const AHEAD: usize = 32;
+
+/// A [`KeyedGate`](crate::KeyedGate) owned by one thread: up to `CAP` keys
+/// at a time in `16 * CAP` bytes, `N` windows per interval, keys are `u64`
+/// (hash a flow's 5-tuple or any key first). Decisions take `&mut self`
+/// and are plain loads and stores. See the [module docs](self).
+///
+/// Limits up to `2^b - 1` with `b = 31 / N` (32,767 for `N = 2`); windows
+/// and times as for a [`Gate`](crate::Gate).
+///
+/// Memory: `CAP * 16` bytes of slots plus about 80 bytes, built by value
+/// (`const`): a large table belongs in a `static` behind the owner's
+/// lock, or on the heap (a `let` puts it on the stack).
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::owned::OwnedKeyedGate;
+/// use leaparray::Decision;
+/// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 3);
+/// assert_eq!(t.try_acquire(7, 0, 3), Decision::Pass);
+/// assert_eq!(t.try_acquire(7, 999, 1), Decision::Block);
+/// assert_eq!(t.try_acquire(7, 1_000, 3), Decision::Pass); // window 0 slid out
+/// assert_eq!(t.remaining(7, 1_000), 0);
+/// assert_eq!(t.remaining(8, 1_000), 3);
+/// ```
+#[derive(Clone)]
+pub struct OwnedKeyedGate<const N: usize, const CAP: usize> {
+    /// `[key, word]`. Encoding: the word is 0 (free) or a gate word (top
+    /// bit set; `packed`'s layout with `F = 0`). Invariants: a key's gate
+    /// word is in at most one slot of its probe, and no free slot of the
+    /// probe comes before it (slots are never freed: module docs).
+    slots: [[u64; 2]; CAP],
+    layout: Layout,
+    error: Option<KeyedError>,
+    seed: u64,
+    overflow: Overflow,
+    /// The newest window any recycling had reached (0 if none): a key that
+    /// comes back books no earlier than `N` windows before it.
+    high_water: u64,
+    recycled: u64,
+    overflowed: u64,
+}
+
+impl<const N: usize, const CAP: usize> fmt::Debug for OwnedKeyedGate<N, CAP> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedKeyedGate")
+            .field("windows", &N)
+            .field("capacity", &CAP)
+            .field("window", &self.window())
+            .field("limit", &self.limit())
+            .field("overflow", &self.overflow)
+            .field("error", &self.error)
+            .field("recycled", &self.recycled)
+            .field("overflowed", &self.overflowed)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const CAP: usize> defmt::Format for OwnedKeyedGate<N, CAP> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "OwnedKeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {}, error: {} }}",
+            N,
+            CAP,
+            self.window(),
+            self.limit(),
+            self.overflow,
+            self.error
+        );
+    }
+}
+
+/// Where a lookup of a key ended.
+enum Found {
+    /// The key's gate word is in this slot.
+    At(usize),
+    /// The key has no slot; a new one may take this slot (free, or its key
+    /// recyclable).
+    Room(usize),
+    /// The key has no slot, and its probe no room.
+    Full,
+}
+
+impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
+    /// Slots in a probe.
+    const PROBE: usize = probe_len(CAP);
+
+    /// A table of `CAP` keys, each admitted at most `limit` permits per
+    /// interval of `N` windows of `window` ticks; [`Overflow::Refuse`] when
+    /// a key finds no room.
+    ///
+    /// A limit that does not fit a slot builds a table that refuses every
+    /// request for permits (`n >= 1`) and says why in
+    /// [`error`](Self::error); [`try_new`](Self::try_new) returns the
+    /// error instead. `1 <= N <= 31` and `CAP >= 1`, checked at compile
+    /// time.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedError;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let t = OwnedKeyedGate::<2, 8>::new(NonZeroU64::new(500).unwrap(), 100);
+    /// assert_eq!((t.limit(), t.window(), t.error()), (100, 500, None));
+    /// let mut bad = OwnedKeyedGate::<2, 8>::new(NonZeroU64::new(500).unwrap(), 1 << 20);
+    /// assert_eq!(bad.error(), Some(KeyedError::LimitTooLarge { max: 32_767 }));
+    /// assert_eq!(bad.try_acquire(1, 0, 1), leaparray::Decision::Block);
+    /// ```
+    #[must_use]
+    pub const fn new(window: NonZeroU64, limit: u64) -> Self {
+        const {
+            assert!(
+                N > 0 && N <= 31 && CAP > 0,
+                "OwnedKeyedGate<N, CAP> needs 1 <= N <= 31 and CAP >= 1"
+            );
+        };
+        let (layout, error) = layout_of::<N>(window, limit);
+        OwnedKeyedGate {
+            slots: [[0; 2]; CAP],
+            layout,
+            error,
+            seed: DEFAULT_SEED,
+            overflow: Overflow::Refuse,
+            high_water: 0,
+            recycled: 0,
+            overflowed: 0,
+        }
+    }
+
+    /// [`new`](Self::new), or the reason the parameters do not fit.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(OwnedKeyedGate::<2, 8>::try_new(w, 32_767).is_ok());
+    /// assert!(OwnedKeyedGate::<2, 8>::try_new(w, 32_768).is_err());
+    /// ```
+    pub fn try_new(window: NonZeroU64, limit: u64) -> Result<Self, KeyedError> {
+        match layout_of::<N>(window, limit) {
+            (_, Some(e)) => Err(e),
+            (_, None) => Ok(Self::new(window, limit)),
+        }
+    }
+
+    /// The largest limit an `OwnedKeyedGate<N, _>` takes (as a
+    /// [`KeyedGate`](crate::KeyedGate)'s): `2^b - 1`, `b = 31 / N` bits.
+    ///
+    /// ```
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// assert_eq!(OwnedKeyedGate::<2, 1>::max_limit(), 32_767);
+    /// ```
+    #[must_use]
+    pub const fn max_limit() -> u64 {
+        max_limit_of::<N>()
+    }
+
+    /// The same table (it must be empty: the seed decides where keys live)
+    /// with keys mixed with `seed`. Keys an attacker chooses should be
+    /// hashed with a secret key first: the mix is not a keyed hash.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10).with_seed(0x5eed);
+    /// assert_eq!(t.try_acquire(1, 0, 1), leaparray::Decision::Pass);
+    /// ```
+    #[must_use]
+    pub const fn with_seed(self, seed: u64) -> Self {
+        OwnedKeyedGate { seed, ..self }
+    }
+
+    /// The same table with `policy` for keys that find no room.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::Overflow;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::Decision;
+    /// // One slot: the second key finds no room.
+    /// let mut t = OwnedKeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10)
+    ///     .with_overflow(Overflow::Admit);
+    /// assert_eq!(t.try_acquire(1, 0, 1), Decision::Pass);
+    /// assert_eq!(t.try_acquire(2, 0, 1), Decision::Pass); // not limited, not counted
+    /// assert_eq!(t.stats(0).overflowed, 1);
+    /// ```
+    #[must_use]
+    pub const fn with_overflow(self, policy: Overflow) -> Self {
+        OwnedKeyedGate {
+            overflow: policy,
+            ..self
+        }
+    }
+
+    /// The per-key limit.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::owned::OwnedKeyedGate;
+    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).limit(), 5);
+    /// ```
+    #[must_use]
+    pub const fn limit(&self) -> u64 {
+        self.layout.limit
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::owned::OwnedKeyedGate;
+    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).window(), 9);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.layout.window.get()
+    }
+
+    /// The overflow policy.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::Overflow;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let t = OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
+    /// assert_eq!(t.overflow(), Overflow::Refuse);
+    /// ```
+    #[must_use]
+    pub const fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+
+    /// Why this table refuses every request, if it does (a limit that does
+    /// not fit; see [`new`](Self::new)).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::owned::OwnedKeyedGate;
+    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).error(), None);
+    /// ```
+    #[must_use]
+    pub const fn error(&self) -> Option<KeyedError> {
+        self.error
+    }
+
+    /// Slots in the table: the most keys it holds at once.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::owned::OwnedKeyedGate;
+    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).capacity(), 4);
+    /// ```
+    #[must_use]
+    pub const fn capacity(&self) -> usize {
+        CAP
+    }
+
+    /// Where the lookup of `key` from its home slot `home` ends, for a
+    /// caller in window `c`.
+    #[inline(always)]
+    fn find(&self, key: u64, home: usize, c: u64) -> Found {
+        let mut room = None;
+        for i in 0..Self::PROBE {
+            let at = at::<CAP>(home, i);
+            let [k, w] = self.slots[at];
+            if w == 0 {
+                // No key lives past a free slot (module docs).
+                return Found::Room(room.unwrap_or(at));
+            }
+            if k == key {
+                return Found::At(at);
+            }
+            if room.is_none() && recyclable::<N>(&self.layout, w, c) {
+                room = Some(at);
+            }
+        }
+        match room {
+            Some(at) => Found::Room(at),
+            None => Found::Full,
+        }
+    }
+
+    /// Admits `n` permits for `key` at `now` if every interval of `N`
+    /// windows that contains the booking window then holds at most `limit`
+    /// of that key's permits, as a [`Gate`](crate::Gate) of its own would;
+    /// inserts the key if it has no slot. `n == 0` always passes and books
+    /// nothing; `n > limit` never passes and takes no slot. A key with no
+    /// room in its probe gets the [`Overflow`] policy.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::Decision;
+    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
+    /// assert_eq!(t.try_acquire(1, 0, 2), Decision::Pass);
+    /// assert_eq!(t.try_acquire(1, 0, 1), Decision::Block);
+    /// assert_eq!(t.try_acquire(2, 0, 2), Decision::Pass); // its own limit
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    #[inline]
+    pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        let home = home_of::<CAP>(self.seed, key);
+        self.acquire_from(key, home, now, n)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
+    /// n)` pairs) at one `now`, each decided as if alone, in order: the
+    /// decision for `requests[i]` goes to `decisions[i]`. Returns how many
+    /// were decided (the shorter of the two slices).
+    ///
+    /// Before deciding, it calls `prefetch` with the address of the home
+    /// slot of each of the next 32 requests, so that when the table is
+    /// larger than the caches their misses overlap. The core forbids
+    /// `unsafe` and cannot prefetch itself: pass your target's prefetch
+    /// (x86-64: `_mm_prefetch::<_MM_HINT_T0>`), or `|_| ()`. The address
+    /// is only a hint; nothing reads through it.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::Decision::{Block, Pass};
+    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
+    /// let mut out = [Block; 4];
+    /// let reqs = [(1, 1), (2, 2), (1, 1), (1, 1)];
+    /// #[cfg(target_arch = "x86_64")]
+    /// let hint = |p: *const u8| {
+    ///     use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    ///     // SAFETY: a prefetch is a hint: it reads nothing and cannot fault.
+    ///     unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    /// };
+    /// #[cfg(not(target_arch = "x86_64"))]
+    /// let hint = |_: *const u8| ();
+    /// assert_eq!(t.try_acquire_burst(0, &reqs, &mut out, hint), 4);
+    /// assert_eq!(out, [Pass, Pass, Pass, Block]);
+    /// ```
+    #[must_use = "the decisions are in `decisions`; a Pass has booked its permits"]
+    #[inline]
+    pub fn try_acquire_burst(
+        &mut self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+        mut prefetch: impl FnMut(*const u8),
+    ) -> usize {
+        let len = requests.len().min(decisions.len());
+        for (reqs, outs) in requests[..len]
+            .chunks(AHEAD)
+            .zip(decisions[..len].chunks_mut(AHEAD))
+        {
+            let mut homes = [0usize; AHEAD];
+            for (h, &(key, _)) in homes.iter_mut().zip(reqs) {
+                *h = home_of::<CAP>(self.seed, key);
+                prefetch(core::ptr::from_ref(&self.slots[*h]).cast());
+            }
+            for ((&h, &(key, n)), out) in homes.iter().zip(reqs).zip(outs) {
+                *out = self.acquire_from(key, h, now, n);
+            }
+        }
+        len
+    }
+
+    /// [`try_acquire`](Self::try_acquire), given the key's home slot.
+    #[inline(always)]
+    fn acquire_from(&mut self, key: u64, home: usize, now: u64, n: u64) -> Decision {
+        if n == 0 {
+            return Decision::Pass;
+        }
+        let l = &self.layout;
+        if self.error.is_some() || n > l.limit {
+            // Never admitted: no slot for it either.
+            return Decision::Block;
+        }
+        let c = l.window.div(now);
+        let at = match self.find(key, home, c) {
+            Found::At(at) => at,
+            Found::Room(at) => {
+                if self.slots[at][1] != 0 {
+                    self.high_water = self.high_water.max(c);
+                    self.recycled += 1;
+                }
+                let from = c.max(self.high_water).saturating_sub(grace::<N>());
+                self.slots[at] = [key, packed::empty_at::<u64>(&self.layout, from)];
+                at
+            }
+            Found::Full => {
+                self.overflowed += 1;
+                return match self.overflow {
+                    Overflow::Refuse => Decision::Block,
+                    Overflow::Admit => Decision::Pass,
+                };
+            }
+        };
+        match decide::<N>(&self.layout, self.slots[at][1], c, now, n) {
+            Some((new, _)) => {
+                self.slots[at][1] = new;
+                Decision::Pass
+            }
+            None => Decision::Block,
+        }
+    }
+
+    /// The gate word `key` holds, if any, and whether its probe has room
+    /// for it otherwise, for a caller in window `c`.
+    fn lookup(&self, key: u64, c: u64) -> (Option<u64>, bool) {
+        match self.find(key, home_of::<CAP>(self.seed, key), c) {
+            Found::At(at) => (Some(self.slots[at][1]), true),
+            Found::Room(_) => (None, true),
+            Found::Full => (None, false),
+        }
+    }
+
+    /// Permits `key` could still take at `now`: `limit` minus the fullest
+    /// interval a booking would join (`limit` for a key with no slot; 0 if
+    /// it has no room and the policy refuses). Books nothing.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// assert_eq!(t.remaining(1, 0), 10);
+    /// let _ = t.try_acquire(1, 0, 4);
+    /// assert_eq!(t.remaining(1, 600), 6); // window 0 still counts at 600
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+        if self.error.is_some() {
+            return 0;
+        }
+        let l = &self.layout;
+        let c = l.window.div(now);
+        match self.lookup(key, c) {
+            (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
+            (None, true) => l.limit,
+            (None, false) => match self.overflow {
+                Overflow::Refuse => 0,
+                Overflow::Admit => l.limit,
+            },
+        }
+    }
+
+    /// Exact ticks from `now` until `n` permits for `key` would be
+    /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
+    /// (`n > limit`, or a table that refuses everything). A key with no
+    /// room waits until the first slot of its probe becomes recyclable.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = t.try_acquire(1, 100, 10);
+    /// assert_eq!(t.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
+    /// assert_eq!(t.retry_after(2, 700, 1), Some(0));
+    /// assert_eq!(t.retry_after(1, 700, 11), None);
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        if n == 0 {
+            return Some(0);
+        }
+        let l = &self.layout;
+        if self.error.is_some() || n > l.limit {
+            return None;
+        }
+        let c = l.window.div(now);
+        match self.lookup(key, c) {
+            (Some(w), _) => packed::retry_after_of::<u64, N>(l, w, now, n),
+            (None, true) => Some(0),
+            (None, false) => match self.overflow {
+                Overflow::Admit => Some(0),
+                // Every slot of the probe holds a gate word: the first to
+                // become recyclable.
+                Overflow::Refuse => {
+                    let home = home_of::<CAP>(self.seed, key);
+                    (0..Self::PROBE)
+                        .filter_map(|i| {
+                            let w = self.slots[at::<CAP>(home, i)][1];
+                            let newest = packed::newest_of(l, w, c);
+                            let free = newest.checked_add(N as u64 + grace::<N>())?;
+                            free.checked_mul(l.window.get())
+                        })
+                        .min()
+                        .map(|t| t.saturating_sub(now))
+                }
+            },
+        }
+    }
+
+    /// What a dashboard shows: keys resident and recyclable at `now` (a
+    /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
+    /// since the table was built.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = t.try_acquire(1, 0, 1);
+    /// let _ = t.try_acquire(2, 0, 1);
+    /// let s = t.stats(0);
+    /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
+    /// assert_eq!(t.stats(2_000).recyclable, 2); // idle for two intervals
+    /// ```
+    #[must_use]
+    pub fn stats(&self, now: u64) -> Stats {
+        let c = self.layout.window.div(now);
+        let mut s = Stats {
+            recycled: self.recycled,
+            overflowed: self.overflowed,
+            ..Stats::default()
+        };
+        for &[_, w] in &self.slots {
+            if w & USED != 0 {
+                s.resident += 1;
+                if recyclable::<N>(&self.layout, w, c) {
+                    s.recyclable += 1;
+                }
+            }
+        }
+        s
+    }
+}
