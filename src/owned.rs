@@ -82,7 +82,7 @@ use crate::packed::{self, Layout};
 
 /// Requests of a burst whose home slots are handed to the prefetch before
 /// the first of them is decided.
-const AHEAD: usize = 32;
+const AHEAD: usize = 64;
 
 /// A [`KeyedGate`](crate::KeyedGate) owned by one thread: up to `CAP` keys
 /// at a time in `16 * CAP` bytes, `N` windows per interval, keys are `u64`
@@ -385,7 +385,8 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     #[inline]
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let home = home_of::<CAP>(self.seed, key);
-        self.acquire_from(key, home, now, n)
+        let c = self.layout.window.div(now);
+        self.acquire_from(key, home, c, now, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
@@ -437,16 +438,39 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
                 *h = home_of::<CAP>(self.seed, key);
                 prefetch(core::ptr::from_ref(&self.slots[*h]).cast());
             }
+            let c = self.layout.window.div(now);
             for ((&h, &(key, n)), out) in homes.iter().zip(reqs).zip(outs) {
-                *out = self.acquire_from(key, h, now, n);
+                *out = self.acquire_from(key, h, c, now, n);
             }
         }
         len
     }
 
-    /// [`try_acquire`](Self::try_acquire), given the key's home slot.
+    /// The address of the slot where `key`'s probe starts (where a lookup
+    /// of `key` reads first), for a prefetch instruction: issued a while
+    /// before `key`'s decision (say, while the previous batch of requests
+    /// is decided), it takes the cache miss out of the decision. Nothing
+    /// reads through the pointer; the core forbids `unsafe` and cannot
+    /// prefetch itself.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::owned::OwnedKeyedGate;
+    /// let t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
+    /// let p = t.home_addr(7) as usize;
+    /// let start = core::ptr::from_ref(&t) as usize;
+    /// assert!(p >= start && p + 16 <= start + core::mem::size_of_val(&t));
+    /// ```
+    #[must_use]
+    #[inline]
+    pub fn home_addr(&self, key: u64) -> *const u8 {
+        core::ptr::from_ref(&self.slots[home_of::<CAP>(self.seed, key)]).cast()
+    }
+
+    /// [`try_acquire`](Self::try_acquire), given the key's home slot and
+    /// the window `c` of `now`.
     #[inline(always)]
-    fn acquire_from(&mut self, key: u64, home: usize, now: u64, n: u64) -> Decision {
+    fn acquire_from(&mut self, key: u64, home: usize, c: u64, now: u64, n: u64) -> Decision {
         if n == 0 {
             return Decision::Pass;
         }
@@ -455,7 +479,6 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Decision::Block;
         }
-        let c = l.window.div(now);
         let at = match self.find(key, home, c) {
             Found::At(at) => at,
             Found::Room(at) => {

@@ -755,6 +755,16 @@ fn view<B: Bits>(l: impl Geometry, w: B, c: u64) -> View<B> {
             slots: decode(l, w >> l.id_bits()),
             base: w | used::<B>(),
         }
+    } else if d >= u64::from(l.slots()) && d <= l.id_mask() >> 1 {
+        // Every window slid out (a key of a large table, idle since its
+        // last decision; a gate's first call after a pause), or the word
+        // was never used: empty at `c`, inline. What `view_moved` gives
+        // (`slide` to zero, and zero fields encode to zero).
+        View {
+            newest: c,
+            slots: B::ZERO,
+            base: B::from_u64(c & l.id_mask()) | used::<B>(),
+        }
     } else {
         view_moved(l, w, c, d)
     }

@@ -13,13 +13,20 @@
 //!   and bytes into a claimed shard (two `ShardWriter::add`s per batch) and
 //!   one `KeyedGate` decision per frame in bursts (`try_acquire_burst`);
 //! - `police_one_by_one`: the same decisions with one `try_acquire` per frame;
+//! - `count_and_police_owned`: `count_and_police` with the queue's own
+//!   `OwnedKeyedGate` (plain loads and stores) instead of the shared
+//!   `KeyedGate`, every home slot of the batch prefetched first
+//!   (`try_acquire_burst` with `_mm_prefetch`);
+//! - `count_and_police_owned_no_prefetch`: the same without the prefetch
+//!   (`|_| ()`: what a caller without `unsafe` gets);
 //! - `1m_flows/floor_single_writer_table` (x86-64): `push`, then the same
 //!   decisions in a plain table owned by one thread, with every home slot
 //!   of the batch prefetched first: not leaparray, the floor (see `floor`).
 //!
 //! `1m_flows/*`: 1,000,000 flows, all resident in a `KeyedGate<2, 2^21>`
-//! (32 MiB, on transparent huge pages: `leak_gate`) before measuring. `4k_flows/*`: 4,096 flows, `KeyedGate<2,
-//! 2^15>`.
+//! and in an `OwnedKeyedGate<2, 2^21>` (32 MiB each, on transparent huge
+//! pages: `on_huge_pages`) before measuring. `4k_flows/*`: 4,096 flows,
+//! tables of 2^15 slots.
 //! The clock advances 25 µs (1M flows) or 400 µs (4,096 flows) per batch,
 //! so that each flow stays under its limit (16 per 100 ms) and nearly every
 //! decision admits, as most of a real link's flows do (refusals are
@@ -30,7 +37,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use leaparray::Decision;
-use leaparray_xdp::{flow_gate, traffic, write_frame, Batch, FlowGate, Traffic, BATCH};
+use leaparray_xdp::{
+    flow_gate, prefetch, traffic, write_frame, Batch, FlowGate, OwnedFlowGate, Traffic, BATCH,
+};
 
 static TRAFFIC: Traffic = traffic();
 static SMALL: FlowGate<{ 1 << 15 }> = flow_gate();
@@ -64,7 +73,8 @@ fn frames(flows: u32) -> (Vec<u8>, Vec<usize>) {
 fn group<const CAP: usize>(
     c: &mut Criterion,
     name: &str,
-    gate: &FlowGate<CAP>,
+    mut gate: &FlowGate<CAP>,
+    owned: &mut OwnedFlowGate<CAP>,
     flows: u32,
     step: u64,
     shard: usize,
@@ -84,7 +94,9 @@ fn group<const CAP: usize>(
                 b.push(&fr[..len]);
                 f += 1;
             }
-            black_box(b.process(&mut writer, gate, now));
+            let mut again = b.clone();
+            black_box(b.process(&mut writer, &mut gate, now));
+            black_box(again.process(&mut writer, owned, now));
         }
     }
     let mut g = c.benchmark_group(name);
@@ -94,6 +106,13 @@ fn group<const CAP: usize>(
         let first = (i * BATCH) % FRAMES;
         for k in first..first + BATCH {
             b.push(&buf[k * SLOT..k * SLOT + lens[k]]);
+        }
+    };
+    let batch_prefetching = |i: usize, b: &mut Batch, gate: &OwnedFlowGate<CAP>| {
+        b.clear();
+        let first = (i * BATCH) % FRAMES;
+        for k in first..first + BATCH {
+            b.push_prefetching(&buf[k * SLOT..k * SLOT + lens[k]], gate);
         }
     };
     let mut b = Batch::default();
@@ -112,7 +131,7 @@ fn group<const CAP: usize>(
             i += 1;
             now += step;
             batch_at(i, &mut b);
-            refused += b.process(&mut writer, gate, black_box(now));
+            refused += b.process(&mut writer, &mut gate, black_box(now));
             decided += b.policed as u64;
         })
     });
@@ -129,6 +148,44 @@ fn group<const CAP: usize>(
             }
         })
     });
+    let mut refused_owned = 0u64;
+    g.bench_function("count_and_police_owned", |bench| {
+        bench.iter(|| {
+            i += 1;
+            now += step;
+            batch_at(i, &mut b);
+            refused_owned += b.process(&mut writer, owned, black_box(now));
+        })
+    });
+    g.bench_function("count_and_police_owned_prefetch_while_reading", |bench| {
+        bench.iter(|| {
+            i += 1;
+            now += step;
+            batch_prefetching(i, &mut b, owned);
+            refused_owned += b.process(&mut writer, owned, black_box(now));
+        })
+    });
+    g.bench_function("count_and_police_owned_no_prefetch", |bench| {
+        bench.iter(|| {
+            i += 1;
+            now += step;
+            batch_at(i, &mut b);
+            let _ = writer.add(now, 0, b.packets);
+            let _ = writer.add(now, 1, b.bytes);
+            let k = b.policed;
+            let _ = owned.try_acquire_burst(
+                black_box(now),
+                &b.requests[..k],
+                &mut b.decisions[..k],
+                |_| (),
+            );
+            refused_owned += b.decisions[..k]
+                .iter()
+                .filter(|d| **d != Decision::Pass)
+                .count() as u64;
+        })
+    });
+    println!("{name}: owned gate: {refused_owned} refused");
     if flows > 4096 {
         floor(&mut g, &mut b, &batch_at, step);
     }
@@ -184,12 +241,7 @@ fn floor(
             let mut homes = [0usize; BATCH];
             for (h, &(key, _)) in homes.iter_mut().zip(&b.requests[..b.policed]) {
                 *h = home(key);
-                // SAFETY: a prefetch reads nothing; the address is in the table.
-                unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                        table.as_ptr().add(*h) as *const i8,
-                    )
-                };
+                prefetch(core::ptr::from_ref(&table[*h]).cast());
             }
             let window = black_box(now) / 100_000;
             for (&h, &(key, n)) in homes.iter().zip(&b.requests[..b.policed]) {
@@ -232,8 +284,10 @@ fn benches(c: &mut Criterion) {
     // On huge pages, as the example's (a `static` of that size would be
     // file-backed `.data`, 4 KiB pages).
     let big: &FlowGate<{ 1 << 21 }> = leaparray_xdp::leak_gate();
-    group(c, "1m_flows", big, 1_000_000, 25, 0);
-    group(c, "4k_flows", &SMALL, 4096, 400, 1);
+    let mut big_owned = leaparray_xdp::boxed_owned_gate::<{ 1 << 21 }>();
+    group(c, "1m_flows", big, &mut big_owned, 1_000_000, 25, 0);
+    let mut small_owned = leaparray_xdp::boxed_owned_gate::<{ 1 << 15 }>();
+    group(c, "4k_flows", &SMALL, &mut small_owned, 4096, 400, 1);
 }
 
 criterion_group! {

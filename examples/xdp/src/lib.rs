@@ -6,6 +6,7 @@
 use std::num::NonZeroU64;
 
 use leaparray::keyed::KeyedGate;
+use leaparray::owned::OwnedKeyedGate;
 use leaparray::shard::{ShardWriter, Sharded};
 use leaparray::Decision;
 
@@ -48,33 +49,132 @@ pub const fn flow_gate<const CAP: usize>() -> FlowGate<CAP> {
     KeyedGate::new(NonZeroU64::new(GATE_WINDOW_US).unwrap(), LIMIT)
 }
 
-/// A per-flow gate on the heap, leaked (it lives as long as the process),
-/// on transparent huge pages where Linux gives them.
+/// A per-flow gate that one receive queue owns (under receive-side scaling
+/// a flow always lands on the same queue): plain loads and stores.
+pub type OwnedFlowGate<const CAP: usize> = OwnedKeyedGate<GATE_N, CAP>;
+
+/// A new owned per-flow gate.
+pub const fn owned_flow_gate<const CAP: usize>() -> OwnedFlowGate<CAP> {
+    OwnedKeyedGate::new(NonZeroU64::new(GATE_WINDOW_US).unwrap(), LIMIT)
+}
+
+/// A shared per-flow gate on the heap, leaked (it lives as long as the
+/// process), on huge pages: see [`on_huge_pages`].
+pub fn leak_gate<const CAP: usize>() -> &'static FlowGate<CAP> {
+    Box::leak(on_huge_pages(flow_gate::<CAP>))
+}
+
+/// An owned per-flow gate on the heap, on huge pages: see [`on_huge_pages`].
+pub fn boxed_owned_gate<const CAP: usize>() -> Box<OwnedFlowGate<CAP>> {
+    on_huge_pages(owned_flow_gate::<CAP>)
+}
+
+/// `make()` on the heap, on transparent huge pages where Linux gives them.
 ///
 /// A table larger than the caches costs a cache miss per decision; with
 /// 4 KiB pages, 32 MiB also spans 8,192 pages, more than the TLB holds, so
 /// a random key costs a page walk as well (two-dimensional in a virtual
-/// machine). 2 MiB pages take that walk away. The table is built in a
-/// thread with a stack large enough for it (the value may pass through the
-/// stack) and written into memory advised `MADV_HUGEPAGE` before it is
-/// first touched. A `static` would not do: its non-zero fields put all of
-/// it in `.data`, file-backed memory that Linux does not back with huge
-/// pages.
-pub fn leak_gate<const CAP: usize>() -> &'static FlowGate<CAP> {
-    let size = std::mem::size_of::<FlowGate<CAP>>();
+/// machine). 2 MiB pages take that walk away. The value is built in a
+/// thread with a stack large enough for it (it may pass through the stack)
+/// and written into memory advised `MADV_HUGEPAGE` before it is first
+/// touched. A `static` would not do: its non-zero fields put all of it in
+/// `.data`, file-backed memory that Linux does not back with huge pages.
+pub fn on_huge_pages<T: Send + 'static>(make: fn() -> T) -> Box<T> {
+    let size = std::mem::size_of::<T>();
     std::thread::Builder::new()
         .stack_size(2 * size + (1 << 20))
         .spawn(move || {
-            let mut b = Box::<FlowGate<CAP>>::new_uninit();
+            let mut b = Box::<T>::new_uninit();
             advise_huge_pages(b.as_mut_ptr() as *mut u8, size);
-            b.write(flow_gate());
+            b.write(make());
             // SAFETY: written just above.
-            let b: Box<FlowGate<CAP>> = unsafe { b.assume_init() };
-            &*Box::leak(b)
+            unsafe { b.assume_init() }
         })
-        .expect("thread for the gate")
+        .expect("thread for the table")
         .join()
-        .expect("building the gate")
+        .expect("building the table")
+}
+
+/// The per-flow policer of a receive loop: one gate shared by every queue
+/// (`&KeyedGate`: a 128-bit compare-and-swap per decision) or one owned by
+/// this queue (`OwnedKeyedGate`: plain loads and stores, every home slot of
+/// the batch prefetched first).
+pub trait Policer {
+    /// One decision per request, in order, at `now`; returns how many.
+    fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize;
+    /// One request alone.
+    fn police_one(&mut self, key: u64, now: u64, n: u64) -> Decision;
+    /// Keys resident at `now`.
+    fn resident(&self, now: u64) -> usize;
+    /// A hint that `key` is decided soon: prefetch its slot (nothing for
+    /// a shared `KeyedGate`, whose burst reads its slots ahead itself).
+    #[inline(always)]
+    fn prefetch(&self, key: u64) {
+        let _ = key;
+    }
+}
+
+impl<const CAP: usize> Policer for &FlowGate<CAP> {
+    #[inline(always)]
+    fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize {
+        self.try_acquire_burst(now, requests, decisions)
+    }
+    #[inline(always)]
+    fn police_one(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        self.try_acquire(key, now, n)
+    }
+    fn resident(&self, now: u64) -> usize {
+        self.stats(now).resident
+    }
+}
+
+impl<const CAP: usize> Policer for OwnedFlowGate<CAP> {
+    #[inline(always)]
+    fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize {
+        self.try_acquire_burst(now, requests, decisions, prefetch)
+    }
+    #[inline(always)]
+    fn police_one(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        self.try_acquire(key, now, n)
+    }
+    fn resident(&self, now: u64) -> usize {
+        self.stats(now).resident
+    }
+    #[inline(always)]
+    fn prefetch(&self, key: u64) {
+        prefetch(self.home_addr(key));
+    }
+}
+
+impl<P: Policer + ?Sized> Policer for Box<P> {
+    #[inline(always)]
+    fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize {
+        (**self).police(now, requests, decisions)
+    }
+    #[inline(always)]
+    fn police_one(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        (**self).police_one(key, now, n)
+    }
+    fn resident(&self, now: u64) -> usize {
+        (**self).resident(now)
+    }
+    #[inline(always)]
+    fn prefetch(&self, key: u64) {
+        (**self).prefetch(key)
+    }
+}
+
+/// A prefetch of the cache line at `p` into every cache level (x86-64;
+/// elsewhere nothing): the hint an `OwnedKeyedGate` burst asks for.
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing and cannot fault.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(target_os = "linux")]
@@ -263,16 +363,28 @@ impl Batch {
         }
     }
 
+    /// [`push`](Self::push), then [`Policer::prefetch`] of the frame's
+    /// flow: its slot's cache miss overlaps with reading the batch's other
+    /// frames, before the burst decides.
+    #[inline(always)]
+    pub fn push_prefetching(&mut self, frame: &[u8], gate: &impl Policer) {
+        let k = self.policed;
+        self.push(frame);
+        if self.policed > k {
+            gate.prefetch(self.requests[k].0);
+        }
+    }
+
     /// leaparray's part, at one `now` for the batch: the packets and bytes
     /// into this queue's shard (two single-writer adds per batch: every
     /// frame of a batch is in the window of `now`), then one decision per
-    /// policed frame from the flow gate, 16 home slots read ahead at a time
-    /// (`try_acquire_burst`). Returns the policed drops.
+    /// policed frame from the flow gate, as a burst ([`Policer::police`]).
+    /// Returns the policed drops.
     #[inline(always)]
-    pub fn process<const CAP: usize>(
+    pub fn process(
         &mut self,
         writer: &mut ShardWriter<'_, TRAFFIC_N, 2>,
-        gate: &FlowGate<CAP>,
+        gate: &mut impl Policer,
         now: u64,
     ) -> u64 {
         // Errors: `Stale` needs a clock that went back (CLOCK_MONOTONIC
@@ -280,7 +392,7 @@ impl Batch {
         let _ = writer.add(now, PACKETS, self.packets);
         let _ = writer.add(now, BYTES, self.bytes);
         let k = self.policed;
-        let decided = gate.try_acquire_burst(now, &self.requests[..k], &mut self.decisions[..k]);
+        let decided = gate.police(now, &self.requests[..k], &mut self.decisions[..k]);
         self.decisions[..decided]
             .iter()
             .filter(|d| **d != Decision::Pass)
@@ -331,9 +443,39 @@ mod tests {
             b.push(&[0u8; 20]); // not a flow's: counted, not policed
             bytes += 20;
             packets += BATCH as u64 + 1;
-            drops += b.process(&mut w, &G, 1_000);
+            drops += b.process(&mut w, &mut &G, 1_000);
         }
         assert_eq!(T.sums(1_000), [packets, bytes]);
         assert_eq!(drops, 4 * (64 - LIMIT));
+    }
+
+    #[test]
+    fn the_owned_gate_polices_a_batch_as_the_shared_one() {
+        static T: Traffic = traffic();
+        static SHARED: FlowGate<4096> = flow_gate();
+        let mut owned = boxed_owned_gate::<4096>();
+        let (mut ws, mut wo) = (T.claim(2).unwrap(), T.claim(3).unwrap());
+        let mut buf = [0u8; 256];
+        let (mut a, mut b) = (Batch::default(), Batch::default());
+        let mut drops = 0;
+        for round in 0..8u64 {
+            a.clear();
+            b.clear();
+            for k in 0..BATCH as u32 {
+                let len = write_frame(&mut buf, (k * 7 + round as u32) % 9);
+                a.push(&buf[..len]);
+                b.push(&buf[..len]);
+            }
+            let now = 1_000 + round * 20_000;
+            let (da, db) = (
+                a.process(&mut ws, &mut &SHARED, now),
+                b.process(&mut wo, &mut owned, now),
+            );
+            assert_eq!(da, db, "round {round}");
+            assert_eq!(a.decisions, b.decisions, "round {round}");
+            drops += da;
+        }
+        assert!(drops > 0, "some flows went over their limit");
+        assert_eq!(owned.resident(1_000), 9);
     }
 }

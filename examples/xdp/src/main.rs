@@ -55,11 +55,14 @@ mod linux {
     static SMALL: FlowGate<{ 1 << 15 }> = leaparray_xdp::flow_gate();
 
     const USAGE: &str = "\
-usage: leaparray-xdp [--duration SECONDS] [--flows N] [--disable] [--no-ledger] [--check]
+usage: leaparray-xdp [--duration SECONDS] [--flows N] [--shared-gate] [--disable] [--no-ledger] [--check]
 
   --duration S   seconds of traffic (default 5)
   --flows N      flows (5-tuples) the sender cycles through, 1..=1000000
                  (default 4096); every 256th is heavy (far over its limit)
+  --shared-gate  police with one KeyedGate that every queue shares
+                 (compare-and-swap) instead of the queue's own
+                 OwnedKeyedGate (plain loads and stores, prefetched)
   --disable      the baseline: the same receive loop without leaparray
                  (no counting, no policing)
   --no-ledger    without the checks' bookkeeping (for rate measurements)
@@ -73,6 +76,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
         duration: u64,
         flows: u32,
         disable: bool,
+        shared_gate: bool,
         ledger: bool,
         check: bool,
     }
@@ -82,6 +86,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
             duration: 5,
             flows: 4096,
             disable: false,
+            shared_gate: false,
             ledger: true,
             check: false,
         };
@@ -100,6 +105,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
                         .map_err(|e| format!("--flows: {e}"))?
                 }
                 "--disable" => a.disable = true,
+                "--shared-gate" => a.shared_gate = true,
                 "--no-ledger" => a.ledger = false,
                 "--check" => a.check = true,
                 "-h" | "--help" => {
@@ -183,7 +189,11 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
             (0..a.flows).filter(|&i| tx::is_heavy(i)).count(),
             a.duration,
             2 * GATE_WINDOW_US / 1000,
-            if a.disable { "leaparray DISABLED (baseline)" } else { "counting + policing" },
+            match (a.disable, a.shared_gate) {
+                (true, _) => "leaparray DISABLED (baseline)",
+                (false, true) => "counting + policing (one shared KeyedGate)",
+                (false, false) => "counting + policing (the queue's own OwnedKeyedGate)",
+            },
             if a.ledger { ", with the checks' ledger" } else { "" },
         );
         println!(
@@ -195,26 +205,30 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
         let rx_stop = Arc::new(AtomicBool::new(false));
         let receiver = {
             let (live, ready, rx_stop) = (live.clone(), ready.clone(), rx_stop.clone());
+            let shared_gate = a.shared_gate;
             std::thread::Builder::new()
                 .name("rx".into())
                 .spawn(move || {
                     netns::enter(netns::RX_NS)?;
                     netns::pin(1);
-                    if mode.flows <= 1 << 14 {
-                        rx::run(
-                            netns::RX_IF,
-                            mode,
-                            &TRAFFIC,
-                            &SMALL,
-                            &live,
-                            &ready,
-                            &rx_stop,
-                        )
-                    } else {
-                        // Up to 1,000,000 flows: 2^21 slots, 32 MiB, on
-                        // huge pages (leaparray_xdp::leak_gate).
-                        let big: &FlowGate<{ 1 << 21 }> = leaparray_xdp::leak_gate();
-                        rx::run(netns::RX_IF, mode, &TRAFFIC, big, &live, &ready, &rx_stop)
+                    let (i, t) = (netns::RX_IF, &TRAFFIC);
+                    // Up to 16,384 flows: 2^15 slots (512 KiB); up to
+                    // 1,000,000: 2^21 slots, 32 MiB, on huge pages
+                    // (leaparray_xdp::on_huge_pages).
+                    match (mode.flows <= 1 << 14, shared_gate) {
+                        (true, true) => rx::run(i, mode, t, &SMALL, &live, &ready, &rx_stop),
+                        (true, false) => {
+                            let g = leaparray_xdp::boxed_owned_gate::<{ 1 << 15 }>();
+                            rx::run(i, mode, t, g, &live, &ready, &rx_stop)
+                        }
+                        (false, true) => {
+                            let g: &FlowGate<{ 1 << 21 }> = leaparray_xdp::leak_gate();
+                            rx::run(i, mode, t, g, &live, &ready, &rx_stop)
+                        }
+                        (false, false) => {
+                            let g = leaparray_xdp::boxed_owned_gate::<{ 1 << 21 }>();
+                            rx::run(i, mode, t, g, &live, &ready, &rx_stop)
+                        }
                     }
                 })
                 .map_err(|e| e.to_string())?

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use leaparray::Decision;
 use leaparray_xdp::{
-    Batch, FlowGate, Traffic, BATCH, BYTES, GATE_N, GATE_WINDOW_US, LIMIT, PACKETS, TRAFFIC_N,
+    Batch, Policer, Traffic, BATCH, BYTES, GATE_N, GATE_WINDOW_US, LIMIT, PACKETS, TRAFFIC_N,
     TRAFFIC_WINDOW_US,
 };
 use xdpilone::{IfInfo, Socket, SocketConfig, Umem, UmemConfig};
@@ -267,11 +267,11 @@ struct Windows {
 }
 
 /// Receives until `stop` is set and the ring is empty.
-pub fn run<const CAP: usize>(
+pub fn run(
     ifname: &str,
     mode: Mode,
     traffic: &Traffic,
-    gate: &FlowGate<CAP>,
+    mut gate: impl Policer,
     live: &Live,
     ready: &AtomicBool,
     stop: &AtomicBool,
@@ -303,14 +303,14 @@ pub fn run<const CAP: usize>(
         let now = crate::now_us();
         let w = now / GATE_WINDOW_US;
         for i in 0..mode.flows {
-            let d = gate.try_acquire(leaparray_xdp::Tuple::of_flow(i).key(), now, 1);
+            let d = gate.police_one(leaparray_xdp::Tuple::of_flow(i).key(), now, 1);
             // The ledger counts this admission in its window too (not in
             // `admitted`, which is compared with frames received).
             if let (Decision::Pass, Some(f)) = (d, out.flows.get_mut(i as usize)) {
                 f.wins[(w % GATE_N as u64) as usize] = (w, 1);
             }
         }
-        out.resident = gate.stats(now).resident;
+        out.resident = gate.resident(now);
     }
     let (c0, t0) = (cycles(), crate::now_ns());
     let mut next_second = crate::now_us() + 1_000_000;
@@ -367,7 +367,7 @@ pub fn run<const CAP: usize>(
         let lp_start = cycles();
         out.parse_cycles += lp_start - parse_start;
         if mode.leaparray {
-            out.drops += batch.process(&mut writer, gate, now);
+            out.drops += batch.process(&mut writer, &mut gate, now);
         }
         let lp_end = cycles();
         out.leaparray_cycles += lp_end - lp_start;
