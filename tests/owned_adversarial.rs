@@ -407,3 +407,78 @@ proptest! {
         check!(31: 1, 3, 17);
     }
 }
+
+// ---------------------------------------------------------------------
+// Callers far behind: the module docs promise the limit "for any sequence
+// of calls and any times". A slot keeps a window id modulo 2^T (T >= 32),
+// so a caller 2^(T-1) windows or more behind the newest window is read as
+// ahead of it.
+// ---------------------------------------------------------------------
+
+/// Lags (in windows) around every half-range of an id of 32 to 48 bits.
+fn far_lags() -> impl Iterator<Item = u64> {
+    (31..48).flat_map(|b| [(1u64 << b) - 1, 1 << b, (1 << b) + 1, (1 << b) + 7])
+}
+
+/// A key that got its limit at `t` gets nothing more at `t`, whatever
+/// calls for it at earlier times came in between (an earlier caller books
+/// into the newest window, as a `Gate`'s late callers do).
+fn full_stays_full<const N: usize>() {
+    let limit = OwnedKeyedGate::<N, 1>::max_limit().min(5);
+    for lag in far_lags() {
+        for t in [lag + 3, u64::MAX] {
+            let mut g = OwnedKeyedGate::<N, 4>::new(nz(1), limit);
+            assert_eq!(g.try_acquire(9, t, limit), Decision::Pass);
+            let _ = g.try_acquire(9, t - lag, 1);
+            assert_eq!(
+                g.try_acquire(9, t, 1),
+                Decision::Block,
+                "N {N}: {limit} at {t}, 1 at {}, then more at {t}",
+                t - lag
+            );
+        }
+    }
+}
+
+#[test]
+fn a_call_far_behind_does_not_reopen_a_full_interval() {
+    full_stays_full::<1>();
+    full_stays_full::<2>();
+    full_stays_full::<3>();
+    full_stays_full::<16>();
+    full_stays_full::<31>();
+}
+
+/// A key that got its limit at `t` is not recycled by another key's
+/// caller far behind `t` (and handed a fresh limit at `t` when it comes
+/// back).
+fn live_stays_live<const N: usize>() {
+    let limit = OwnedKeyedGate::<N, 1>::max_limit().min(3);
+    let seed = 0x5eed;
+    let live = 1u64;
+    let other = (2u64..)
+        .find(|&k| model_home(seed, k, 2) == model_home(seed, live, 2))
+        .unwrap();
+    for lag in far_lags() {
+        let t = lag + 3 * N as u64;
+        let mut g = OwnedKeyedGate::<N, 2>::new(nz(1), limit).with_seed(seed);
+        assert_eq!(g.try_acquire(live, t, limit), Decision::Pass);
+        let _ = g.try_acquire(other, t - lag, 1);
+        assert_eq!(
+            g.try_acquire(live, t, 1),
+            Decision::Block,
+            "N {N}: {limit} at {t}, another key at {}, then more at {t} ({:?})",
+            t - lag,
+            g.stats(t)
+        );
+    }
+}
+
+#[test]
+fn a_call_far_behind_does_not_recycle_a_live_key() {
+    live_stays_live::<1>();
+    live_stays_live::<2>();
+    live_stays_live::<3>();
+    live_stays_live::<16>();
+    live_stays_live::<31>();
+}
