@@ -429,7 +429,15 @@ fn full_stays_full<const N: usize>() {
         for t in [lag + 3, u64::MAX] {
             let mut g = OwnedKeyedGate::<N, 4>::new(nz(1), limit);
             assert_eq!(g.try_acquire(9, t, limit), Decision::Pass);
-            let _ = g.try_acquire(9, t - lag, 1);
+            let far = t - lag;
+            let _ = g.try_acquire(9, far, 1);
+            // What the far caller is told agrees with what it gets.
+            assert_eq!(g.remaining(9, far), 0);
+            if let Some(r) = g.retry_after(9, far, 1) {
+                assert!(r > 0);
+                assert_eq!(g.clone().try_acquire(9, far + r - 1, 1), Decision::Block);
+                assert_eq!(g.clone().try_acquire(9, far + r, 1), Decision::Pass);
+            }
             assert_eq!(
                 g.try_acquire(9, t, 1),
                 Decision::Block,
