@@ -7,8 +7,10 @@
 //! table is that case. It holds the same 16-byte slots as a `KeyedGate`
 //! (a key and its one-word gate), follows the same rules (where a key lives,
 //! one decision, recycling, the high water: the same code), and decides
-//! every request exactly as a `KeyedGate` with the same seed and capacity
-//! would decide the same sequence of requests. What it drops is what a
+//! every request exactly as a `KeyedGate` with the same seed, capacity and
+//! overflow policy would decide the same sequence of requests, except a
+//! caller `2^(T-1)` windows or more (`T >= 32`) behind the newest window
+//! the table has decided in (see "Exactness"). What it drops is what a
 //! shared table pays for sharing:
 //!
 //! | | `KeyedGate` | `OwnedKeyedGate` |
@@ -61,9 +63,23 @@
 //! counted, for any sequence of calls and any times (times may go back:
 //! a late caller books as a [`Gate`](crate::Gate)'s does, and a key that
 //! comes back after it was recycled books no earlier than `N` windows
-//! before the newest window any recycling had reached). A table is one
-//! owner's: it is `Send` (move it to its queue's thread) and every decision
-//! takes `&mut self`, so the compiler rules out a second writer.
+//! before the newest window any recycling had reached).
+//!
+//! That holds for callers however far behind: a slot keeps its window id
+//! modulo `2^T` (`T >= 32` bits), and would read a caller `2^(T-1)`
+//! windows or more behind its newest window as ahead of it, slide its
+//! counts out and admit beyond the limit (a `KeyedGate` does, outside the
+//! range its docs state). The table keeps the newest window of any
+//! request it decided for 1 to `limit` permits, and decides a caller that
+//! far behind it as a caller in the oldest window its ids still read as
+//! behind (a late caller: its permits count no earlier than its own
+//! window). So for such callers, and only for them, its decisions,
+//! `remaining`, `retry_after` and `stats` may differ from a
+//! `KeyedGate`'s.
+//!
+//! A table is one owner's: it is `Send` (move it to its queue's thread)
+//! and every decision takes `&mut self`, so the compiler rules out a
+//! second writer.
 //!
 //! `tests/owned.rs` checks every decision, `remaining`, `retry_after` and
 //! `stats` against a `KeyedGate` of the same seed and capacity, and the
@@ -92,7 +108,7 @@ const AHEAD: usize = 64;
 /// Limits up to `2^b - 1` with `b = 31 / N` (32,767 for `N = 2`); windows
 /// and times as for a [`Gate`](crate::Gate).
 ///
-/// Memory: `CAP * 16` bytes of slots plus about 80 bytes, built by value
+/// Memory: `CAP * 16` bytes of slots plus about 160 bytes, built by value
 /// (`const`): a large table belongs in a `static` behind the owner's
 /// lock, or on the heap (a `let` puts it on the stack).
 ///
@@ -121,6 +137,10 @@ pub struct OwnedKeyedGate<const N: usize, const CAP: usize> {
     /// The newest window any recycling had reached (0 if none): a key that
     /// comes back books no earlier than `N` windows before it.
     high_water: u64,
+    /// The newest window any decision was made in (0 if none): callers
+    /// further behind it than a slot's window ids reach are decided as
+    /// callers at that bound (`window_of`).
+    newest: u64,
     recycled: u64,
     overflowed: u64,
 }
@@ -207,6 +227,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             seed: DEFAULT_SEED,
             overflow: Overflow::Refuse,
             high_water: 0,
+            newest: 0,
             recycled: 0,
             overflowed: 0,
         }
@@ -340,6 +361,21 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         CAP
     }
 
+    /// The window a caller at `now` is decided in: its own, or, if that is
+    /// `2^(T-1)` windows or more behind the newest window any decision was
+    /// made in, the oldest window a slot's id (`T` bits, modulo `2^T`)
+    /// still reads as behind it. Further back, a slot whose newest window
+    /// is that newest one would read the caller as ahead of it, slide its
+    /// counts out and admit beyond the limit (module docs, "Exactness").
+    #[inline(always)]
+    fn window_of(&self, now: u64) -> u64 {
+        let reach = self.layout.id_mask >> 1;
+        self.layout
+            .window
+            .div(now)
+            .max(self.newest.saturating_sub(reach))
+    }
+
     /// Where the lookup of `key` from its home slot `home` ends, for a
     /// caller in window `c`.
     #[inline(always)]
@@ -385,7 +421,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     #[inline]
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let home = home_of::<CAP>(self.seed, key);
-        let c = self.layout.window.div(now);
+        let c = self.window_of(now);
         self.acquire_from(key, home, c, now, n)
     }
 
@@ -438,7 +474,9 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
                 *h = home_of::<CAP>(self.seed, key);
                 prefetch(core::ptr::from_ref(&self.slots[*h]).cast());
             }
-            let c = self.layout.window.div(now);
+            // The same for every request of the burst: its decisions raise
+            // `newest` to `c` at most.
+            let c = self.window_of(now);
             for ((&h, &(key, n)), out) in homes.iter().zip(reqs).zip(outs) {
                 *out = self.acquire_from(key, h, c, now, n);
             }
@@ -479,6 +517,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Decision::Block;
         }
+        self.newest = self.newest.max(c);
         let at = match self.find(key, home, c) {
             Found::At(at) => at,
             Found::Room(at) => {
@@ -535,7 +574,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             return 0;
         }
         let l = &self.layout;
-        let c = l.window.div(now);
+        let c = self.window_of(now);
         match self.lookup(key, c) {
             (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
             (None, true) => l.limit,
@@ -569,8 +608,20 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         if self.error.is_some() || n > l.limit {
             return None;
         }
-        let c = l.window.div(now);
+        let c = self.window_of(now);
         match self.lookup(key, c) {
+            // Decided as at the start of window `c` until the caller's own
+            // clock passes it.
+            (Some(w), _) if c > l.window.div(now) => {
+                let start = c * l.window.get();
+                packed::retry_after_of::<u64, N>(l, w, start, n).map(|t| {
+                    if t == 0 {
+                        0
+                    } else {
+                        t + (start - now)
+                    }
+                })
+            }
             (Some(w), _) => packed::retry_after_of::<u64, N>(l, w, now, n),
             (None, true) => Some(0),
             (None, false) => match self.overflow {
@@ -609,7 +660,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub fn stats(&self, now: u64) -> Stats {
-        let c = self.layout.window.div(now);
+        let c = self.window_of(now);
         let mut s = Stats {
             recycled: self.recycled,
             overflowed: self.overflowed,
