@@ -249,7 +249,8 @@ pub struct Stats {
 /// Limits up to `2^b - 1` with `b = 31 / N` (32,767 for `N = 2`); windows
 /// and times as for a `Gate`.
 ///
-/// Memory: `CAP * 16` bytes of slots plus about 100 bytes. Built by value:
+/// Memory: `CAP * 16` bytes of slots plus at most 400 bytes (the
+/// table-wide counters on cache lines of their own). Built by value:
 /// keep a large table in a `static` (a `let` puts it on the stack).
 ///
 /// ```

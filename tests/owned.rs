@@ -303,3 +303,21 @@ fn bad_parameters_are_errors_not_panics() {
     assert_eq!(t.retry_after(1, u64::MAX, 1), None, "never: past u64::MAX");
     assert!(format!("{t:?}").starts_with("OwnedKeyedGate"));
 }
+
+/// The memory the docs state: `16 * CAP` bytes of slots plus at most 400
+/// bytes for a `KeyedGate`, about 160 for an `OwnedKeyedGate`.
+#[test]
+fn the_tables_take_the_memory_their_docs_state() {
+    fn over<T>(cap: usize) -> usize {
+        std::mem::size_of::<T>() - 16 * cap
+    }
+    for keyed in [over::<KeyedGate<2, 1>>(1), over::<KeyedGate<2, 1024>>(1024)] {
+        assert!(keyed <= 400, "KeyedGate: {keyed}");
+    }
+    for owned in [
+        over::<OwnedKeyedGate<2, 1>>(1),
+        over::<OwnedKeyedGate<2, 1024>>(1024),
+    ] {
+        assert!((140..=180).contains(&owned), "OwnedKeyedGate: {owned}");
+    }
+}
