@@ -141,6 +141,9 @@ pub struct OwnedKeyedGate<const N: usize, const CAP: usize> {
     /// further behind it than a slot's window ids reach are decided as
     /// callers at that bound (`window_of`).
     newest: u64,
+    /// The most permits a request may ask for: `limit`, or 0 if the limit
+    /// does not fit (every request for permits is refused).
+    max_n: u64,
     recycled: u64,
     overflowed: u64,
 }
@@ -228,6 +231,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             overflow: Overflow::Refuse,
             high_water: 0,
             newest: 0,
+            max_n: if error.is_some() { 0 } else { layout.limit },
             recycled: 0,
             overflowed: 0,
         }
@@ -380,6 +384,18 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// caller in window `c`.
     #[inline(always)]
     fn find(&self, key: u64, home: usize, c: u64) -> Found {
+        // The home slot first, apart: where nearly every key of a table
+        // with room lives.
+        match self.slots[home] {
+            [_, 0] => return Found::Room(home),
+            [k, _] if k == key => return Found::At(home),
+            _ => {}
+        }
+        self.find_past_home(key, home, c)
+    }
+
+    /// [`find`](Self::find) when the home slot holds another key.
+    fn find_past_home(&self, key: u64, home: usize, c: u64) -> Found {
         let mut room = None;
         for i in 0..Self::PROBE {
             let at = at::<CAP>(home, i);
@@ -422,6 +438,9 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let home = home_of::<CAP>(self.seed, key);
         let c = self.window_of(now);
+        if n != 0 && n <= self.max_n {
+            self.newest = self.newest.max(c);
+        }
         self.acquire_from(key, home, c, now, n)
     }
 
@@ -469,16 +488,24 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             .chunks(AHEAD)
             .zip(decisions[..len].chunks_mut(AHEAD))
         {
-            let mut homes = [0usize; AHEAD];
-            for (h, &(key, _)) in homes.iter_mut().zip(reqs) {
-                *h = home_of::<CAP>(self.seed, key);
-                prefetch(core::ptr::from_ref(&self.slots[*h]).cast());
-            }
-            // The same for every request of the burst: its decisions raise
-            // `newest` to `c` at most.
+            let homes: [usize; AHEAD] = core::array::from_fn(|i| match reqs.get(i) {
+                Some(&(key, _)) => {
+                    let h = home_of::<CAP>(self.seed, key);
+                    prefetch(core::ptr::from_ref(&self.slots[h]).cast());
+                    h
+                }
+                None => 0,
+            });
+            // The same for every request of the chunk: its decisions raise
+            // `newest` to `c` at most, and only `window_of` reads `newest`.
             let c = self.window_of(now);
+            let mut booking = false;
             for ((&h, &(key, n)), out) in homes.iter().zip(reqs).zip(outs) {
+                booking |= n != 0 && n <= self.max_n;
                 *out = self.acquire_from(key, h, c, now, n);
+            }
+            if booking {
+                self.newest = self.newest.max(c);
             }
         }
         len
@@ -506,18 +533,16 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     }
 
     /// [`try_acquire`](Self::try_acquire), given the key's home slot and
-    /// the window `c` of `now`.
+    /// the window `c` of `now` (`window_of`), except raising `newest`.
     #[inline(always)]
     fn acquire_from(&mut self, key: u64, home: usize, c: u64, now: u64, n: u64) -> Decision {
         if n == 0 {
             return Decision::Pass;
         }
-        let l = &self.layout;
-        if self.error.is_some() || n > l.limit {
+        if n > self.max_n {
             // Never admitted: no slot for it either.
             return Decision::Block;
         }
-        self.newest = self.newest.max(c);
         let at = match self.find(key, home, c) {
             Found::At(at) => at,
             Found::Room(at) => {
