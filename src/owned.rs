@@ -488,14 +488,11 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             .chunks(AHEAD)
             .zip(decisions[..len].chunks_mut(AHEAD))
         {
-            let homes: [usize; AHEAD] = core::array::from_fn(|i| match reqs.get(i) {
-                Some(&(key, _)) => {
-                    let h = home_of::<CAP>(self.seed, key);
-                    prefetch(core::ptr::from_ref(&self.slots[h]).cast());
-                    h
-                }
-                None => 0,
-            });
+            let mut homes = [0usize; AHEAD];
+            for (h, &(key, _)) in homes.iter_mut().zip(reqs) {
+                *h = home_of::<CAP>(self.seed, key);
+                prefetch(core::ptr::from_ref(&self.slots[*h]).cast());
+            }
             // The same for every request of the chunk: its decisions raise
             // `newest` to `c` at most, and only `window_of` reads `newest`.
             let c = self.window_of(now);
