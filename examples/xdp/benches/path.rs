@@ -19,6 +19,10 @@
 //!   (`try_acquire_burst` with `_mm_prefetch`);
 //! - `count_and_police_owned_no_prefetch`: the same without the prefetch
 //!   (`|_| ()`: what a caller without `unsafe` gets);
+//! - `1m_flows/keys_only_owned`, `1m_flows/keys_only_floor`: the owned
+//!   burst and the floor on the same batches' requests taken from an array,
+//!   with no frames read: what the 64 MiB of frames the other rows stream
+//!   through the caches add;
 //! - `1m_flows/floor_single_writer_table` (x86-64): `push`, then the same
 //!   decisions in a plain table owned by one thread, with every home slot
 //!   of the batch prefetched first: not leaparray, the floor (see `floor`).
@@ -187,7 +191,25 @@ fn group<const CAP: usize>(
     });
     println!("{name}: owned gate: {refused_owned} refused");
     if flows > 4096 {
-        floor(&mut g, &mut b, &batch_at, step);
+        // The same batches' requests, from an array: no frames.
+        let keys: Vec<Vec<(u64, u64)>> = (0..FRAMES / BATCH)
+            .map(|i| {
+                batch_at(i, &mut b);
+                b.requests[..b.policed].to_vec()
+            })
+            .collect();
+        let mut out = [Decision::Block; BATCH];
+        let mut j = 0usize;
+        g.bench_function("keys_only_owned", |bench| {
+            bench.iter(|| {
+                j += 1;
+                now += step;
+                let reqs = &keys[j % keys.len()];
+                let k = owned.try_acquire_burst(black_box(now), reqs, &mut out, prefetch);
+                refused_owned += out[..k].iter().filter(|d| **d != Decision::Pass).count() as u64;
+            })
+        });
+        floor(&mut g, &mut b, &batch_at, &keys, step);
     }
     g.finish();
     println!("{name}: {refused} of {decided} decisions refused");
@@ -206,6 +228,7 @@ fn floor(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     b: &mut Batch,
     batch_at: &impl Fn(usize, &mut Batch),
+    keys: &[Vec<(u64, u64)>],
     step: u64,
 ) {
     const SLOTS: usize = 1 << 21;
@@ -233,34 +256,44 @@ fn floor(
     let mut i = 0usize;
     let mut now = 1u64 << 20;
     let mut refused = 0u64;
+    let mut decide = |table: &mut Vec<[u64; 2]>, reqs: &[(u64, u64)], now: u64| {
+        let mut homes = [0usize; BATCH];
+        for (h, &(key, _)) in homes.iter_mut().zip(reqs) {
+            *h = home(key);
+            prefetch(core::ptr::from_ref(&table[*h]).cast());
+        }
+        let window = black_box(now) / 100_000;
+        for (&h, &(key, n)) in homes.iter().zip(reqs) {
+            let mut s = h;
+            while table[s][0] != key {
+                s = (s + 1) % SLOTS;
+            }
+            let w = table[s][1];
+            let count = if w >> 32 == window {
+                w & 0xffff_ffff
+            } else {
+                0
+            };
+            if count + n <= 16 {
+                table[s][1] = (window << 32) | (count + n);
+            } else {
+                refused += 1;
+            }
+        }
+    };
     g.bench_function("floor_single_writer_table", |bench| {
         bench.iter(|| {
             i += 1;
             now += step;
             batch_at(i, b);
-            let mut homes = [0usize; BATCH];
-            for (h, &(key, _)) in homes.iter_mut().zip(&b.requests[..b.policed]) {
-                *h = home(key);
-                prefetch(core::ptr::from_ref(&table[*h]).cast());
-            }
-            let window = black_box(now) / 100_000;
-            for (&h, &(key, n)) in homes.iter().zip(&b.requests[..b.policed]) {
-                let mut s = h;
-                while table[s][0] != key {
-                    s = (s + 1) % SLOTS;
-                }
-                let w = table[s][1];
-                let count = if w >> 32 == window {
-                    w & 0xffff_ffff
-                } else {
-                    0
-                };
-                if count + n <= 16 {
-                    table[s][1] = (window << 32) | (count + n);
-                } else {
-                    refused += 1;
-                }
-            }
+            decide(&mut table, &b.requests[..b.policed], now);
+        })
+    });
+    g.bench_function("keys_only_floor", |bench| {
+        bench.iter(|| {
+            i += 1;
+            now += step;
+            decide(&mut table, &keys[i % keys.len()], now);
         })
     });
     black_box(&table);
@@ -272,6 +305,7 @@ fn floor(
     _: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     _: &mut Batch,
     _: &impl Fn(usize, &mut Batch),
+    _: &[Vec<(u64, u64)>],
     _: u64,
 ) {
 }
