@@ -56,6 +56,7 @@
 //! | `StatisticNode` | [`StatisticNode`] |
 //! | `DefaultController.canPass(node, n, prioritized)` | [`Gate::try_acquire`]`(now, n)` / [`try_acquire_prioritized`](Gate::try_acquire_prioritized)`(now, n)`, giving a [`Decision`] |
 //! | (a rate limiter's surface) | the [`Limiter`] trait |
+//! | (a limit per key: a client, an API key, a flow) | [`KeyedGate`]; [`OwnedKeyedGate`] for one owner (a receive queue) |
 //! | (time) | the [`clock`] module; every operation takes `now` |
 
 #![no_std]

@@ -56,6 +56,11 @@
 //!   key recycled had all its permits slid out of its gate's interval (its
 //!   word was `2N` windows old), so its gate answers as a fresh one, as the
 //!   table does after it inserts the key again.
+//! - The owned table: an `OwnedKeyedGate` of the same parameters and seed
+//!   gets every call the checked table gets (bursts as bursts): while every
+//!   window id is in range (as above), each of its answers (decisions,
+//!   `remaining`, `retry_after`, `stats`) must be the `KeyedGate`'s; out of
+//!   range it must not panic.
 #![no_main]
 
 use std::collections::{BTreeMap, HashMap};
@@ -63,7 +68,7 @@ use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
 use leaparray::keyed::{KeyedError, KeyedGate, Overflow, Stats, PROBE};
-use leaparray::{Decision, Gate};
+use leaparray::{Decision, Gate, OwnedKeyedGate};
 use leaparray_fuzz::input::{IdRange, Move, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
 
@@ -300,6 +305,29 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
     // bursts as bursts (`t` gets their requests one call each): it must
     // stay in `t`'s state.
     let twin = table::<N, CAP>(len, limit, policy, input.seed);
+    let mut owned = OwnedKeyedGate::<N, CAP>::new(len, limit).with_overflow(policy);
+    if let Some(seed) = input.seed {
+        owned = owned.with_seed(seed);
+    }
+    assert_eq!(
+        (
+            owned.window(),
+            owned.limit(),
+            owned.error(),
+            owned.overflow()
+        ),
+        (window, limit, error, policy)
+    );
+    // The owned table's reads match the checked table's while in range.
+    let same_reads = |owned: &OwnedKeyedGate<N, CAP>, t: &KeyedGate<N, CAP>, key, now, n| {
+        assert_eq!(owned.remaining(key, now), t.remaining(key, now), "owned");
+        assert_eq!(
+            owned.retry_after(key, now, n),
+            t.retry_after(key, now, n),
+            "owned"
+        );
+        assert_eq!(owned.stats(now), t.stats(now), "owned stats");
+    };
 
     for (mv, op) in &input.steps {
         let moved = mv.apply(clock, window);
@@ -313,11 +341,21 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
         match op {
             &Op::Acquire(k, a) => {
                 let (key, n) = (key(k), a.value(limit));
+                if h.in_range {
+                    same_reads(&owned, &h.t, key, now, n);
+                }
                 let got = h.check(now, key, n, true);
                 assert_eq!(Some(twin.try_acquire(key, now, n)), got, "the twin");
+                let mine = owned.try_acquire(key, now, n);
+                if h.in_range {
+                    assert_eq!(Some(mine), got, "the owned table");
+                }
             }
             &Op::Query(k, a) => {
                 let (key, n) = (key(k), a.value(limit));
+                if h.in_range {
+                    same_reads(&owned, &h.t, key, now, n);
+                }
                 h.check(now, key, n, false);
             }
             Op::Burst(requests, size) => {
@@ -337,6 +375,13 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
                 let mut decisions = vec![untouched; size];
                 let decided = twin.try_acquire_burst(now, &requests, &mut decisions);
                 assert_eq!(decided, size.min(requests.len()), "decided of {size}");
+                let mut mine = vec![untouched; size];
+                let mut hints = 0;
+                let d = owned.try_acquire_burst(now, &requests, &mut mine, |_| hints += 1);
+                assert_eq!((d, hints), (decided, decided), "owned: decided, prefetched");
+                if h.in_range {
+                    assert_eq!(mine, decisions, "the owned table's burst");
+                }
                 assert!(decisions[decided..].iter().all(|&d| d == untouched));
                 // Each as if alone, in order.
                 for (i, &(key, n)) in requests[..decided].iter().enumerate() {
@@ -352,6 +397,9 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
                 for &(key, n) in &requests {
                     assert_eq!(twin.remaining(key, now), h.t.remaining(key, now));
                     assert_eq!(twin.retry_after(key, now, n), h.t.retry_after(key, now, n));
+                    if h.in_range {
+                        same_reads(&owned, &h.t, key, now, n);
+                    }
                 }
             }
         }
