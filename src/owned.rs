@@ -99,9 +99,10 @@ use crate::packed::{self, Layout};
 /// How far ahead a burst prefetches: request `i + AHEAD`'s home slot as
 /// request `i` is decided. A power of two (the ring of homes is indexed
 /// `% AHEAD`). Measured with 1,000,000 keys on a 2 vCPU AMD EPYC VM
-/// (`examples/xdp`, `1m_flows/keys_only_owned`): 16 beat 8, 24 and 32, and
-/// a whole batch of 64 at once, by 10 to 50%: a core tracks only so many
-/// misses, and a prefetch beyond them waits or is lost.
+/// (`examples/xdp`, `1m_flows/keys_only_owned`, runs minutes apart): 16
+/// beat 8, 24 and 32 by 6 to 31%, and a whole batch of 64 prefetched
+/// before its first decision by 46%: a core tracks only so many misses,
+/// and a prefetch beyond them waits or is lost.
 const AHEAD: usize = 16;
 
 /// A [`KeyedGate`](crate::KeyedGate) owned by one thread: up to `CAP` keys
