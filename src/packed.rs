@@ -1095,6 +1095,158 @@ mod tests {
         assert_eq!(encode(&l, 42u64), 42);
     }
 
+    /// `view` before its inline branch for words whose windows all slid
+    /// out: the newest window's case inline, every other to `view_moved`.
+    fn view_before<B: Bits>(l: impl Geometry, w: B, c: u64) -> View<B> {
+        let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
+        if d == 0 {
+            View {
+                newest: c,
+                slots: decode(l, w >> l.id_bits()),
+                base: w | used::<B>(),
+            }
+        } else {
+            view_moved(l, w, c, d)
+        }
+    }
+
+    /// `view` gives what it gave before the inline branch, for never-used
+    /// words, packed words, raw words (with and without the used bit) and
+    /// callers at every distance around the slots' reach and the id's
+    /// half range and wrap, in every 64-bit shape with `N <= 4`, `F <= 2`
+    /// (by `Layout` and by `Fixed`), and in 128-bit shapes.
+    #[test]
+    fn view_is_what_it_was_before_the_inline_branch() {
+        fn same<B: Bits + core::fmt::Debug>(l: impl Geometry, w: B, c: u64) {
+            let (a, b) = (view(l, w, c), view_before(l, w, c));
+            assert!(
+                a.newest == b.newest && a.slots == b.slots && a.base == b.base,
+                "w {w:?} c {c}: {a:?} against {b:?}"
+            );
+        }
+        struct Rng(u64);
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+            }
+        }
+        fn words_and_callers<B: Bits + core::fmt::Debug>(
+            l: impl Geometry,
+            rng: &mut Rng,
+            rounds: usize,
+            mut check: impl FnMut(B, u64),
+        ) {
+            let mask = l.id_mask();
+            let half = mask >> 1;
+            let s = u64::from(l.slots());
+            let far = [
+                1,
+                s.saturating_sub(1),
+                s,
+                s + 1,
+                half - 1,
+                half,
+                half + 1,
+                half + 2,
+                mask - s,
+                mask - 1,
+                mask,
+                mask.wrapping_add(1),
+                mask.wrapping_add(s),
+            ];
+            for r in 0..rounds {
+                // Ids near 0, near the wrap, and anywhere.
+                let id = match r % 3 {
+                    0 => rng.next() % 4,
+                    1 => mask - rng.next() % 4,
+                    _ => rng.next(),
+                };
+                // Counts within the limit per interval, or any fields.
+                let mut counts = B::ZERO;
+                for k in 0..l.slots() {
+                    let v = rng.next() % (l.limit() + 1) / u64::from(l.live());
+                    counts = with_slot(l, counts, k, v);
+                }
+                let raw = (B::from_u64(rng.next()) << (64 % B::BITS)) | B::from_u64(rng.next());
+                let words = [
+                    B::ZERO,
+                    pack(l, id, counts),
+                    pack(l, id, B::ZERO),
+                    raw | used::<B>(),
+                    raw & !used::<B>(),
+                    B::ONES,
+                ];
+                for w in words {
+                    let newest = w.low_u64() & mask;
+                    let base = if r % 2 == 0 { newest } else { id };
+                    for d in 0..s + 3 {
+                        check(w, base.wrapping_add(d));
+                        check(w, base.wrapping_sub(d));
+                    }
+                    for d in far {
+                        check(w, base.wrapping_add(d));
+                        check(w, base.wrapping_sub(d));
+                    }
+                    check(w, rng.next());
+                    check(w, u64::MAX - rng.next() % 4);
+                }
+            }
+        }
+        let rounds = if cfg!(miri) { 2 } else { 300 };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (windows, limits): (&[u64], &[u64]) = if cfg!(miri) {
+            (&[7], &[3])
+        } else {
+            (&[1, 7, 500, u64::MAX], &[0, 1, 3])
+        };
+        for &window in windows {
+            let w = Divisor::new(NonZeroU64::new(window).unwrap());
+            for n in 1u32..=4 {
+                for f in 0u64..=2 {
+                    let timeout = f.saturating_mul(window);
+                    for &limit in limits {
+                        let Some(l) = Layout::fit(64, n, w, limit, timeout) else {
+                            continue;
+                        };
+                        words_and_callers::<u64>(&l, &mut rng, rounds, |x, c| same(&l, x, c));
+                        #[cfg(target_pointer_width = "64")]
+                        {
+                            macro_rules! fixed {
+                                ($(($nn:literal, $ff:literal)),*) => {$(
+                                    if (l.live, l.future) == ($nn, $ff) {
+                                        let g = Fixed::<u64, $nn, $ff>::new(&l);
+                                        words_and_callers::<u64>(g, &mut rng, rounds, |x, c| same(g, x, c));
+                                    }
+                                )*};
+                            }
+                            fixed!(
+                                (1, 0),
+                                (1, 1),
+                                (2, 0),
+                                (2, 1),
+                                (2, 2),
+                                (3, 0),
+                                (3, 1),
+                                (3, 2),
+                                (4, 0),
+                                (4, 1),
+                                (4, 2)
+                            );
+                        }
+                        if let Some(l) = Layout::fit(128, n, w, limit, timeout) {
+                            words_and_callers::<u128>(&l, &mut rng, rounds.div_ceil(4), |x, c| {
+                                same(&l, x, c)
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn peak_covers_the_borrowed_windows() {
         let l = layout(2, 500, 10, 500);
