@@ -18,7 +18,7 @@
 //! | callers | any thread or interrupt handler (`&self`) | its owner (`&mut self`) |
 //! | a decision | a 128-bit compare-and-swap (a locked `cmpxchg16b` on x86-64) | a plain load and store |
 //! | a new key | a claim, then settling it (module docs of [`keyed`](crate::keyed)) | one store |
-//! | a lookup reads | every slot of the probe | the probe up to the key or the first free slot |
+//! | a lookup reads | the probe up to the key (all of it for a key with no slot) | the probe up to the key or the first free slot |
 //! | a burst | reads 16 home slots ahead | hands each home slot's address to the caller's prefetch, 16 requests ahead |
 //!
 //! Without atomic read-modify-writes nothing orders one decision's cache
@@ -113,9 +113,9 @@ const AHEAD: usize = 16;
 /// Limits up to `2^b - 1` with `b = 31 / N` (32,767 for `N = 2`); windows
 /// and times as for a [`Gate`](crate::Gate).
 ///
-/// Memory: `CAP * 16` bytes of slots plus about 160 bytes, built by value
-/// (`const`): a large table belongs in a `static` behind the owner's
-/// lock, or on the heap (a `let` puts it on the stack).
+/// Memory: `CAP * 16` bytes of slots plus 176 bytes on 64-bit targets,
+/// built by value (`const`): a large table belongs in a `static` behind
+/// the owner's lock, or on the heap (a `let` puts it on the stack).
 ///
 /// ```
 /// # use core::num::NonZeroU64;

@@ -15,14 +15,17 @@
 //! - `police_one_by_one`: the same decisions with one `try_acquire` per frame;
 //! - `count_and_police_owned`: `count_and_police` with the queue's own
 //!   `OwnedKeyedGate` (plain loads and stores) instead of the shared
-//!   `KeyedGate`, every home slot of the batch prefetched first
-//!   (`try_acquire_burst` with `_mm_prefetch`);
+//!   `KeyedGate`, each request's home slot prefetched 16 requests before
+//!   its decision (`try_acquire_burst` with `_mm_prefetch`);
+//! - `count_and_police_owned_prefetch_while_reading`: the same, with each
+//!   policed frame's home slot also prefetched as its headers are read
+//!   (`Batch::push_prefetching`);
 //! - `count_and_police_owned_no_prefetch`: the same without the prefetch
 //!   (`|_| ()`: what a caller without `unsafe` gets);
 //! - `1m_flows/keys_only_owned`, `1m_flows/keys_only_floor`: the owned
 //!   burst and the floor on the same batches' requests taken from an array,
 //!   with no frames read: what the 64 MiB of frames the other rows stream
-//!   through the caches add;
+//!   through the caches add (`keys_only_floor` on x86-64 only);
 //! - `1m_flows/floor_single_writer_table` (x86-64): `push`, then the same
 //!   decisions in a plain table owned by one thread, with every home slot
 //!   of the batch prefetched first: not leaparray, the floor (see `floor`).

@@ -97,8 +97,8 @@ pub fn on_huge_pages<T: Send + 'static>(make: fn() -> T) -> Box<T> {
 
 /// The per-flow policer of a receive loop: one gate shared by every queue
 /// (`&KeyedGate`: a 128-bit compare-and-swap per decision) or one owned by
-/// this queue (`OwnedKeyedGate`: plain loads and stores, every home slot of
-/// the batch prefetched first).
+/// this queue (`OwnedKeyedGate`: plain loads and stores, each request's
+/// home slot prefetched 16 requests before its decision).
 pub trait Policer {
     /// One decision per request, in order, at `now`; returns how many.
     fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize;

@@ -3,8 +3,9 @@
 //! into the UMEM), busy-polled by one thread that owns the queue's shard.
 //!
 //! Per batch of up to 64 descriptors: one clock read; the frames' packets
-//! and bytes into the queue's `ShardWriter`; one `KeyedGate` decision per
-//! flow frame (`try_acquire_burst`); the frames back to the fill ring.
+//! and bytes into the queue's `ShardWriter`; one decision per flow frame
+//! from the queue's `OwnedKeyedGate` or the shared `KeyedGate`
+//! (`Policer::police`: a burst); the frames back to the fill ring.
 //! With `ledger`, the loop also keeps what the checks need, apart from
 //! leaparray: per window, the packets and bytes it took off the ring; per
 //! flow, what it received and admitted, and admissions per gate window.
