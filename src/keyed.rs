@@ -472,6 +472,55 @@ pub(crate) fn recyclable<const N: usize>(layout: &Layout, w: u64, c: u64) -> boo
     matches!(packed::ahead_of(layout, w, c), Some(d) if d >= N as u64 + grace::<N>())
 }
 
+/// `remaining` from what a lookup at window `c` found: the key's gate
+/// word, if any, and whether its probe has room for it otherwise.
+pub(crate) fn remaining_from<const N: usize>(
+    l: &Layout,
+    found: (Option<u64>, bool),
+    overflow: Overflow,
+    c: u64,
+) -> u64 {
+    match found {
+        (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
+        (None, true) => l.limit,
+        (None, false) => match overflow {
+            Overflow::Refuse => 0,
+            Overflow::Admit => l.limit,
+        },
+    }
+}
+
+/// `retry_after(n)` (`1 <= n <= limit`) from what a lookup at window `c`
+/// found (as [`remaining_from`]); `probe` gives the words of the key's
+/// probe, read only for a key with no slot and no room.
+pub(crate) fn retry_after_from<const N: usize, I: Iterator<Item = u64>>(
+    l: &Layout,
+    found: (Option<u64>, bool),
+    overflow: Overflow,
+    c: u64,
+    now: u64,
+    n: u64,
+    probe: impl FnOnce() -> I,
+) -> Option<u64> {
+    match found {
+        (Some(w), _) => packed::retry_after_of::<u64, N>(l, w, now, n),
+        (None, true) => Some(0),
+        (None, false) => match overflow {
+            Overflow::Admit => Some(0),
+            // Every slot of the probe holds a gate word: the first to
+            // become recyclable.
+            Overflow::Refuse => probe()
+                .filter_map(|w| {
+                    let newest = packed::newest_of(l, w, c);
+                    let free = newest.checked_add(N as u64 + grace::<N>())?;
+                    free.checked_mul(l.window.get())
+                })
+                .min()
+                .map(|t| t.saturating_sub(now)),
+        },
+    }
+}
+
 impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// Slots in a probe.
     const PROBE: usize = probe_len(CAP);
@@ -990,16 +1039,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         if self.error.is_some() {
             return 0;
         }
-        let l = &self.layout;
-        let c = l.window.div(now);
-        match self.find(key, c) {
-            (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
-            (None, true) => l.limit,
-            (None, false) => match self.overflow {
-                Overflow::Refuse => 0,
-                Overflow::Admit => l.limit,
-            },
-        }
+        let c = self.layout.window.div(now);
+        remaining_from::<N>(&self.layout, self.find(key, c), self.overflow, c)
     }
 
     /// Exact ticks from `now` until `n` permits for `key` would be
@@ -1026,27 +1067,10 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             return None;
         }
         let c = l.window.div(now);
-        match self.find(key, c) {
-            (Some(w), _) => packed::retry_after_of::<u64, N>(l, w, now, n),
-            (None, true) => Some(0),
-            (None, false) => match self.overflow {
-                Overflow::Admit => Some(0),
-                // Every slot of the probe holds a gate word: the first to
-                // become recyclable.
-                Overflow::Refuse => {
-                    let home = self.home(key);
-                    (0..Self::PROBE)
-                        .filter_map(|i| {
-                            let w = word(self.slots[Self::at(home, i)].load(Acquire));
-                            let newest = packed::newest_of(l, w, c);
-                            let free = newest.checked_add(N as u64 + Self::GRACE)?;
-                            free.checked_mul(l.window.get())
-                        })
-                        .min()
-                        .map(|t| t.saturating_sub(now))
-                }
-            },
-        }
+        retry_after_from::<N, _>(l, self.find(key, c), self.overflow, c, now, n, || {
+            let home = self.home(key);
+            (0..Self::PROBE).map(move |i| word(self.slots[Self::at(home, i)].load(Acquire)))
+        })
     }
 
     /// What a dashboard shows: keys resident and recyclable at `now` (a

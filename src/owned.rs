@@ -90,8 +90,8 @@ use core::fmt;
 use core::num::NonZeroU64;
 
 use crate::keyed::{
-    at, decide, grace, home_of, layout_of, max_limit_of, probe_len, recyclable, KeyedError,
-    Overflow, Stats, DEFAULT_SEED, USED,
+    at, decide, grace, home_of, layout_of, max_limit_of, probe_len, recyclable, remaining_from,
+    retry_after_from, KeyedError, Overflow, Stats, DEFAULT_SEED, USED,
 };
 use crate::limiter::Decision;
 use crate::packed::{self, Layout};
@@ -607,16 +607,8 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         if self.error.is_some() {
             return 0;
         }
-        let l = &self.layout;
         let c = self.window_of(now);
-        match self.lookup(key, c) {
-            (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
-            (None, true) => l.limit,
-            (None, false) => match self.overflow {
-                Overflow::Refuse => 0,
-                Overflow::Admit => l.limit,
-            },
-        }
+        remaining_from::<N>(&self.layout, self.lookup(key, c), self.overflow, c)
     }
 
     /// Exact ticks from `now` until `n` permits for `key` would be
@@ -643,39 +635,25 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             return None;
         }
         let c = self.window_of(now);
-        match self.lookup(key, c) {
-            // Decided as at the start of window `c` until the caller's own
-            // clock passes it.
-            (Some(w), _) if c > l.window.div(now) => {
+        let found = self.lookup(key, c);
+        if let (Some(w), _) = found {
+            if c > l.window.div(now) {
+                // Decided as at the start of window `c` until the caller's
+                // own clock passes it.
                 let start = c * l.window.get();
-                packed::retry_after_of::<u64, N>(l, w, start, n).map(|t| {
+                return packed::retry_after_of::<u64, N>(l, w, start, n).map(|t| {
                     if t == 0 {
                         0
                     } else {
                         t + (start - now)
                     }
-                })
+                });
             }
-            (Some(w), _) => packed::retry_after_of::<u64, N>(l, w, now, n),
-            (None, true) => Some(0),
-            (None, false) => match self.overflow {
-                Overflow::Admit => Some(0),
-                // Every slot of the probe holds a gate word: the first to
-                // become recyclable.
-                Overflow::Refuse => {
-                    let home = home_of::<CAP>(self.seed, key);
-                    (0..Self::PROBE)
-                        .filter_map(|i| {
-                            let w = self.slots[at::<CAP>(home, i)][1];
-                            let newest = packed::newest_of(l, w, c);
-                            let free = newest.checked_add(N as u64 + grace::<N>())?;
-                            free.checked_mul(l.window.get())
-                        })
-                        .min()
-                        .map(|t| t.saturating_sub(now))
-                }
-            },
         }
+        retry_after_from::<N, _>(l, found, self.overflow, c, now, n, || {
+            let home = home_of::<CAP>(self.seed, key);
+            (0..Self::PROBE).map(move |i| self.slots[at::<CAP>(home, i)][1])
+        })
     }
 
     /// What a dashboard shows: keys resident and recyclable at `now` (a
