@@ -23,6 +23,9 @@ cargo test --locked -p leaparray-xdp --lib
 grep -q "^verdict: OK" /tmp/xdp.log
 ./target/release/leaparray-xdp --duration 3 --check --shared-gate | tee /tmp/xdp.log
 grep -q "^verdict: OK" /tmp/xdp.log
+# 1,000,000 flows resident (a 32 MiB table on huge pages), the owned gate.
+./target/release/leaparray-xdp --duration 2 --check --flows 1000000 | tee /tmp/xdp.log
+grep -q "^verdict: OK" /tmp/xdp.log
 # Cleanup, seen from outside the process.
 if ip netns list | grep -q '^leaparray-xdp-'; then
   echo "FAIL: a namespace was left behind"; ip netns list; exit 1

@@ -59,7 +59,7 @@ usage: leaparray-xdp [--duration SECONDS] [--flows N] [--shared-gate] [--disable
 
   --duration S   seconds of traffic (default 5)
   --flows N      flows (5-tuples) the sender cycles through, 1..=1000000
-                 (default 4096); every 256th is heavy (far over its limit)
+                 (default 4096); 16 of them are heavy (far over their limit)
   --shared-gate  police with one KeyedGate that every queue shares
                  (compare-and-swap) instead of the queue's own
                  OwnedKeyedGate (plain loads and stores, prefetched)
@@ -186,7 +186,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
         println!(
             "leaparray-xdp: {} flows ({} heavy), {} s, limit {LIMIT} per flow per {} ms; receive loop: {}{}",
             a.flows,
-            (0..a.flows).filter(|&i| tx::is_heavy(i)).count(),
+            (0..a.flows).filter(|&i| tx::is_heavy(i, a.flows)).count(),
             a.duration,
             2 * GATE_WINDOW_US / 1000,
             match (a.disable, a.shared_gate) {
@@ -394,7 +394,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
                     fail(format!("flow {i}: received {} of {s} sent", f.received));
                 }
             }
-            if tx::is_heavy(i as u32) {
+            if tx::is_heavy(i as u32, a.flows) {
                 heavy_drops += f.received - f.admitted;
             } else {
                 light_rx += f.received;
