@@ -82,7 +82,7 @@
 //! second writer.
 //!
 //! `tests/owned.rs` checks every decision, `remaining`, `retry_after` and
-//! `stats` against a `KeyedGate` of the same seed and capacity, and the
+//! `stats` against a `KeyedGate` of the same seed, capacity and policy, and the
 //! limit against a ledger of admissions per window, for random sequences
 //! (probes full, keys recycled, times going back).
 
