@@ -41,7 +41,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use leaparray::clock::{Clock, MonotonicClock};
+use leaparray::clock::Clock;
 use leaparray_tower::{Admission, Key, Mode, RateLimitLayer, WINDOWS};
 
 #[derive(Debug, Clone)]
@@ -120,7 +120,7 @@ struct Books {
 
 #[derive(Clone)]
 struct App {
-    clock: MonotonicClock,
+    clock: leaparray_tower::LayerClock,
     window_us: u64,
     books: Option<Arc<Mutex<Books>>>,
     per_key: u64,
@@ -133,8 +133,10 @@ async fn hello(State(app): State<App>, req: Request) -> &'static str {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>();
     let headers = req.headers();
     if let (Some(books), Some(a)) = (&app.books, admission) {
-        let hi = app.clock.now() / app.window_us;
         let lo = a.now / app.window_us;
+        // Not before the decision's window, even if this core's counter
+        // reads behind the deciding core's.
+        let hi = (app.clock.now() / app.window_us).max(lo);
         let key = if app.key_ip {
             peer.map(|p| p.0.ip().to_string()).unwrap_or_default()
         } else {

@@ -151,13 +151,13 @@ impl Key {
     /// key is hashed apart.
     pub(crate) fn of<B>(&self, req: &Request<B>, hasher: &KeyHasher) -> u64 {
         let found = match &self.0 {
-            // The address as one integer (a v4 address as its v6-mapped
-            // form): one write to the hasher. No tag: a layer has one kind
-            // of key, and SipHash takes the input's length, so the
-            // keyless key (one byte) cannot collide but by chance.
-            KeyKind::PeerIp => {
-                peer_ip(req.extensions()).map(|ip| hasher.key(&u128::from(as_v6(ip))))
-            }
+            // The address as one integer, one write to the hasher: a v4
+            // address (also v6-mapped, as a dual-stack socket gives it) as
+            // 4 bytes, any other v6 as 16. No tag: a layer has one kind of
+            // key, and SipHash takes the input's length, so keys of
+            // different lengths (and the keyless key, one byte) cannot
+            // collide but by chance.
+            KeyKind::PeerIp => peer_ip(req.extensions()).map(|ip| ip_key(ip, hasher)),
             KeyKind::Header(name) => req
                 .headers()
                 .get(name)
@@ -177,14 +177,17 @@ impl Key {
     }
 }
 
-/// `ip` as a v6 address (a v4 one mapped).
-fn as_v6(ip: std::net::IpAddr) -> std::net::Ipv6Addr {
+/// A peer's address as a key: a v4 address (also v6-mapped, as a
+/// dual-stack socket gives it) as its 4 bytes, any other v6 as its 16.
+fn ip_key(ip: std::net::IpAddr, hasher: &KeyHasher) -> u64 {
     match ip {
-        std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
-        std::net::IpAddr::V6(a) => a,
+        std::net::IpAddr::V4(a) => hasher.key(&u32::from(a)),
+        std::net::IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => hasher.key(&u32::from(v4)),
+            None => hasher.key(&u128::from(a)),
+        },
     }
 }
-
 fn peer_ip(extensions: &http::Extensions) -> Option<std::net::IpAddr> {
     #[cfg(feature = "axum")]
     if let Some(axum::extract::ConnectInfo(addr)) =
@@ -346,5 +349,29 @@ pub(crate) fn make_table<const CAP: usize>(
             policy: policy.name.clone(),
             max: KeyedGate::<WINDOWS, CAP>::max_limit(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use leaparray::keyed::KeyHasher;
+
+    use super::ip_key;
+
+    /// A dual-stack socket gives a v4 client as a v6-mapped address: it must
+    /// be the same client as on a v4 socket, and no other.
+    #[test]
+    fn a_v4_peer_is_one_key_whichever_socket_saw_it() {
+        let h = KeyHasher::new();
+        let v4 = Ipv4Addr::new(192, 0, 2, 7);
+        let k = ip_key(IpAddr::V4(v4), &h);
+        assert_eq!(ip_key(IpAddr::V6(v4.to_ipv6_mapped()), &h), k);
+        assert_ne!(ip_key(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 8)), &h), k);
+        // The v4-compatible form (deprecated, ::a.b.c.d) is a v6 address.
+        let v6 = IpAddr::V6(Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0xc000, 0x0207));
+        assert_ne!(ip_key(v6, &h), k);
+        assert_ne!(ip_key("2001:db8::7".parse().unwrap(), &h), k);
     }
 }

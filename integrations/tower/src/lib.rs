@@ -20,8 +20,8 @@
 //!
 //! # Time
 //!
-//! One `leaparray::clock::MonotonicClock` in microseconds, read once per
-//! request (and once more per retry of a waiting request). Each limit of
+//! One [`LayerClock`] (quanta's time-stamp counter) in microseconds, read
+//! once per request (and once more per retry of a waiting request). Each limit of
 //! `q` per interval `w` is kept in [`WINDOWS`] windows of `w / 2`: no span
 //! of two consecutive windows ever admits more than `q`.
 //!
@@ -54,9 +54,11 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod clock;
 mod config;
 mod limits;
 mod service;
 
+pub use clock::LayerClock;
 pub use config::{ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
 pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer, ResponseFuture};

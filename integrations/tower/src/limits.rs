@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
-use leaparray::clock::{Clock, MonotonicClock, Unit};
+use leaparray::clock::Clock;
 use leaparray::gate::{Gate, GateSet, Member};
 use leaparray::keyed::KeyHasher;
 use leaparray::Decision;
 
+use crate::clock::LayerClock;
 use crate::config::{Key, Mode, Policy, Table, MAX_GLOBAL, WINDOWS};
 
 /// Ticks per second of the gates' clock: microseconds.
@@ -52,7 +53,7 @@ pub(crate) struct Shared {
     /// Whether admitted responses get the `RateLimit` fields.
     pub(crate) admitted_headers: bool,
     pub(crate) waiting: AtomicUsize,
-    pub(crate) clock: MonotonicClock,
+    pub(crate) clock: LayerClock,
     /// `RateLimit-Policy`, the same on every response.
     pub(crate) policy_header: HeaderValue,
 }
@@ -119,7 +120,7 @@ impl Shared {
             admission,
             admitted_headers,
             waiting: AtomicUsize::new(0),
-            clock: MonotonicClock::new(Unit::Micros),
+            clock: LayerClock::new(),
             // Names are checked printable ASCII by the builder.
             policy_header: HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("")),
         }

@@ -7,11 +7,11 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
-use leaparray::clock::MonotonicClock;
 use leaparray::gate::Gate;
 use leaparray::keyed::KeyHasher;
 use tower::{Layer, Service};
 
+use crate::clock::LayerClock;
 use crate::config::{
     make_table, ConfigError, Key, MakeTable, Mode, Policy, DEFAULT_CAPACITY, MAX_GLOBAL,
 };
@@ -286,15 +286,14 @@ impl RateLimitLayer {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use leaparray::clock::{Clock, Unit};
+    /// use leaparray::clock::Clock;
     /// # use leaparray_tower::RateLimitLayer;
     /// let layer = RateLimitLayer::builder().global("g", 1, Duration::from_secs(1)).build().unwrap();
-    /// assert_eq!(layer.clock().unit(), Unit::Micros);
     /// assert!(layer.clock().now() < 60_000_000);
     /// ```
     #[must_use]
-    pub fn clock(&self) -> MonotonicClock {
-        self.shared.clock
+    pub fn clock(&self) -> LayerClock {
+        self.shared.clock.clone()
     }
 
     /// Requests waiting now ([`Mode::Wait`]).
@@ -366,64 +365,93 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let shared = &self.shared;
-        let (mut req, key) = match &shared.per_key {
+        // The request is taken apart only for a `Key::function`, which
+        // reads its parts.
+        let key = match &shared.per_key {
             Some(pk) if pk.key.needs_parts() => {
                 let (parts, body) = req.into_parts();
                 let key = pk.key.of_parts(&parts, &pk.hasher);
-                (Request::from_parts(parts, body), Some(key))
+                req = Request::from_parts(parts, body);
+                Some(key)
             }
-            Some(pk) => {
-                let key = pk.key.of(&req, &pk.hasher);
-                (req, Some(key))
-            }
-            None => (req, None),
+            Some(pk) => Some(pk.key.of(&req, &pk.hasher)),
+            None => None,
         };
         let now = shared.now();
-        let state = match shared.decide(key, now) {
+        let retry = match shared.decide(key, now) {
             Ok(()) => {
                 if shared.admission {
                     req.extensions_mut().insert(Admission { now });
                 }
                 // The headers are those of the decision's time; the inner
                 // service, readied by `poll_ready`, is called at once.
-                State::Admitted {
-                    inner: self.inner.call(req),
-                    fields: shared
-                        .admitted_headers
-                        .then(|| shared.fields(key, now, true)),
+                let fields = shared
+                    .admitted_headers
+                    .then(|| shared.fields(key, now, true));
+                return ResponseFuture {
+                    state: State::Admitted {
+                        inner: self.inner.call(req),
+                        fields,
+                    },
+                };
+            }
+            Err(retry) => retry,
+        };
+        ResponseFuture {
+            state: self.refused(req, key, now, retry),
+        }
+    }
+}
+
+impl<S: Clone> RateLimit<S> {
+    /// A refused request: wait ([`Mode::Wait`], if there is a place and the
+    /// wait is short enough) or a ready `429`. Apart from `call`, so that
+    /// the admitted path stays small.
+    #[inline(never)]
+    fn refused<B, ResBody>(
+        &mut self,
+        req: Request<B>,
+        key: Option<u64>,
+        now: u64,
+        retry: u64,
+    ) -> State<S::Future, ResBody, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        B: Send + 'static,
+        ResBody: Default + Send + 'static,
+    {
+        let shared = &self.shared;
+        match shared.mode {
+            Mode::Wait {
+                max_waiting,
+                max_delay,
+            } if u128::from(retry) <= max_delay.as_micros() => {
+                match shared.wait_slot(max_waiting) {
+                    Some(slot) => {
+                        // The readied service goes with the request that
+                        // waits; a clone stays.
+                        let fresh = self.inner.clone();
+                        let inner = std::mem::replace(&mut self.inner, fresh);
+                        let shared = shared.clone();
+                        State::Waiting {
+                            future: Box::pin(waiting(
+                                inner, req, shared, key, retry, max_delay, slot,
+                            )),
+                        }
+                    }
+                    None => State::Ready {
+                        response: Some(shared.refusal(key, now, retry)),
+                    },
                 }
             }
-            Err(retry) => match shared.mode {
-                Mode::Wait {
-                    max_waiting,
-                    max_delay,
-                } if u128::from(retry) <= max_delay.as_micros() => {
-                    match shared.wait_slot(max_waiting) {
-                        Some(slot) => {
-                            // The readied service goes with the request
-                            // that waits; a clone stays.
-                            let fresh = self.inner.clone();
-                            let inner = std::mem::replace(&mut self.inner, fresh);
-                            let shared = shared.clone();
-                            State::Waiting {
-                                future: Box::pin(waiting(
-                                    inner, req, shared, key, retry, max_delay, slot,
-                                )),
-                            }
-                        }
-                        None => State::Ready {
-                            response: Some(shared.refusal(key, now, retry)),
-                        },
-                    }
-                }
-                _ => State::Ready {
-                    response: Some(shared.refusal(key, now, retry)),
-                },
+            _ => State::Ready {
+                response: Some(shared.refusal(key, now, retry)),
             },
-        };
-        ResponseFuture { state }
+        }
     }
 }
 
@@ -493,6 +521,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Admitted { inner, fields } => {
+                if fields.is_none() {
+                    return inner.poll(cx);
+                }
                 let mut resp = ready!(inner.poll(cx))?;
                 if let Some((policy, ratelimit)) = fields.take() {
                     let h = resp.headers_mut();
