@@ -140,7 +140,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::divide::Divisor;
 use crate::limiter::Decision;
-use crate::packed::{self, Layout, Outcome};
+use crate::packed::{self, Fast, Layout, Outcome};
 use crate::sync::{
     const_fn_unless_loom, AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},
@@ -463,7 +463,13 @@ pub(crate) fn decide<const N: usize>(
     let l = packed::Fixed::<u64, N, 0>::new(layout);
     #[cfg(not(target_pointer_width = "64"))]
     let l = layout;
-    packed::decide::<u64, N>(l, w, c, now, n, false)
+    // A key decided again in its newest window, or seen again after its
+    // windows slid out: no decoding of the other windows.
+    match packed::decide_fast(l, w, c, n) {
+        Fast::Book(new) => Some((new, Outcome::Booked(c))),
+        Fast::Full => None,
+        Fast::Other => packed::decide::<u64, N>(l, w, c, now, n, false),
+    }
 }
 
 /// Whether the gate word `w` is recyclable by a caller in window `c`: its
@@ -772,6 +778,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ) -> usize {
         const AHEAD: usize = 16;
         let len = requests.len().min(decisions.len());
+        // One window for the whole burst: one division, not one a request.
+        let c = self.layout.window.div(now);
         for (reqs, outs) in requests[..len]
             .chunks(AHEAD)
             .zip(decisions[..len].chunks_mut(AHEAD))
@@ -783,7 +791,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 firsts[i] = self.slots[homes[i]].load(Acquire);
             }
             for (i, (&(key, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
-                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), now, n));
+                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), c, now, n));
             }
         }
         len
@@ -805,7 +813,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// The decision, and the window it booked into.
     #[inline]
     fn book(&self, key: u64, now: u64, n: u64) -> Booking {
-        self.book_from(key, self.home(key), None, now, n)
+        let c = self.layout.window.div(now);
+        self.book_from(key, self.home(key), None, c, now, n)
     }
 
     /// [`book`](Self::book), given the key's home and maybe the value of
@@ -814,10 +823,18 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// again from a fresh read, so every decision of a burst is made on the
     /// table as the requests before it left it.
     #[inline(always)]
-    fn book_from(&self, key: u64, home: usize, first: Option<u128>, now: u64, n: u64) -> Booking {
-        let b = match self.book_scan(key, home, first, now, n) {
+    fn book_from(
+        &self,
+        key: u64,
+        home: usize,
+        first: Option<u128>,
+        c: u64,
+        now: u64,
+        n: u64,
+    ) -> Booking {
+        let b = match self.book_scan(key, home, first, c, now, n) {
             Booking::Refused | Booking::Overflowed if first.is_some() => {
-                self.book_scan(key, home, None, now, n)
+                self.book_scan(key, home, None, c, now, n)
             }
             b => b,
         };
@@ -834,6 +851,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         key: u64,
         home: usize,
         mut first: Option<u128>,
+        c: u64,
         now: u64,
         n: u64,
     ) -> Booking {
@@ -845,7 +863,6 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Booking::Refused;
         }
-        let c = l.window.div(now);
         'scan: loop {
             // Whether this pass's read of the home slot is `first`.
             let early = first.is_some();

@@ -59,14 +59,17 @@
 //! # The fast path
 //!
 //! A caller whose window is the word's newest decides from three fields,
-//! without decoding (`WordGate::acquire`): the id, the total, and the
-//! future slots. If the total plus `n` is over the limit, it is refused
-//! (the interval ending at the newest window contains the booking). If
-//! not, and the future slots are zero, it books: every other interval
-//! containing the newest window runs through future windows, so it holds
-//! zeros and a part of the total. Otherwise (borrowed permits in a future
-//! slot, an unused word, a prioritized refusal) the general decision
-//! runs. The window of `now` comes from the gate's hint when `now` falls
+//! without decoding (`decide_fast`, which `WordGate::acquire` and the
+//! keyed tables try first): the id, the total, and the future slots. If
+//! the total plus `n` is over the limit, it is refused (the interval
+//! ending at the newest window contains the booking). If not, and the
+//! future slots are zero, it books: every other interval containing the
+//! newest window runs through future windows, so it holds zeros and a
+//! part of the total. A caller for whom every window of the word slid out
+//! (a key seen again after a while) books `n` into a word empty at its
+//! window if `n` is within the limit. Otherwise (a window that moved on
+//! with counts still live, a late caller, borrowed permits in a future
+//! slot, a prioritized refusal) the general decision runs. The window of `now` comes from the gate's hint when `now` falls
 //! in the hinted window (`Gate::book_word`): a multiply instead of a
 //! division.
 //!
@@ -504,12 +507,13 @@ impl<A: WordCell> WordGate<A> {
     /// `n` is over the limit). `n` is at least 1, and at most the limit or
     /// (in a 64-bit word) below 2^63.
     ///
-    /// The common case inline (the module's "The fast path"): the word is
-    /// used, its newest window is `c`, and no future window holds borrowed
-    /// permits; then the interval total decides. It calls nothing, so it
-    /// saves no registers; every other case (a window that moved on, a
-    /// late caller, a borrowing, a lost race) is [`acquire_from`], which
-    /// starts over from the word this one read.
+    /// The common cases inline (the module's "The fast path",
+    /// `decide_fast`): the word is used, its newest window is `c`, and no
+    /// future window holds borrowed permits, so the interval total
+    /// decides; or every window slid out by `c`. It calls nothing, so it
+    /// saves no registers; every other case (a window that moved on with
+    /// counts still live, a late caller, a borrowing, a lost race) is
+    /// [`acquire_from`], which starts over from the word this one read.
     ///
     /// [`acquire_from`]: Self::acquire_from
     #[inline(always)]
@@ -523,21 +527,13 @@ impl<A: WordCell> WordGate<A> {
     ) -> Outcome {
         debug_assert!(n >= 1 && (n <= l.limit() || (A::Word::BITS == 64 && n < 1 << 63)));
         let cur = self.word.load(Acquire);
-        if (cur.low_u64() ^ c) & l.id_mask() == 0 {
-            // The newest window is the caller's (or the word is unused and
-            // `c` is 0 modulo 2^T: its total reads 0, and it is not plain).
-            if !fits_total(l, cur, n) {
-                // An interval that contains the booking window is full.
-                if !prioritized {
-                    return Outcome::Refused;
-                }
-            } else if is_plain(l, cur) {
-                let new = cur + booking::<_, A::Word>(l, l.future(), n);
-                // ORDERING: as in `acquire_from`.
-                if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() {
-                    return Outcome::Booked(c);
-                }
+        match decide_fast(l, cur, c, n) {
+            Fast::Full if !prioritized => return Outcome::Refused,
+            // ORDERING: as in `acquire_from`.
+            Fast::Book(new) if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() => {
+                return Outcome::Booked(c);
             }
+            _ => {}
         }
         self.acquire_from::<N>(l, now, n, prioritized, cur)
     }
@@ -678,6 +674,58 @@ pub(crate) fn decide<B: Bits, const N: usize>(
     };
     // No carry: the slot's count plus `n` is within the limit.
     Some((v.base + booking::<_, B>(l, slot, n), outcome))
+}
+
+/// What the fast path ("The fast path" in the module docs) makes of a
+/// word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fast<B> {
+    /// The word to store: `n` booked into window `c`, the newest.
+    Book(B),
+    /// An interval that contains window `c` is full: refused, unless the
+    /// caller may borrow a later window.
+    Full,
+    /// The general decision must run: `c` is a window after the newest
+    /// that some counts are still live for, or a late caller's, or a
+    /// future window holds borrowed permits.
+    Other,
+}
+
+/// The fast path of [`decide`] on the word `w` for `n` (at least 1; at
+/// most the limit, or below 2^63 in a 64-bit word) in window `c`, in its
+/// two common cases; where it answers `Book` or `Full`, `decide` (not
+/// prioritized) answers the same:
+/// - `c` is the newest window (a key decided again within its window):
+///   the interval ending at `c` is the fullest the booking joins (every
+///   later one runs through future windows, empty when the word is
+///   plain), so its total decides;
+/// - every window of `w` slid out by `c`, or `w` was never used (a key of
+///   a large table seen again after a while): every interval is empty,
+///   so `n` fits if it is within the limit, into a word empty at `c`
+///   (what `view` makes of it).
+#[inline(always)]
+pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fast<B> {
+    let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
+    if d == 0 {
+        // The newest window is the caller's (or the word is unused and
+        // `c` is 0 modulo 2^T: its total reads 0, and it is not plain).
+        if !fits_total(l, w, n) {
+            Fast::Full
+        } else if is_plain(l, w) {
+            Fast::Book(w + booking::<_, B>(l, l.future(), n))
+        } else {
+            Fast::Other
+        }
+    } else if d >= u64::from(l.slots()) && d <= l.id_mask() >> 1 {
+        if n <= l.limit() {
+            let empty = B::from_u64(c & l.id_mask()) | used::<B>();
+            Fast::Book(empty + booking::<_, B>(l, l.future(), n))
+        } else {
+            Fast::Full
+        }
+    } else {
+        Fast::Other
+    }
 }
 
 /// The fullest interval a booking in window `c` would join, in word `w`.
@@ -1245,6 +1293,115 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Where `decide_fast` answers, the general decision answers the same,
+    /// on words a gate can reach: random walks of decisions (prioritized
+    /// ones borrowing future windows too) from a never-used word, each
+    /// word checked for callers at every distance around the slots' reach
+    /// and the id's half range and wrap, and for `n` of 1, about half the
+    /// limit, the limit, and (in a 64-bit word) over it; every 64-bit
+    /// shape with `N <= 4`, `F <= 2`, by `Layout` and by `Fixed`.
+    #[test]
+    fn the_fast_path_answers_as_the_general_decision() {
+        struct Rng(u64);
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+            }
+        }
+        fn walk<const N: usize>(l: impl Geometry, rng: &mut Rng, steps: usize) -> usize {
+            let (mask, s) = (l.id_mask(), u64::from(l.slots()));
+            let half = mask >> 1;
+            let window = l.window().get();
+            let mut checked = 0;
+            let mut check = |w: u64, c: u64| {
+                for n in [1, l.limit() / 2 + 1, l.limit(), l.limit() + 1] {
+                    let general = decide::<u64, N>(l, w, c, c.saturating_mul(window), n, false);
+                    match decide_fast(l, w, c, n) {
+                        Fast::Book(new) => {
+                            assert_eq!(
+                                general,
+                                Some((new, Outcome::Booked(c))),
+                                "w {w:#x} c {c} n {n}"
+                            );
+                            checked += 1;
+                        }
+                        Fast::Full => {
+                            assert_eq!(general, None, "w {w:#x} c {c} n {n}");
+                            checked += 1;
+                        }
+                        Fast::Other => {}
+                    }
+                }
+            };
+            for start in [0, mask - 2, rng.next() % (1 << 40)] {
+                let (mut w, mut c) = (0u64, start);
+                for _ in 0..steps {
+                    let newest = w.low_u64() & mask;
+                    for d in (0..s + 3).chain([half - 1, half, half + 1, mask]) {
+                        check(w, newest.wrapping_add(d));
+                        check(w, newest.wrapping_sub(d));
+                    }
+                    check(w, c);
+                    // The next decision of the walk.
+                    c = c.wrapping_add(match rng.next() % 8 {
+                        0..=3 => 0,
+                        4 | 5 => 1,
+                        6 => rng.next() % (s + 2),
+                        _ => s + rng.next() % 3,
+                    });
+                    let n = 1 + rng.next() % l.limit();
+                    let prioritized = rng.next() % 3 == 0;
+                    let now = c.saturating_mul(window) + rng.next() % window;
+                    if let Some((new, _)) = decide::<u64, N>(l, w, c, now, n, prioritized) {
+                        w = new;
+                    }
+                }
+            }
+            checked
+        }
+        // Under Miri (minutes otherwise), a few steps of one window and limit.
+        let (steps, windows, limits): (usize, &[u64], &[u64]) = if cfg!(miri) {
+            (1, &[7], &[3])
+        } else {
+            (400, &[1, 7, 500], &[1, 3, 7, 100])
+        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut checked = 0;
+        for &window in windows {
+            let wd = Divisor::new(NonZeroU64::new(window).unwrap());
+            for f in 0u64..=2 {
+                for &limit in limits {
+                    macro_rules! shapes {
+                        ($($nn:literal),*) => {$(
+                            if let Some(l) = Layout::fit(64, $nn, wd, limit, f * window) {
+                                checked += walk::<$nn>(&l, &mut rng, steps);
+                                #[cfg(target_pointer_width = "64")]
+                                {
+                                    macro_rules! fixed {
+                                        ($ff:literal) => {
+                                            if l.future == $ff {
+                                                let g = Fixed::<u64, $nn, $ff>::new(&l);
+                                                checked += walk::<$nn>(g, &mut rng, steps);
+                                            }
+                                        };
+                                    }
+                                    fixed!(0);
+                                    fixed!(1);
+                                    fixed!(2);
+                                }
+                            }
+                        )*};
+                    }
+                    shapes!(1, 2, 3, 4);
+                }
+            }
+        }
+        assert!(checked > steps, "only {checked} fast answers checked");
     }
 
     #[test]
