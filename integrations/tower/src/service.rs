@@ -173,7 +173,7 @@ impl Builder {
     /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit`
     /// (`true`, the default). With `false` only refusals carry them, and
     /// an admission costs no formatting and no second look at the
-    /// limits: about 1,400 fewer instructions per request in
+    /// limits: about 1,700 fewer instructions per request in
     /// `bench.sh`'s server (the crate README, "Numbers").
     ///
     /// ```
