@@ -699,10 +699,11 @@ pub(crate) enum Fast<B> {
 ///   the interval ending at `c` is the fullest the booking joins (every
 ///   later one runs through future windows, empty when the word is
 ///   plain), so its total decides;
-/// - every window of `w` slid out by `c`, or `w` was never used (a key of
-///   a large table seen again after a while): every interval is empty,
-///   so `n` fits if it is within the limit, into a word empty at `c`
-///   (what `view` makes of it).
+/// - every window of `w` slid out by `c` (a key of a large table seen
+///   again after a while; also a never-used word, for a `c` that reads as
+///   that far ahead of its id 0): every interval is empty, so `n` fits if
+///   it is within the limit, into a word empty at `c` (what `view` makes
+///   of it).
 #[inline(always)]
 pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fast<B> {
     let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
