@@ -1061,6 +1061,17 @@ mod tests {
     use super::*;
     use core::num::NonZeroU64;
 
+    /// xorshift64*: the tests' fixed pseudo-random sequence.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+    }
+
     fn layout(live: u32, window: u64, limit: u64, timeout: u64) -> Layout {
         let w = Divisor::new(NonZeroU64::new(window).unwrap());
         Layout::fit(64, live, w, limit, timeout).unwrap()
@@ -1172,15 +1183,6 @@ mod tests {
                 a.newest == b.newest && a.slots == b.slots && a.base == b.base,
                 "w {w:?} c {c}: {a:?} against {b:?}"
             );
-        }
-        struct Rng(u64);
-        impl Rng {
-            fn next(&mut self) -> u64 {
-                self.0 ^= self.0 >> 12;
-                self.0 ^= self.0 << 25;
-                self.0 ^= self.0 >> 27;
-                self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-            }
         }
         fn words_and_callers<B: Bits + core::fmt::Debug>(
             l: impl Geometry,
@@ -1305,15 +1307,6 @@ mod tests {
     /// shape with `N <= 4`, `F <= 2`, by `Layout` and by `Fixed`.
     #[test]
     fn the_fast_path_answers_as_the_general_decision() {
-        struct Rng(u64);
-        impl Rng {
-            fn next(&mut self) -> u64 {
-                self.0 ^= self.0 >> 12;
-                self.0 ^= self.0 << 25;
-                self.0 ^= self.0 >> 27;
-                self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-            }
-        }
         fn walk<const N: usize>(l: impl Geometry, rng: &mut Rng, steps: usize) -> usize {
             let (mask, s) = (l.id_mask(), u64::from(l.slots()));
             let half = mask >> 1;
@@ -1356,7 +1349,7 @@ mod tests {
                         _ => s + rng.next() % 3,
                     });
                     let n = 1 + rng.next() % l.limit();
-                    let prioritized = rng.next() % 3 == 0;
+                    let prioritized = rng.next().is_multiple_of(3);
                     let now = c.saturating_mul(window) + rng.next() % window;
                     if let Some((new, _)) = decide::<u64, N>(l, w, c, now, n, prioritized) {
                         w = new;
