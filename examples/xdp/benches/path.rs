@@ -45,8 +45,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use leaparray::Decision;
 use leaparray_xdp::{
-    flow_gate, prefetch, traffic, write_frame, Batch, FlowGate, OwnedFlowGate, Traffic, Tuple,
-    BATCH,
+    flow_gate, prefetch, traffic, write_frame, Batch, FlowGate, OwnedFlowGate, Policer, Traffic,
+    Tuple, BATCH,
 };
 
 static TRAFFIC: Traffic = traffic();
@@ -178,19 +178,7 @@ fn group<const CAP: usize>(
             i += 1;
             now += step;
             batch_at(i, &mut b);
-            let _ = writer.add(now, 0, b.packets);
-            let _ = writer.add(now, 1, b.bytes);
-            let k = b.policed;
-            let _ = owned.try_acquire_burst(
-                black_box(now),
-                &b.requests[..k],
-                &mut b.decisions[..k],
-                |_| (),
-            );
-            refused_owned += b.decisions[..k]
-                .iter()
-                .filter(|d| **d != Decision::Pass)
-                .count() as u64;
+            refused_owned += b.process(&mut writer, &mut NoPrefetch(owned), black_box(now));
         })
     });
     println!("{name}: owned gate: {refused_owned} refused");
@@ -217,6 +205,23 @@ fn group<const CAP: usize>(
     }
     g.finish();
     println!("{name}: {refused} of {decided} decisions refused");
+}
+
+/// The owned table without a prefetch (`|_| ()`): what a caller without
+/// `unsafe` gets, through the same `Batch::process`.
+struct NoPrefetch<'a, const CAP: usize>(&'a mut OwnedFlowGate<CAP>);
+
+impl<const CAP: usize> Policer for NoPrefetch<'_, CAP> {
+    #[inline(always)]
+    fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize {
+        self.0.try_acquire_burst(now, requests, decisions, |_| ())
+    }
+    fn police_one(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        self.0.try_acquire(key, now, n)
+    }
+    fn resident(&self, now: u64) -> usize {
+        self.0.stats(now).resident
+    }
 }
 
 /// `floor_single_writer_table`: not leaparray, the floor of any per-flow
