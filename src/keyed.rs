@@ -448,15 +448,16 @@ pub(crate) fn at<const CAP: usize>(home: usize, i: usize) -> usize {
     }
 }
 
-/// One decision on the gate word `w` (`packed::decide`): with constant
-/// shifts on 64-bit targets, from the layout elsewhere (one copy of the
-/// code on microcontrollers, as `Gate` does).
+/// One decision on the gate word `w` (`packed::decide`) for a caller in
+/// window `c`: with constant shifts on 64-bit targets, from the layout
+/// elsewhere (one copy of the code on microcontrollers, as `Gate` does).
+/// No time: a keyed table never borrows a later window, the only use
+/// `packed::decide` has for one.
 #[inline(always)]
 pub(crate) fn decide<const N: usize>(
     layout: &Layout,
     w: u64,
     c: u64,
-    now: u64,
     n: u64,
 ) -> Option<(u64, Outcome)> {
     #[cfg(target_pointer_width = "64")]
@@ -468,7 +469,7 @@ pub(crate) fn decide<const N: usize>(
     match packed::decide_fast(l, w, c, n) {
         Fast::Book(new) => Some((new, Outcome::Booked(c))),
         Fast::Full => None,
-        Fast::Other => packed::decide::<u64, N>(l, w, c, now, n, false),
+        Fast::Other => packed::decide::<u64, N>(l, w, c, 0, n, false),
     }
 }
 
@@ -791,7 +792,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 firsts[i] = self.slots[homes[i]].load(Acquire);
             }
             for (i, (&(key, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
-                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), c, now, n));
+                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), c, n));
             }
         }
         len
@@ -814,7 +815,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     #[inline]
     fn book(&self, key: u64, now: u64, n: u64) -> Booking {
         let c = self.layout.window.div(now);
-        self.book_from(key, self.home(key), None, c, now, n)
+        self.book_from(key, self.home(key), None, c, n)
     }
 
     /// [`book`](Self::book), given the key's home and maybe the value of
@@ -823,18 +824,10 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// again from a fresh read, so every decision of a burst is made on the
     /// table as the requests before it left it.
     #[inline(always)]
-    fn book_from(
-        &self,
-        key: u64,
-        home: usize,
-        first: Option<u128>,
-        c: u64,
-        now: u64,
-        n: u64,
-    ) -> Booking {
-        let b = match self.book_scan(key, home, first, c, now, n) {
+    fn book_from(&self, key: u64, home: usize, first: Option<u128>, c: u64, n: u64) -> Booking {
+        let b = match self.book_scan(key, home, first, c, n) {
             Booking::Refused | Booking::Overflowed if first.is_some() => {
-                self.book_scan(key, home, None, c, now, n)
+                self.book_scan(key, home, None, c, n)
             }
             b => b,
         };
@@ -846,15 +839,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     /// [`book_from`](Self::book_from), taking `first` at its word.
     #[inline(always)]
-    fn book_scan(
-        &self,
-        key: u64,
-        home: usize,
-        mut first: Option<u128>,
-        c: u64,
-        now: u64,
-        n: u64,
-    ) -> Booking {
+    fn book_scan(&self, key: u64, home: usize, mut first: Option<u128>, c: u64, n: u64) -> Booking {
         if n == 0 {
             return Booking::Nothing;
         }
@@ -892,7 +877,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     // The key's gate word: decide as its gate.
                     loop {
                         let w = word(s);
-                        let Some((new, outcome)) = self.decide(w, c, now, n) else {
+                        let Some((new, outcome)) = self.decide(w, c, n) else {
                             return Booking::Refused;
                         };
                         // ORDERING: Release publishes the booking as a
@@ -961,12 +946,10 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         }
     }
 
-    /// One decision on the gate word `w` (`packed::decide`): with constant
-    /// shifts on 64-bit targets, from the layout elsewhere (one copy of
-    /// the code on microcontrollers, as `Gate` does).
+    /// [`decide`] with this table's layout.
     #[inline(always)]
-    fn decide(&self, w: u64, c: u64, now: u64, n: u64) -> Option<(u64, Outcome)> {
-        decide::<N>(&self.layout, w, c, now, n)
+    fn decide(&self, w: u64, c: u64, n: u64) -> Option<(u64, Outcome)> {
+        decide::<N>(&self.layout, w, c, n)
     }
 
     /// A claim token no claim had: nonzero, top bit clear.

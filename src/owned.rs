@@ -446,7 +446,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         if n != 0 && n <= self.max_n {
             self.newest = self.newest.max(c);
         }
-        self.acquire_from(key, home, c, now, n)
+        self.acquire_from(key, home, c, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
@@ -512,7 +512,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
                 homes[i % AHEAD] = hn;
             }
             booking |= n != 0 && n <= self.max_n;
-            *out = self.acquire_from(key, h, c, now, n);
+            *out = self.acquire_from(key, h, c, n);
         }
         if booking {
             self.newest = self.newest.max(c);
@@ -544,7 +544,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// [`try_acquire`](Self::try_acquire), given the key's home slot and
     /// the window `c` of `now` (`window_of`), except raising `newest`.
     #[inline(always)]
-    fn acquire_from(&mut self, key: u64, home: usize, c: u64, now: u64, n: u64) -> Decision {
+    fn acquire_from(&mut self, key: u64, home: usize, c: u64, n: u64) -> Decision {
         if n == 0 {
             return Decision::Pass;
         }
@@ -571,7 +571,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
                 };
             }
         };
-        match decide::<N>(&self.layout, self.slots[at][1], c, now, n) {
+        match decide::<N>(&self.layout, self.slots[at][1], c, n) {
             Some((new, _)) => {
                 self.slots[at][1] = new;
                 Decision::Pass
