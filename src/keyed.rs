@@ -306,8 +306,13 @@ impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
 
 /// What [`KeyedGate::try_acquire`] did.
 enum Booking {
-    /// Booked into this window (read by the loom models).
-    In(#[cfg_attr(not(leaparray_loom), allow(dead_code))] u64),
+    /// Booked: the window it booked into (read by the loom models) and the
+    /// gate word it stored.
+    In {
+        #[cfg_attr(not(leaparray_loom), allow(dead_code))]
+        at: u64,
+        word: u64,
+    },
     /// Refused by the key's gate (or a misconfigured table).
     Refused,
     /// No room for the key: the overflow policy decides.
@@ -751,6 +756,34 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         self.decision(self.book(key, now, n))
     }
 
+    /// [`try_acquire`](Self::try_acquire), and what `key` has left: the
+    /// decision, and what [`remaining`](Self::remaining) answers at `now`
+    /// just after it if nothing else arrives in between. After a booking it
+    /// is read from the word the booking stored, with no second look at
+    /// the table: `remaining` as of the booking (other threads' later
+    /// bookings are not in it, as they would not be in a look made just
+    /// then). Otherwise it is a second look, `remaining(key, now)`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::Decision;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
+    /// assert_eq!(T.try_acquire_remaining(1, 0, 2), (Decision::Pass, 1));
+    /// assert_eq!(T.try_acquire_remaining(1, 600, 2), (Decision::Block, 1));
+    /// assert_eq!(T.try_acquire_remaining(1, 1_000, 2), (Decision::Pass, 1)); // window 0 slid out
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    pub fn try_acquire_remaining(&self, key: u64, now: u64, n: u64) -> (Decision, u64) {
+        let c = self.layout.window.div(now);
+        let b = self.book_from(key, self.home(key), None, c, n);
+        let left = match b {
+            Booking::In { word, .. } => packed::left_of::<u64, N>(&self.layout, word, c),
+            _ => self.remaining(key, now),
+        };
+        (self.decision(b), left)
+    }
+
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
     /// n)` pairs) at one `now`, each decided as if alone, in order: the
     /// decision for `requests[i]` goes to `decisions[i]`. Returns how many
@@ -802,7 +835,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     #[inline(always)]
     fn decision(&self, b: Booking) -> Decision {
         match b {
-            Booking::In(_) | Booking::Nothing => Decision::Pass,
+            Booking::In { .. } | Booking::Nothing => Decision::Pass,
             Booking::Refused => Decision::Block,
             Booking::Overflowed => match self.overflow {
                 Overflow::Refuse => Decision::Block,
@@ -889,7 +922,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                                     Outcome::Booked(w) => w,
                                     Outcome::Borrowed { .. } | Outcome::Refused => c,
                                 };
-                                return Booking::In(at);
+                                return Booking::In { at, word: new };
                             }
                             Err(actual) => s = actual,
                         }
@@ -1116,7 +1149,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// in `w`, `Ok(None)` refused, `Err(())` overflowed.
     pub fn loom_acquire(&self, key: u64, now: u64, n: u64) -> Result<Option<u64>, ()> {
         match self.book(key, now, n) {
-            Booking::In(w) => Ok(Some(w)),
+            Booking::In { at, .. } => Ok(Some(at)),
             Booking::Refused | Booking::Nothing => Ok(None),
             Booking::Overflowed => Err(()),
         }

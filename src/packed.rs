@@ -729,6 +729,23 @@ pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fa
     }
 }
 
+/// What a caller in window `c` could still take from word `w`: `limit`
+/// less [`load_of`], read from the interval total without decoding the
+/// word when `c` is its newest window and it is plain (the interval
+/// ending at `c` is then the fullest, as in [`decide_fast`]); the word a
+/// booking just stored, in the keyed tables.
+#[inline(always)]
+pub(crate) fn left_of<B: Bits, const N: usize>(l: impl Geometry, w: B, c: u64) -> u64 {
+    if c.wrapping_sub(w.low_u64()) & l.id_mask() == 0 && is_plain(l, w) {
+        let at = l.id_bits() + total_slot(l) * l.slot_bits();
+        // The shifted word is the used bit's share of `total_limit` plus
+        // the total (see `fits_total`).
+        l.layout().total_limit.saturating_sub((w >> at).low_u64())
+    } else {
+        l.limit().saturating_sub(load_of::<B, N>(l, w, c))
+    }
+}
+
 /// The fullest interval a booking in window `c` would join, in word `w`.
 pub(crate) fn load_of<B: Bits, const N: usize>(l: impl Geometry, w: B, c: u64) -> u64 {
     peak::<_, N>(l, view(l, w, c).slots, l.future())
@@ -1313,6 +1330,11 @@ mod tests {
             let window = l.window().get();
             let mut checked = 0;
             let mut check = |w: u64, c: u64| {
+                assert_eq!(
+                    left_of::<u64, N>(l, w, c),
+                    l.limit().saturating_sub(load_of::<u64, N>(l, w, c)),
+                    "w {w:#x} c {c}"
+                );
                 for n in [1, l.limit() / 2 + 1, l.limit(), l.limit() + 1] {
                     let general = decide::<u64, N>(l, w, c, c.saturating_mul(window), n, false);
                     match decide_fast(l, w, c, n) {

@@ -23,7 +23,8 @@ fn max_steps(n: usize) -> usize {
 }
 
 /// Runs `steps` against a `KeyedGate<2, CAP>` and one `Gate<2>` (no occupy
-/// timeout) per key: every decision, `remaining` and `retry_after` agree.
+/// timeout) per key: every decision, `remaining`, `retry_after` and
+/// `try_acquire_remaining` agree.
 /// At most 8 distinct keys (a probe has 8 slots or more), so a key's probe
 /// always has room; times
 /// go forward with jitter of less than two windows (so every caller is
@@ -35,6 +36,9 @@ fn matches_a_gate_per_key<const CAP: usize>(
     steps: &[(usize, u64, u64, u64)],
 ) -> Result<(), TestCaseError> {
     let table = KeyedGate::<2, CAP>::new(nz(window), limit);
+    // Decided by `try_acquire_remaining`: the same decisions, and what is
+    // left as the key's gate says just after.
+    let twin = KeyedGate::<2, CAP>::new(nz(window), limit);
     let gates: Vec<Gate<2>> = keys
         .iter()
         .map(|_| Gate::<2>::new(nz(window), limit).with_occupy_timeout(0))
@@ -50,7 +54,13 @@ fn matches_a_gate_per_key<const CAP: usize>(
             gate.retry_after(now, n),
             "retry_after"
         );
-        prop_assert_eq!(table.try_acquire(key, now, n), gate.try_acquire(now, n));
+        let decision = gate.try_acquire(now, n);
+        prop_assert_eq!(table.try_acquire(key, now, n), decision);
+        prop_assert_eq!(
+            twin.try_acquire_remaining(key, now, n),
+            (decision, gate.remaining(now)),
+            "try_acquire_remaining"
+        );
     }
     prop_assert_eq!(table.stats(base).overflowed, 0);
     Ok(())
@@ -295,7 +305,9 @@ proptest! {
     })]
 
     /// A burst decides as the same calls one at a time, in order, on a
-    /// twin table (repeated keys, a full table, any sizes).
+    /// twin table (repeated keys, a full table, any sizes); and so does
+    /// `try_acquire_remaining`, on a third, whose `remaining` is the
+    /// second's just after.
     #[test]
     fn a_burst_decides_as_calls_one_at_a_time(
         limit in 0u64..6,
@@ -306,6 +318,7 @@ proptest! {
     ) {
         let burst = KeyedGate::<2, 16>::new(nz(100), limit);
         let single = KeyedGate::<2, 16>::new(nz(100), limit);
+        let left = KeyedGate::<2, 16>::new(nz(100), limit);
         let mut now = 0;
         for (dt, reqs) in bursts {
             now += dt;
@@ -313,8 +326,14 @@ proptest! {
             prop_assert_eq!(burst.try_acquire_burst(now, &reqs, &mut out), reqs.len());
             for (&(key, n), &d) in reqs.iter().zip(&out) {
                 prop_assert_eq!(d, single.try_acquire(key, now, n), "key {} n {}", key, n);
+                prop_assert_eq!(
+                    left.try_acquire_remaining(key, now, n),
+                    (d, single.remaining(key, now)),
+                    "key {} n {}", key, n
+                );
             }
             prop_assert_eq!(burst.stats(now), single.stats(now));
+            prop_assert_eq!(left.stats(now), single.stats(now));
         }
     }
 }
