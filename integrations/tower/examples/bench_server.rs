@@ -3,8 +3,10 @@
 //! reaches (32,767 per 100 ms per peer IP, about 327,000 per second).
 //!
 //! `cargo run --release -p leaparray-tower --example bench_server -- MODE PORT`,
-//! MODE one of `none`, `noop`, `headers`, `leaparray`, `leaparray-quiet`,
-//! `governor`, `governor-headers`; a limiter's MODE with `-outer` puts the
+//! MODE one of `none`, `noop`, `headers`, `leaparray` (`RateLimit` on
+//! admitted responses, the default), `leaparray-both` (`RateLimit-Policy`
+//! too), `leaparray-quiet` (the fields on refusals only), `governor`,
+//! `governor-headers`; a limiter's MODE with `-outer` puts the
 //! layer around the router instead of through `Router::layer`.
 
 use std::net::SocketAddr;
@@ -13,7 +15,7 @@ use std::time::Duration;
 use axum::http::HeaderValue;
 use axum::routing::get;
 use axum::Router;
-use leaparray_tower::{Key, RateLimitLayer};
+use leaparray_tower::{AdmittedFields, Key, RateLimitLayer};
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::GovernorLayer;
 
@@ -23,7 +25,11 @@ macro_rules! serve {
     ($listener:expr, $app:expr, $layer:expr, $outer:expr) => {{
         let (listener, app, layer) = ($listener, $app, $layer);
         if $outer {
-            let svc = tower::Layer::layer(&layer, app);
+            // `with_state` turns every handler into its route once, as
+            // `Router::into_make_service` does; without it, the router
+            // would build a handler's route for every request (a clone and
+            // an allocation) that the `none` server does not pay for.
+            let svc = tower::Layer::layer(&layer, app.with_state(()));
             let make =
                 axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
                     SocketAddr,
@@ -37,10 +43,10 @@ macro_rules! serve {
     }};
 }
 
-fn leaparray(quiet: bool) -> RateLimitLayer {
+fn leaparray(fields: AdmittedFields) -> RateLimitLayer {
     RateLimitLayer::builder()
         .per_key("ip", 32_767, Duration::from_millis(100), Key::peer_ip())
-        .headers_on_admitted(!quiet)
+        .admitted_fields(fields)
         .build()
         .expect("valid")
 }
@@ -86,9 +92,9 @@ async fn main() {
             }),
             false
         ),
-        // `-quiet`: the fields on refusals only.
-        "leaparray" => serve!(listener, app, leaparray(false), outer),
-        "leaparray-quiet" => serve!(listener, app, leaparray(true), outer),
+        "leaparray" => serve!(listener, app, leaparray(AdmittedFields::RateLimit), outer),
+        "leaparray-both" => serve!(listener, app, leaparray(AdmittedFields::Both), outer),
+        "leaparray-quiet" => serve!(listener, app, leaparray(AdmittedFields::None), outer),
         // The same rate: a burst of 32,767, one more every 100 ms / 32,767.
         "governor" => {
             let mut config = GovernorConfigBuilder::default();

@@ -64,6 +64,28 @@ pub enum Mode {
     },
 }
 
+/// The fields an admitted response carries: see
+/// [`Builder::admitted_fields`](crate::Builder::admitted_fields). A
+/// refusal always carries both.
+///
+/// ```
+/// use leaparray_tower::AdmittedFields;
+/// assert_eq!(AdmittedFields::default(), AdmittedFields::RateLimit);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AdmittedFields {
+    /// Neither: only refusals carry the fields.
+    None,
+    /// `RateLimit` (the default): per policy, what is left now and when
+    /// the whole quota is back.
+    #[default]
+    RateLimit,
+    /// `RateLimit-Policy` as well, the same on every response (the draft:
+    /// it "SHOULD remain consistent over a sequence of HTTP responses"; a
+    /// client learns it from any refusal).
+    Both,
+}
+
 /// Which key a request is counted under, for the per-key limit.
 ///
 /// A request with no key (no such header, no peer address, the function
@@ -315,15 +337,15 @@ impl Policy {
 
 /// A `KeyedGate` of some capacity, behind one type.
 pub(crate) trait Table: Send + Sync + fmt::Debug {
-    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision;
+    fn try_acquire_remaining(&self, key: u64, now: u64, n: u64) -> (Decision, u64);
     fn remaining(&self, key: u64, now: u64) -> u64;
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
     fn window(&self) -> u64;
 }
 
 impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
-    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
-        KeyedGate::try_acquire(self, key, now, n)
+    fn try_acquire_remaining(&self, key: u64, now: u64, n: u64) -> (Decision, u64) {
+        KeyedGate::try_acquire_remaining(self, key, now, n)
     }
     fn remaining(&self, key: u64, now: u64) -> u64 {
         KeyedGate::remaining(self, key, now)

@@ -41,12 +41,14 @@
 //!
 //! # Headers
 //!
-//! draft-ietf-httpapi-ratelimit-headers-10 syntax, on every response
-//! (on refusals only with [`Builder::headers_on_admitted`]`(false)`), one
-//! list member per policy: `RateLimit-Policy: "per-key";q=100;w=1,
-//! "global";q=10000;w=1` and `RateLimit: "per-key";r=99;t=1,
-//! "global";r=9999;t=1`, `r` the permits left now, `t` the whole seconds
-//! (rounded up) until the policy's whole quota is back. A refusal adds
+//! draft-ietf-httpapi-ratelimit-headers-10 syntax, one list member per
+//! policy: `RateLimit: "per-key";r=99;t=1, "global";r=9999;t=1` on every
+//! response, `r` the permits left now, `t` the whole seconds (rounded up)
+//! until the policy's whole quota is back; and `RateLimit-Policy:
+//! "per-key";q=100;w=1, "global";q=10000;w=1` on every refusal (and every
+//! response with [`AdmittedFields::Both`]; neither field on admitted
+//! responses with [`AdmittedFields::None`]: see
+//! [`Builder::admitted_fields`]). A refusal adds
 //! `Retry-After`: the whole seconds, rounded up, until one more request
 //! would pass if nothing else arrived (the gates' `retry_after`), so a
 //! client that honours it is admitted (when nothing else arrived).
@@ -60,5 +62,5 @@ mod limits;
 mod service;
 
 pub use clock::LayerClock;
-pub use config::{ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
+pub use config::{AdmittedFields, ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
 pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer, ResponseFuture};

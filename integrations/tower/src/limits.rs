@@ -1,10 +1,12 @@
 //! The shared state: the gates, the clock, the decision and the headers.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use bytes::BytesMut;
 use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use leaparray::clock::Clock;
@@ -13,7 +15,7 @@ use leaparray::keyed::KeyHasher;
 use leaparray::Decision;
 
 use crate::clock::LayerClock;
-use crate::config::{Key, Mode, Policy, Table, MAX_GLOBAL, WINDOWS};
+use crate::config::{AdmittedFields, Key, Mode, Policy, Table, WINDOWS};
 
 /// Ticks per second of the gates' clock: microseconds.
 pub(crate) const TICKS_PER_SECOND: u64 = 1_000_000;
@@ -23,14 +25,20 @@ pub(crate) static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("rateli
 /// `RateLimit`, draft-ietf-httpapi-ratelimit-headers-10.
 pub(crate) static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
+std::thread_local! {
+    /// Where this thread writes `RateLimit` values: each one is split off
+    /// as a `Bytes` that shares the buffer, so a value costs no allocation
+    /// of its own; a new buffer of `FIELD_BUFFER` bytes is taken when this
+    /// one is spent (the old one is freed with the last value in it).
+    static FIELD: RefCell<BytesMut> = RefCell::new(BytesMut::with_capacity(FIELD_BUFFER));
+}
+
+/// The size of the buffers `RateLimit` values are written in.
+const FIELD_BUFFER: usize = 4096;
+
 /// Whole seconds, rounded up, of `ticks` µs.
 pub(crate) fn seconds_up(ticks: u64) -> u64 {
     ticks.div_ceil(TICKS_PER_SECOND)
-}
-
-/// Decimal digits of `n`.
-fn digits(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// The per-key limit.
@@ -50,12 +58,40 @@ pub(crate) struct Shared {
     pub(crate) mode: Mode,
     /// Whether admitted requests get an `Admission` extension.
     pub(crate) admission: bool,
-    /// Whether admitted responses get the `RateLimit` fields.
-    pub(crate) admitted_headers: bool,
+    /// The fields admitted responses get.
+    pub(crate) admitted_fields: AdmittedFields,
     pub(crate) waiting: AtomicUsize,
     pub(crate) clock: LayerClock,
     /// `RateLimit-Policy`, the same on every response.
     pub(crate) policy_header: HeaderValue,
+}
+
+/// The fields of one response: `RateLimit-Policy`, if it gets it, and
+/// `RateLimit`.
+#[derive(Debug)]
+pub(crate) struct Fields {
+    policy: Option<HeaderValue>,
+    ratelimit: HeaderValue,
+}
+
+impl Fields {
+    /// Adds the fields to `headers`.
+    pub(crate) fn stamp(self, headers: &mut HeaderMap) {
+        if let Some(policy) = self.policy {
+            headers.insert(RATELIMIT_POLICY.clone(), policy);
+        }
+        headers.insert(RATELIMIT.clone(), self.ratelimit);
+    }
+}
+
+/// The response a `RateLimit` field is for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum After {
+    /// A request just admitted: its booking in every limit was in the
+    /// window of `now`; what the key's booking left, if it said.
+    Admitted(Option<u64>),
+    /// A refused request.
+    Refused,
 }
 
 /// Calls `f` with the global gates as one `GateSet` (sized at compile
@@ -92,7 +128,7 @@ impl Shared {
         global: Vec<(Policy, Gate<WINDOWS>)>,
         mode: Mode,
         admission: bool,
-        admitted_headers: bool,
+        admitted_fields: AdmittedFields,
     ) -> Self {
         let mut policy = String::new();
         let policies = per_key
@@ -118,7 +154,7 @@ impl Shared {
             global,
             mode,
             admission,
-            admitted_headers,
+            admitted_fields,
             waiting: AtomicUsize::new(0),
             clock: LayerClock::new(),
             // Names are checked printable ASCII by the builder.
@@ -134,8 +170,10 @@ impl Shared {
     /// retry. The order (see the crate docs, "Order of the checks"):
     /// check the key and every global limit without booking; book the
     /// key; book the global set (all or nothing). Only a race lost in the
-    /// last step spends a permit (the key's) on a refused request.
-    pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<(), u64> {
+    /// last step spends a permit (the key's) on a refused request. An
+    /// admission gives what the key's booking left (for its `RateLimit`
+    /// field), if it has one.
+    pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<Option<u64>, u64> {
         let refuse = || Err(self.retry_after(key, now));
         // Only with both kinds of limit can one refuse after the other
         // booked: then look before booking (a key alone, or the global set
@@ -151,15 +189,17 @@ impl Shared {
                 return refuse();
             }
         }
+        let mut left = None;
         if let (Some(k), Some(pk)) = (key, &self.per_key) {
-            if pk.table.try_acquire(k, now, 1) != Decision::Pass {
-                return refuse();
+            match pk.table.try_acquire_remaining(k, now, 1) {
+                (Decision::Pass, l) => left = Some(l),
+                _ => return refuse(),
             }
         }
         if !self.global.is_empty() && with_set(&self.global, |s| s.acquire(now)) != Decision::Pass {
             return refuse();
         }
-        Ok(())
+        Ok(left)
     }
 
     /// Ticks until one more request of `key` would pass, if nothing else
@@ -189,91 +229,73 @@ impl Shared {
     }
 
     /// The `RateLimit` field: every policy, `r` what is left now, `t` the
-    /// whole seconds until its whole quota is back. `admitted`: the
+    /// whole seconds until its whole quota is back. After an admission the
     /// request was just booked in every limit, in the window of `now`, so
     /// the whole quota is back when that window leaves the interval, at
     /// the start of the `WINDOWS`-th window after it (nothing is booked in
-    /// a later window before `now`: no request is prioritized).
-    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, admitted: bool) -> HeaderValue {
+    /// a later window before `now`: no request is prioritized); and the
+    /// key's `r` is what its booking left, if given.
+    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, after: After) -> HeaderValue {
         let back = |window: u64| {
             (now / window + WINDOWS as u64)
                 .saturating_mul(window)
                 .saturating_sub(now)
         };
-        // (policy, r, t) of each member: at most one key and MAX_GLOBAL.
-        let mut members = [("", 0, 0); 1 + MAX_GLOBAL];
-        let mut m = 0;
-        if let (Some(k), Some(pk)) = (key, &self.per_key) {
-            let r = pk.table.remaining(k, now);
-            let t = if admitted {
-                back(pk.table.window())
-            } else {
-                pk.table.retry_after(k, now, pk.policy.limit).unwrap_or(0)
+        FIELD.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            // `"name";r=R;t=T` per policy, joined by ", ".
+            let mut member = |name: &str, r: u64, t: u64| {
+                if !buf.is_empty() {
+                    buf.extend_from_slice(b", ");
+                }
+                let mut numbers = itoa::Buffer::new();
+                buf.reserve(name.len() + 8 + 2 * 20);
+                buf.extend_from_slice(b"\"");
+                buf.extend_from_slice(name.as_bytes());
+                buf.extend_from_slice(b"\";r=");
+                buf.extend_from_slice(numbers.format(r).as_bytes());
+                buf.extend_from_slice(b";t=");
+                buf.extend_from_slice(numbers.format(seconds_up(t)).as_bytes());
             };
-            members[m] = (pk.policy.name.as_str(), r, seconds_up(t));
-            m += 1;
-        }
-        for (p, g) in &self.global {
-            let r = g.remaining(now);
-            let t = if admitted {
-                back(g.window())
-            } else {
-                g.retry_after(now, p.limit).unwrap_or(0)
-            };
-            members[m] = (p.name.as_str(), r, seconds_up(t));
-            m += 1;
-        }
-        let members = &members[..m];
-        // `"name";r=R;t=T`, joined by ", ", in a buffer of exactly its
-        // length: `Bytes` then takes it without a second allocation.
-        let len = members
-            .iter()
-            .map(|(name, r, t)| name.len() + 8 + digits(*r) + digits(*t))
-            .sum::<usize>()
-            + 2 * m.saturating_sub(1);
-        let mut v = Vec::with_capacity(len);
-        let mut numbers = itoa::Buffer::new();
-        for (i, (name, r, t)) in members.iter().enumerate() {
-            if i > 0 {
-                v.extend_from_slice(b", ");
+            if let (Some(k), Some(pk)) = (key, &self.per_key) {
+                let (r, t) = match after {
+                    After::Admitted(left) => (
+                        left.unwrap_or_else(|| pk.table.remaining(k, now)),
+                        back(pk.table.window()),
+                    ),
+                    After::Refused => (
+                        pk.table.remaining(k, now),
+                        pk.table.retry_after(k, now, pk.policy.limit).unwrap_or(0),
+                    ),
+                };
+                member(&pk.policy.name, r, t);
             }
-            v.push(b'"');
-            v.extend_from_slice(name.as_bytes());
-            v.extend_from_slice(b"\";r=");
-            v.extend_from_slice(numbers.format(*r).as_bytes());
-            v.extend_from_slice(b";t=");
-            v.extend_from_slice(numbers.format(*t).as_bytes());
-        }
-        debug_assert_eq!(v.len(), len);
-        HeaderValue::from_maybe_shared(bytes::Bytes::from(v))
-            .unwrap_or(HeaderValue::from_static(""))
+            for (p, g) in &self.global {
+                let r = g.remaining(now);
+                let t = if let After::Admitted(_) = after {
+                    back(g.window())
+                } else {
+                    g.retry_after(now, p.limit).unwrap_or(0)
+                };
+                member(&p.name, r, t);
+            }
+            HeaderValue::from_maybe_shared(buf.split().freeze())
+                .unwrap_or(HeaderValue::from_static(""))
+        })
     }
 
-    /// `RateLimit-Policy` and `RateLimit` at `now`, of a request just
-    /// `admitted` or not.
-    pub(crate) fn fields(
-        &self,
-        key: Option<u64>,
-        now: u64,
-        admitted: bool,
-    ) -> (HeaderValue, HeaderValue) {
-        (
-            self.policy_header.clone(),
-            self.ratelimit(key, now, admitted),
-        )
-    }
-
-    /// Adds `RateLimit-Policy` and `RateLimit` to `headers`.
-    pub(crate) fn stamp(
-        &self,
-        headers: &mut HeaderMap,
-        key: Option<u64>,
-        now: u64,
-        admitted: bool,
-    ) {
-        let (policy, ratelimit) = self.fields(key, now, admitted);
-        headers.insert(RATELIMIT_POLICY.clone(), policy);
-        headers.insert(RATELIMIT.clone(), ratelimit);
+    /// The fields of a response admitted at `now`, if it gets any; `left`
+    /// what the key's booking left, if it said.
+    pub(crate) fn admitted(&self, key: Option<u64>, now: u64, left: Option<u64>) -> Option<Fields> {
+        let policy = match self.admitted_fields {
+            AdmittedFields::None => return None,
+            AdmittedFields::RateLimit => None,
+            AdmittedFields::Both => Some(self.policy_header.clone()),
+        };
+        Some(Fields {
+            policy,
+            ratelimit: self.ratelimit(key, now, After::Admitted(left)),
+        })
     }
 
     /// The 429 answer, `Retry-After` in whole seconds rounded up.
@@ -287,7 +309,11 @@ impl Shared {
         *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
         let h = resp.headers_mut();
         h.insert(RETRY_AFTER, HeaderValue::from(seconds_up(retry)));
-        self.stamp(h, key, now, false);
+        Fields {
+            policy: Some(self.policy_header.clone()),
+            ratelimit: self.ratelimit(key, now, After::Refused),
+        }
+        .stamp(h);
         resp
     }
 
@@ -334,8 +360,8 @@ mod tests {
     use leaparray::gate::Gate;
     use leaparray::keyed::KeyHasher;
 
-    use super::{window_of, PerKey, Shared};
-    use crate::config::{make_table, Key, Mode, Policy};
+    use super::{window_of, After, PerKey, Shared};
+    use crate::config::{make_table, AdmittedFields, Key, Mode, Policy};
 
     fn policy(name: &str, limit: u64, per_ms: u64) -> Policy {
         Policy {
@@ -363,7 +389,13 @@ mod tests {
                 (p, g)
             })
             .collect();
-        let shared = Shared::new(Some(per_key), global, Mode::Refuse, false, true);
+        let shared = Shared::new(
+            Some(per_key),
+            global,
+            Mode::Refuse,
+            false,
+            AdmittedFields::RateLimit,
+        );
         // Times over 60 s: steps from 1 µs to 0.8 s (a pseudo-random walk),
         // two keys; every admission compared.
         let (mut now, mut x, mut admitted) = (0u64, 1u64, 0);
@@ -371,11 +403,17 @@ mod tests {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             now += (x >> 33) % 800_000 + 1;
             let key = Some((x >> 20) & 1);
-            if shared.decide(key, now).is_ok() {
+            if let Ok(left) = shared.decide(key, now) {
                 admitted += 1;
+                let refused = shared.ratelimit(key, now, After::Refused);
                 assert_eq!(
-                    shared.ratelimit(key, now, true),
-                    shared.ratelimit(key, now, false),
+                    shared.ratelimit(key, now, After::Admitted(left)),
+                    refused,
+                    "at {now} µs"
+                );
+                assert_eq!(
+                    shared.ratelimit(key, now, After::Admitted(None)),
+                    refused,
                     "at {now} µs"
                 );
             }

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use leaparray::gate::Gate;
 use leaparray::keyed::KeyHasher;
 use tower::{Layer, Service};
 
 use crate::clock::LayerClock;
 use crate::config::{
-    make_table, ConfigError, Key, MakeTable, Mode, Policy, DEFAULT_CAPACITY, MAX_GLOBAL,
+    make_table, AdmittedFields, ConfigError, Key, MakeTable, Mode, Policy, DEFAULT_CAPACITY,
+    MAX_GLOBAL,
 };
-use crate::limits::{window_of, PerKey, Shared, RATELIMIT, RATELIMIT_POLICY};
+use crate::limits::{window_of, Fields, PerKey, Shared};
 
 /// The future of [`RateLimit`]: boxed (one allocation per request, as
 /// axum's own handlers).
@@ -63,7 +64,7 @@ pub struct Builder {
     global: Vec<Policy>,
     mode: Mode,
     admission: bool,
-    quiet: bool,
+    admitted: AdmittedFields,
 }
 
 #[derive(Clone, Copy)]
@@ -170,21 +171,23 @@ impl Builder {
         self
     }
 
-    /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit`
-    /// (`true`, the default). With `false` only refusals carry them, and
-    /// an admission costs no formatting and no second look at the
-    /// limits: about 1,700 fewer instructions per request in
-    /// `bench.sh`'s server (the crate README, "Numbers").
+    /// The fields an admitted response carries: [`AdmittedFields::RateLimit`]
+    /// (the default), `Both` (`RateLimit-Policy` too) or `None` (only
+    /// refusals carry them; an admission then costs no formatting and no
+    /// second look at the limits). The crate README's "Numbers" give each
+    /// one's cost per request.
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use leaparray_tower::RateLimitLayer;
-    /// let b = RateLimitLayer::builder().global("all", 10, Duration::from_secs(1)).headers_on_admitted(false);
+    /// use leaparray_tower::{AdmittedFields, RateLimitLayer};
+    /// let b = RateLimitLayer::builder()
+    ///     .global("all", 10, Duration::from_secs(1))
+    ///     .admitted_fields(AdmittedFields::None);
     /// assert!(b.build().is_ok());
     /// ```
     #[must_use]
-    pub fn headers_on_admitted(mut self, on: bool) -> Self {
-        self.quiet = !on;
+    pub fn admitted_fields(mut self, fields: AdmittedFields) -> Self {
+        self.admitted = fields;
         self
     }
 
@@ -246,7 +249,7 @@ impl Builder {
                 global,
                 self.mode,
                 self.admission,
-                !self.quiet,
+                self.admitted,
             )),
         })
     }
@@ -381,15 +384,13 @@ where
         };
         let now = shared.now();
         let retry = match shared.decide(key, now) {
-            Ok(()) => {
+            Ok(left) => {
                 if shared.admission {
                     req.extensions_mut().insert(Admission { now });
                 }
                 // The headers are those of the decision's time; the inner
                 // service, readied by `poll_ready`, is called at once.
-                let fields = shared
-                    .admitted_headers
-                    .then(|| shared.fields(key, now, true));
+                let fields = shared.admitted(key, now, left);
                 return ResponseFuture {
                     state: State::Admitted {
                         inner: self.inner.call(req),
@@ -499,8 +500,8 @@ pin_project_lite::pin_project! {
         Admitted {
             #[pin]
             inner: F,
-            // `RateLimit-Policy` and `RateLimit`, taken when it is ready.
-            fields: Option<(HeaderValue, HeaderValue)>,
+            // Taken when it is ready.
+            fields: Option<Fields>,
         },
         Ready {
             response: Option<Response<B>>,
@@ -524,13 +525,11 @@ where
                 if fields.is_none() {
                     return inner.poll(cx);
                 }
-                let mut resp = ready!(inner.poll(cx))?;
-                if let Some((policy, ratelimit)) = fields.take() {
-                    let h = resp.headers_mut();
-                    h.insert(RATELIMIT_POLICY.clone(), policy);
-                    h.insert(RATELIMIT.clone(), ratelimit);
+                let mut out = ready!(inner.poll(cx));
+                if let (Ok(resp), Some(fields)) = (&mut out, fields.take()) {
+                    fields.stamp(resp.headers_mut());
                 }
-                Poll::Ready(Ok(resp))
+                Poll::Ready(out)
             }
             // Polled again after `Ready`: a bug of the caller's; the
             // default response rather than a panic.
@@ -546,13 +545,14 @@ async fn admitted<S, B, ResBody>(
     shared: Arc<Shared>,
     key: Option<u64>,
     now: u64,
+    left: Option<u64>,
 ) -> Result<Response<ResBody>, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
 {
     let mut resp = inner.call(req).await?;
-    if shared.admitted_headers {
-        shared.stamp(resp.headers_mut(), key, now, true);
+    if let Some(fields) = shared.admitted(key, now, left) {
+        fields.stamp(resp.headers_mut());
     }
     Ok(resp)
 }
@@ -579,11 +579,11 @@ where
         tokio::time::sleep(Duration::from_micros(retry.max(1))).await;
         let now = shared.now();
         match shared.decide(key, now) {
-            Ok(()) => {
+            Ok(left) => {
                 if shared.admission {
                     req.extensions_mut().insert(Admission { now });
                 }
-                return admitted(inner, req, shared, key, now).await;
+                return admitted(inner, req, shared, key, now, left).await;
             }
             Err(next) if u128::from(next) <= max_delay.as_micros() => retry = next,
             Err(next) => return Ok(shared.refusal(key, now, next)),

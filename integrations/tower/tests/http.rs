@@ -13,7 +13,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use leaparray::clock::Clock;
-use leaparray_tower::{Admission, ConfigError, Key, Mode, RateLimitLayer};
+use leaparray_tower::{Admission, AdmittedFields, ConfigError, Key, Mode, RateLimitLayer};
 
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>;
 
@@ -118,7 +118,8 @@ async fn headers_on_admitted_and_refused_responses() {
 
     let first = get_with(&c, addr, Some("alice")).await;
     assert_eq!(first.status(), StatusCode::OK);
-    assert_eq!(header(&first, "ratelimit-policy"), Some(policy));
+    // By default an admitted response carries `RateLimit` alone.
+    assert_eq!(header(&first, "ratelimit-policy"), None);
     assert_ratelimit(&first, &[("per-key", 1), ("global", 99)], 1..=60);
     assert_eq!(header(&first, "retry-after"), None);
     assert_eq!(
@@ -147,10 +148,30 @@ async fn headers_on_admitted_and_refused_responses() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_headers_on_admitted_only_refusals_carry_the_fields() {
+async fn with_both_admitted_responses_carry_the_policy_too() {
     let layer = RateLimitLayer::builder()
         .per_key("per-key", 1, Duration::from_secs(60), api_key())
-        .headers_on_admitted(false)
+        .global("global", 100, Duration::from_secs(1))
+        .admitted_fields(AdmittedFields::Both)
+        .build()
+        .unwrap();
+    let addr = serve(layer).await;
+    let c = client();
+    let policy = r#""per-key";q=1;w=60, "global";q=100;w=1"#;
+    let admitted = get_with(&c, addr, Some("alice")).await;
+    assert_eq!(admitted.status(), StatusCode::OK);
+    assert_eq!(header(&admitted, "ratelimit-policy"), Some(policy));
+    assert_ratelimit(&admitted, &[("per-key", 0), ("global", 99)], 1..=60);
+    let refused = get_with(&c, addr, Some("alice")).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(header(&refused, "ratelimit-policy"), Some(policy));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_admitted_fields_only_refusals_carry_them() {
+    let layer = RateLimitLayer::builder()
+        .per_key("per-key", 1, Duration::from_secs(60), api_key())
+        .admitted_fields(AdmittedFields::None)
         .build()
         .unwrap();
     let addr = serve(layer).await;
