@@ -8,7 +8,10 @@
 #
 # Throughput: on 2 cores, the server on core 0 (its tokio runtime's 2
 # workers share it), wrk on core 1; rounds interleave the servers; prints
-# every run (req/s, p99, the server's CPU time per request) and the medians.
+# every run (req/s, p99, the server's CPU time per request) and the medians,
+# with each server's change against the first one as the median of the
+# rounds' paired changes (a round's servers run seconds apart, so drift in
+# the machine's load cancels out of a pair).
 # Instructions: the server under callgrind (user space, all threads),
 # wrk for SECS seconds after a second of warm-up; instructions per request.
 set -euo pipefail
@@ -73,10 +76,14 @@ fi
 for r in $(seq "$rounds"); do
   for which in $servers; do throughput "$which" "$r"; done
 done
-echo "medians:"
+echo "medians (change: the median over rounds of each round's req/s against the first server's in the same round):"
+first=${servers%% *}
 for which in $servers; do
   rps=$(grep "^$which round" "$out/all" | awk '{ print $4 }' | median)
   p99=$(grep "^$which round" "$out/all" | sed 's/.*p99 \([^,]*\),.*/\1/' | sort -h | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
   us=$(grep "^$which round" "$out/all" | sed 's/.*CPU \([0-9.]*\) us.*/\1/' | median)
-  echo "$which: $rps req/s, p99 $p99, server CPU $us us/request"
+  change=$(paste <(grep "^$first round" "$out/all" | awk '{ print $4 }') \
+    <(grep "^$which round" "$out/all" | awk '{ print $4 }') |
+    awk '{ printf "%.4f\n", ($2 / $1 - 1) * 100 }' | median)
+  echo "$which: $rps req/s (change $change%), p99 $p99, server CPU $us us/request"
 done
