@@ -23,6 +23,10 @@ use proptest::prelude::*;
 mod gate_model;
 use gate_model::GateModel;
 
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 fn nz(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
 }
@@ -424,20 +428,6 @@ fn shapes_follow_the_documented_formula() {
 // ---- real threads: every outcome must be explained by some sequential
 // order of the same calls (linearizability), checked by brute force over
 // the interleavings against the model; the final state must match too.
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, k: u64) -> u64 {
-        self.next() % k
-    }
-}
 
 /// All merges of two sequences of lengths `a` and `b` (true: thread 0).
 fn merges(a: usize, b: usize) -> Vec<Vec<bool>> {

@@ -17,19 +17,9 @@ fn nz(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
 }
 
-/// xorshift64*.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const LENS: [usize; 11] = [0, 1, 2, 15, 16, 17, 31, 32, 33, 64, 70];
 
