@@ -223,6 +223,29 @@ impl fmt::Display for KeyedError {
 #[cfg(feature = "std")]
 impl std::error::Error for KeyedError {}
 
+/// What a key has left just after a decision: see
+/// [`KeyedGate::try_acquire_quota`]. The two numbers of an IETF
+/// `RateLimit` field's member (`r` and `t`).
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::{KeyedGate, Quota};
+/// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
+/// let (_, q) = T.try_acquire_quota(1, 100, 1);
+/// assert_eq!(q, Quota { remaining: 2, reset: Some(900) }); // window 0 leaves at 1,000
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Quota {
+    /// Permits the key could still take: what
+    /// [`remaining`](KeyedGate::remaining) answers.
+    pub remaining: u64,
+    /// Ticks until the key's whole limit would pass: what
+    /// [`retry_after`](KeyedGate::retry_after) answers for `limit`
+    /// permits (`None`: never, a table that refuses everything).
+    pub reset: Option<u64>,
+}
+
 /// What a dashboard shows of a [`KeyedGate`]: see [`KeyedGate::stats`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -306,13 +329,8 @@ impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
 
 /// What [`KeyedGate::try_acquire`] did.
 enum Booking {
-    /// Booked: the window it booked into (read by the loom models) and the
-    /// gate word it stored.
-    In {
-        #[cfg_attr(not(leaparray_loom), allow(dead_code))]
-        at: u64,
-        word: u64,
-    },
+    /// Booked: the window it booked into and the gate word it stored.
+    In { at: u64, word: u64 },
     /// Refused by the key's gate (or a misconfigured table).
     Refused,
     /// No room for the key: the overflow policy decides.
@@ -757,31 +775,45 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     }
 
     /// [`try_acquire`](Self::try_acquire), and what `key` has left: the
-    /// decision, and what [`remaining`](Self::remaining) answers at `now`
-    /// just after it if nothing else arrives in between. After a booking it
-    /// is read from the word the booking stored, with no second look at
-    /// the table: `remaining` as of the booking (other threads' later
-    /// bookings are not in it, as they would not be in a look made just
-    /// then). Otherwise it is a second look, `remaining(key, now)`.
+    /// decision, and the [`Quota`] that [`remaining`](Self::remaining) and
+    /// [`retry_after`](Self::retry_after) (for `limit` permits) answer at
+    /// `now` just after it if nothing else arrives in between. After a
+    /// booking both are read from the word the booking stored, with no
+    /// second look at the table: the key's quota as of its booking (other
+    /// threads' later bookings are not in it, as they would not be in a
+    /// look made just then). A late caller's booking goes into the key's
+    /// newest window, and its `reset` counts from there. Otherwise they
+    /// are a second look.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
-    /// use leaparray::Decision;
+    /// use leaparray::keyed::{KeyedGate, Quota};
+    /// use leaparray::Decision::{Block, Pass};
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
-    /// assert_eq!(T.try_acquire_remaining(1, 0, 2), (Decision::Pass, 1));
-    /// assert_eq!(T.try_acquire_remaining(1, 600, 2), (Decision::Block, 1));
-    /// assert_eq!(T.try_acquire_remaining(1, 1_000, 2), (Decision::Pass, 1)); // window 0 slid out
+    /// let q = |remaining, reset| Quota { remaining, reset: Some(reset) };
+    /// assert_eq!(T.try_acquire_quota(1, 0, 2), (Pass, q(1, 1_000)));
+    /// assert_eq!(T.try_acquire_quota(1, 600, 2), (Block, q(1, 400)));
+    /// assert_eq!(T.try_acquire_quota(1, 1_000, 2), (Pass, q(1, 1_000))); // window 0 slid out
+    /// assert_eq!(T.try_acquire_quota(1, 900, 1), (Pass, q(0, 1_100))); // late: into window 2
     /// ```
     #[must_use = "a Pass has already booked its permits"]
-    pub fn try_acquire_remaining(&self, key: u64, now: u64, n: u64) -> (Decision, u64) {
-        let c = self.layout.window.div(now);
+    pub fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota) {
+        let l = &self.layout;
+        let c = l.window.div(now);
         let b = self.book_from(key, self.home(key), None, c, n);
-        let left = match b {
-            Booking::In { word, .. } => packed::left_of::<u64, N>(&self.layout, word, c),
-            _ => self.remaining(key, now),
+        let quota = match b {
+            // `at`, the window booked, is the word's newest (a keyed table
+            // never books a later one) and holds the booking.
+            Booking::In { at, word } => Quota {
+                remaining: packed::left_of::<u64, N>(l, word, c),
+                reset: packed::reset_of(l, at, now),
+            },
+            _ => Quota {
+                remaining: self.remaining(key, now),
+                reset: self.retry_after(key, now, l.limit),
+            },
         };
-        (self.decision(b), left)
+        (self.decision(b), quota)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,

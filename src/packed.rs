@@ -746,6 +746,15 @@ pub(crate) fn left_of<B: Bits, const N: usize>(l: impl Geometry, w: B, c: u64) -
     }
 }
 
+/// [`retry_after_of`] for the whole limit, on a plain word whose newest
+/// window `newest` holds a booking (the word a keyed table's booking just
+/// stored): the limit fits once that window has slid out of every slot,
+/// and not before.
+#[inline(always)]
+pub(crate) fn reset_of(l: impl Geometry, newest: u64, now: u64) -> Option<u64> {
+    start_of(l, newest, u64::from(l.slots())).map(|t| t.saturating_sub(now))
+}
+
 /// The fullest interval a booking in window `c` would join, in word `w`.
 pub(crate) fn load_of<B: Bits, const N: usize>(l: impl Geometry, w: B, c: u64) -> u64 {
     peak::<_, N>(l, view(l, w, c).slots, l.future())

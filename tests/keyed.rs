@@ -6,9 +6,13 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use leaparray::keyed::{KeyedError, KeyedGate, Overflow};
+use leaparray::keyed::{KeyedError, KeyedGate, Overflow, Quota};
 use leaparray::{Decision, Gate};
 use proptest::prelude::*;
+
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn nz(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
@@ -24,7 +28,7 @@ fn max_steps(n: usize) -> usize {
 
 /// Runs `steps` against a `KeyedGate<2, CAP>` and one `Gate<2>` (no occupy
 /// timeout) per key: every decision, `remaining`, `retry_after` and
-/// `try_acquire_remaining` agree.
+/// `try_acquire_quota` agree.
 /// At most 8 distinct keys (a probe has 8 slots or more), so a key's probe
 /// always has room; times
 /// go forward with jitter of less than two windows (so every caller is
@@ -36,7 +40,7 @@ fn matches_a_gate_per_key<const CAP: usize>(
     steps: &[(usize, u64, u64, u64)],
 ) -> Result<(), TestCaseError> {
     let table = KeyedGate::<2, CAP>::new(nz(window), limit);
-    // Decided by `try_acquire_remaining`: the same decisions, and what is
+    // Decided by `try_acquire_quota`: the same decisions, and what is
     // left as the key's gate says just after.
     let twin = KeyedGate::<2, CAP>::new(nz(window), limit);
     let gates: Vec<Gate<2>> = keys
@@ -56,10 +60,14 @@ fn matches_a_gate_per_key<const CAP: usize>(
         );
         let decision = gate.try_acquire(now, n);
         prop_assert_eq!(table.try_acquire(key, now, n), decision);
+        let quota = Quota {
+            remaining: gate.remaining(now),
+            reset: gate.retry_after(now, limit),
+        };
         prop_assert_eq!(
-            twin.try_acquire_remaining(key, now, n),
-            (decision, gate.remaining(now)),
-            "try_acquire_remaining"
+            twin.try_acquire_quota(key, now, n),
+            (decision, quota),
+            "try_acquire_quota"
         );
     }
     prop_assert_eq!(table.stats(base).overflowed, 0);
@@ -306,8 +314,8 @@ proptest! {
 
     /// A burst decides as the same calls one at a time, in order, on a
     /// twin table (repeated keys, a full table, any sizes); and so does
-    /// `try_acquire_remaining`, on a third, whose `remaining` is the
-    /// second's just after.
+    /// `try_acquire_quota`, on a third, whose quota is the second's
+    /// `remaining` and `retry_after(limit)` just after.
     #[test]
     fn a_burst_decides_as_calls_one_at_a_time(
         limit in 0u64..6,
@@ -326,9 +334,13 @@ proptest! {
             prop_assert_eq!(burst.try_acquire_burst(now, &reqs, &mut out), reqs.len());
             for (&(key, n), &d) in reqs.iter().zip(&out) {
                 prop_assert_eq!(d, single.try_acquire(key, now, n), "key {} n {}", key, n);
+                let quota = Quota {
+                    remaining: single.remaining(key, now),
+                    reset: single.retry_after(key, now, limit),
+                };
                 prop_assert_eq!(
-                    left.try_acquire_remaining(key, now, n),
-                    (d, single.remaining(key, now)),
+                    left.try_acquire_quota(key, now, n),
+                    (d, quota),
                     "key {} n {}", key, n
                 );
             }
@@ -397,4 +409,153 @@ fn a_burst_raises_the_high_water_only_as_single_calls_do() {
     assert_eq!(burst.retry_after(k, 60, 10), single.retry_after(k, 60, 10));
     assert_eq!(burst.remaining(k, 97), single.remaining(k, 97));
     assert_eq!(burst.stats(100), single.stats(100));
+}
+
+/// `try_acquire_quota` on one table against `try_acquire`, then
+/// `remaining` and `retry_after(limit)`, on a twin with the same seed;
+/// returns (steps, passes).
+fn quota_run<const N: usize, const CAP: usize>(
+    rng: &mut Rng,
+    window: u64,
+    limit: u64,
+    overflow: Overflow,
+    seed: u64,
+    steps: usize,
+    keys: u64,
+) -> (usize, usize) {
+    let a = KeyedGate::<N, CAP>::new(nz(window), limit)
+        .with_overflow(overflow)
+        .with_seed(seed);
+    let b = KeyedGate::<N, CAP>::new(nz(window), limit)
+        .with_overflow(overflow)
+        .with_seed(seed);
+    let t_bits = 63 - (31 / N as u32) * N as u32; // id bits of a slot word
+    let mut now: u64 = match rng.below(4) {
+        0 => 0,
+        1 => u64::MAX - rng.below(window.saturating_mul(4).max(1)),
+        2 => rng.next(),
+        _ => rng.below(window.saturating_mul(8).max(1)),
+    };
+    let mut passes = 0;
+    for i in 0..steps {
+        let step = match rng.below(16) {
+            0..=5 => 0,
+            6..=8 => rng.below(window.max(1)),
+            9 | 10 => window.saturating_mul(rng.below(2 * N as u64 + 3)),
+            // late callers: back up to 3N windows
+            11 | 12 => 0u64.wrapping_sub(window.saturating_mul(rng.below(3 * N as u64 + 1))),
+            // id wrap / half range, ahead or behind
+            13 => {
+                let k = match rng.below(4) {
+                    0 => 1u64 << t_bits,
+                    1 => (1u64 << (t_bits - 1)) - 1,
+                    2 => 1u64 << (t_bits - 1),
+                    _ => (1u64 << t_bits) - 1,
+                };
+                let d = window.wrapping_mul(k);
+                if rng.next().is_multiple_of(2) {
+                    d
+                } else {
+                    0u64.wrapping_sub(d)
+                }
+            }
+            14 => rng.next(),
+            _ => 1,
+        };
+        now = now.wrapping_add(step);
+        let key = match rng.below(8) {
+            0 => rng.next(),
+            _ => rng.below(keys),
+        };
+        let n = match rng.below(10) {
+            0 => 0,
+            1 => limit + 1 + rng.below(3),
+            2 => limit,
+            3 => u64::MAX - rng.below(2),
+            _ => 1 + rng.below(limit.max(1)),
+        };
+        let d = a.try_acquire(key, now, n);
+        let quota = Quota {
+            remaining: a.remaining(key, now),
+            reset: a.retry_after(key, now, limit),
+        };
+        assert_eq!(
+            b.try_acquire_quota(key, now, n),
+            (d, quota),
+            "N {N} CAP {CAP} window {window} limit {limit} {overflow:?} step {i} key {key} now {now} n {n}"
+        );
+        // And the rest of the API stays in step.
+        assert_eq!(a.retry_after(key, now, 1), b.retry_after(key, now, 1));
+        if d == Decision::Pass {
+            passes += 1;
+        }
+    }
+    assert_eq!(a.stats(now), b.stats(now));
+    (steps, passes)
+}
+
+fn quota_shape<const N: usize, const CAP: usize>(
+    rng: &mut Rng,
+    steps: usize,
+    total: &mut (usize, usize),
+) {
+    let max = KeyedGate::<N, CAP>::max_limit();
+    let limits = [0, 1, 2, 3, max / 2, max - 1, max, max + 1, 1 << 20];
+    let windows = [1, 2, 3, 7, 500, 1 << 32, u64::MAX / 3, u64::MAX];
+    for &limit in &limits {
+        for &window in &windows {
+            for overflow in [Overflow::Refuse, Overflow::Admit] {
+                let seed = rng.next();
+                let keys = [2u64, 8, 40][(rng.below(3)) as usize];
+                let (s, p) = quota_run::<N, CAP>(rng, window, limit, overflow, seed, steps, keys);
+                total.0 += s;
+                total.1 += p;
+            }
+        }
+    }
+}
+
+/// Every shape of slot word from `N = 1` to 31, limits from 0 to past
+/// the widest (misconfigured tables), windows from 1 tick to `u64::MAX`,
+/// both overflow policies, probes that fill and recycle, `n` from 0 to
+/// `u64::MAX`, and times that go late by up to `3N` windows, jump by the
+/// id's wrap and half range, or land anywhere in `u64` (adapted from the
+/// hostile review that found this API's first version sound).
+#[test]
+fn a_quota_is_remaining_and_retry_after_just_after_everywhere() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let steps = if cfg!(miri) { 2 } else { 600 };
+    let mut total = (0, 0);
+    macro_rules! shapes {
+        ($(($n:literal, $cap:literal)),*) => {$( quota_shape::<$n, $cap>(&mut rng, steps, &mut total); )*};
+    }
+    shapes!(
+        (1, 1),
+        (1, 3),
+        (1, 64),
+        (2, 1),
+        (2, 2),
+        (2, 16),
+        (2, 64),
+        (3, 1),
+        (3, 5),
+        (3, 64),
+        (4, 1),
+        (4, 17),
+        (4, 64),
+        (5, 7),
+        (8, 1),
+        (8, 64),
+        (10, 16),
+        (15, 3),
+        (16, 64),
+        (31, 1),
+        (31, 64)
+    );
+    assert!(
+        total.1 > total.0 / 10,
+        "{} passes in {} steps",
+        total.1,
+        total.0
+    );
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderName, Request};
-use leaparray::keyed::{KeyHasher, KeyedGate};
+use leaparray::keyed::{KeyHasher, KeyedGate, Quota};
 use leaparray::Decision;
 
 /// Windows per interval, in every gate of the crate: a limit "per second"
@@ -337,24 +337,20 @@ impl Policy {
 
 /// A `KeyedGate` of some capacity, behind one type.
 pub(crate) trait Table: Send + Sync + fmt::Debug {
-    fn try_acquire_remaining(&self, key: u64, now: u64, n: u64) -> (Decision, u64);
+    fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota);
     fn remaining(&self, key: u64, now: u64) -> u64;
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
-    fn window(&self) -> u64;
 }
 
 impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
-    fn try_acquire_remaining(&self, key: u64, now: u64, n: u64) -> (Decision, u64) {
-        KeyedGate::try_acquire_remaining(self, key, now, n)
+    fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota) {
+        KeyedGate::try_acquire_quota(self, key, now, n)
     }
     fn remaining(&self, key: u64, now: u64) -> u64 {
         KeyedGate::remaining(self, key, now)
     }
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
         KeyedGate::retry_after(self, key, now, n)
-    }
-    fn window(&self) -> u64 {
-        KeyedGate::window(self)
     }
 }
 

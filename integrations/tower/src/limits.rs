@@ -11,7 +11,7 @@ use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use leaparray::clock::Clock;
 use leaparray::gate::{Gate, GateSet, Member};
-use leaparray::keyed::KeyHasher;
+use leaparray::keyed::{KeyHasher, Quota};
 use leaparray::Decision;
 
 use crate::clock::LayerClock;
@@ -87,9 +87,8 @@ impl Fields {
 /// The response a `RateLimit` field is for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum After {
-    /// A request just admitted: its booking in every limit was in the
-    /// window of `now`; what the key's booking left, if it said.
-    Admitted(Option<u64>),
+    /// A request just admitted; what the key's booking left, if it said.
+    Admitted(Option<Quota>),
     /// A refused request.
     Refused,
 }
@@ -173,7 +172,7 @@ impl Shared {
     /// last step spends a permit (the key's) on a refused request. An
     /// admission gives what the key's booking left (for its `RateLimit`
     /// field), if it has one.
-    pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<Option<u64>, u64> {
+    pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<Option<Quota>, u64> {
         let refuse = || Err(self.retry_after(key, now));
         // Only with both kinds of limit can one refuse after the other
         // booked: then look before booking (a key alone, or the global set
@@ -191,8 +190,8 @@ impl Shared {
         }
         let mut left = None;
         if let (Some(k), Some(pk)) = (key, &self.per_key) {
-            match pk.table.try_acquire_remaining(k, now, 1) {
-                (Decision::Pass, l) => left = Some(l),
+            match pk.table.try_acquire_quota(k, now, 1) {
+                (Decision::Pass, quota) => left = Some(quota),
                 _ => return refuse(),
             }
         }
@@ -229,22 +228,15 @@ impl Shared {
     }
 
     /// The `RateLimit` field: every policy, `r` what is left now, `t` the
-    /// whole seconds until its whole quota is back. After an admission the
-    /// request was just booked in every limit, in the window of `now`, so
-    /// the whole quota is back when that window leaves the interval, at
-    /// the start of the `WINDOWS`-th window after it (nothing is booked in
-    /// a later window before `now`: no request is prioritized); and the
-    /// key's `r` is what its booking left, if given.
+    /// whole seconds until its whole quota is back (`retry_after` for the
+    /// policy's limit; a late caller's booking counts from the newest
+    /// window, where it went). After an admission, the key's numbers are
+    /// those its booking left, if given; the rest are looks at the gates.
     pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, after: After) -> HeaderValue {
-        let back = |window: u64| {
-            (now / window + WINDOWS as u64)
-                .saturating_mul(window)
-                .saturating_sub(now)
-        };
         FIELD.with(|buf| {
             let mut buf = buf.borrow_mut();
             // `"name";r=R;t=T` per policy, joined by ", ".
-            let mut member = |name: &str, r: u64, t: u64| {
+            let mut member = |name: &str, r: u64, t: Option<u64>| {
                 if !buf.is_empty() {
                     buf.extend_from_slice(b", ");
                 }
@@ -255,29 +247,20 @@ impl Shared {
                 buf.extend_from_slice(b"\";r=");
                 buf.extend_from_slice(numbers.format(r).as_bytes());
                 buf.extend_from_slice(b";t=");
-                buf.extend_from_slice(numbers.format(seconds_up(t)).as_bytes());
+                buf.extend_from_slice(numbers.format(seconds_up(t.unwrap_or(0))).as_bytes());
             };
             if let (Some(k), Some(pk)) = (key, &self.per_key) {
-                let (r, t) = match after {
-                    After::Admitted(left) => (
-                        left.unwrap_or_else(|| pk.table.remaining(k, now)),
-                        back(pk.table.window()),
-                    ),
-                    After::Refused => (
-                        pk.table.remaining(k, now),
-                        pk.table.retry_after(k, now, pk.policy.limit).unwrap_or(0),
-                    ),
+                let quota = match after {
+                    After::Admitted(Some(quota)) => quota,
+                    _ => Quota {
+                        remaining: pk.table.remaining(k, now),
+                        reset: pk.table.retry_after(k, now, pk.policy.limit),
+                    },
                 };
-                member(&pk.policy.name, r, t);
+                member(&pk.policy.name, quota.remaining, quota.reset);
             }
             for (p, g) in &self.global {
-                let r = g.remaining(now);
-                let t = if let After::Admitted(_) = after {
-                    back(g.window())
-                } else {
-                    g.retry_after(now, p.limit).unwrap_or(0)
-                };
-                member(&p.name, r, t);
+                member(&p.name, g.remaining(now), g.retry_after(now, p.limit));
             }
             HeaderValue::from_maybe_shared(buf.split().freeze())
                 .unwrap_or(HeaderValue::from_static(""))
@@ -286,7 +269,12 @@ impl Shared {
 
     /// The fields of a response admitted at `now`, if it gets any; `left`
     /// what the key's booking left, if it said.
-    pub(crate) fn admitted(&self, key: Option<u64>, now: u64, left: Option<u64>) -> Option<Fields> {
+    pub(crate) fn admitted(
+        &self,
+        key: Option<u64>,
+        now: u64,
+        left: Option<Quota>,
+    ) -> Option<Fields> {
         let policy = match self.admitted_fields {
             AdmittedFields::None => return None,
             AdmittedFields::RateLimit => None,
@@ -360,7 +348,7 @@ mod tests {
     use leaparray::gate::Gate;
     use leaparray::keyed::KeyHasher;
 
-    use super::{window_of, After, PerKey, Shared};
+    use super::{seconds_up, window_of, After, PerKey, Shared};
     use crate::config::{make_table, AdmittedFields, Key, Mode, Policy};
 
     fn policy(name: &str, limit: u64, per_ms: u64) -> Policy {
@@ -371,8 +359,110 @@ mod tests {
         }
     }
 
-    /// The `t` of an admitted response comes from the window arithmetic,
-    /// not from the gates: it must be what the gates answer.
+    fn shared_of(key: Policy, globals: Vec<Policy>) -> Shared {
+        let per_key = PerKey {
+            table: make_table::<64>(window_of(&key), &key).unwrap(),
+            policy: key,
+            key: Key::peer_ip(),
+            hasher: KeyHasher::new(),
+        };
+        let global = globals
+            .into_iter()
+            .map(|p| {
+                let g = Gate::new(window_of(&p), p.limit).with_occupy_timeout(0);
+                (p, g)
+            })
+            .collect();
+        Shared::new(
+            Some(per_key),
+            global,
+            Mode::Refuse,
+            false,
+            AdmittedFields::RateLimit,
+        )
+    }
+
+    /// A late caller (a clock reading in a window before the newest one
+    /// its key and gate saw: another core's clock, or a thread that read
+    /// it before another's booking) is booked into the newest window, so
+    /// its whole quota is back one window later than its own window says.
+    /// Its admitted `t` must still be the gates' `retry_after(limit)`
+    /// (found by hostile review: `t` was one window short).
+    #[test]
+    fn a_late_callers_admitted_t_is_the_gates() {
+        let shared = shared_of(policy("key", 3, 2_000), vec![policy("g", 5, 2_000)]);
+        let key = Some(1);
+        // A request of the key read the clock in window 1 (1 s windows)...
+        assert!(shared.decide(key, 1_500_000).is_ok());
+        // ...then this one, whose reading (window 0) was taken earlier.
+        let now = 900_000;
+        let quota = shared.decide(key, now).expect("admitted, into window 1");
+        assert_eq!(
+            shared.ratelimit(key, now, After::Admitted(quota)),
+            shared.ratelimit(key, now, After::Refused),
+            "at {now} µs"
+        );
+    }
+
+    /// `RateLimit` values split off the per-thread buffer are exactly the
+    /// formatted members, and stay so while later values are written:
+    /// buffer boundaries crossed many times, names up to 9,000 bytes (more
+    /// than a buffer), a key and 4 global policies (from the hostile
+    /// review of the buffer).
+    #[test]
+    fn values_from_the_buffer_are_exact_and_stay_so() {
+        let long = "n".repeat(9_000);
+        let mid = "m".repeat(4_090);
+        for names in [
+            ["k", "a", "b", "c", "d"],
+            [long.as_str(), "a", mid.as_str(), "c", "d"],
+            ["k", mid.as_str(), mid.as_str(), long.as_str(), "x"],
+        ] {
+            let globals = names[1..]
+                .iter()
+                .enumerate()
+                .map(|(i, n)| policy(n, 7 + i as u64, 2_000))
+                .collect();
+            // Only the text matters here (the builder refuses duplicates).
+            let shared = shared_of(policy(names[0], 5, 2_000), globals);
+            let mut kept = Vec::new();
+            let mut now = 0;
+            for i in 0..3_000u64 {
+                now += 37_000 + i % 5_000;
+                let key = Some(i % 3);
+                let after = match shared.decide(key, now) {
+                    Ok(quota) => After::Admitted(quota),
+                    Err(_) => After::Refused,
+                };
+                let v = shared.ratelimit(key, now, after);
+                // The gates' own answers, formatted by `format!`.
+                let k = shared.per_key.as_ref().unwrap();
+                let mut want = format!(
+                    "\"{}\";r={};t={}",
+                    k.policy.name,
+                    k.table.remaining(i % 3, now),
+                    seconds_up(k.table.retry_after(i % 3, now, k.policy.limit).unwrap_or(0))
+                );
+                for (p, g) in &shared.global {
+                    want.push_str(&format!(
+                        ", \"{}\";r={};t={}",
+                        p.name,
+                        g.remaining(now),
+                        seconds_up(g.retry_after(now, p.limit).unwrap_or(0))
+                    ));
+                }
+                assert_eq!(v.as_bytes(), want.as_bytes(), "value {i}");
+                kept.push((v, want));
+            }
+            for (i, (v, want)) in kept.iter().enumerate() {
+                assert_eq!(v.as_bytes(), want.as_bytes(), "kept value {i} changed");
+            }
+        }
+    }
+
+    /// The key's `r` and `t` of an admitted response come from its booking
+    /// (`try_acquire_quota`), not from a look at its gate: they must be
+    /// what a look answers.
     #[test]
     fn an_admitted_t_is_the_gates_time_until_the_whole_quota_is_back() {
         let key_policy = policy("key", 3, 2_000);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use leaparray::gate::Gate;
-use leaparray::keyed::KeyHasher;
+use leaparray::keyed::{KeyHasher, Quota};
 use tower::{Layer, Service};
 
 use crate::clock::LayerClock;
@@ -545,13 +545,16 @@ async fn admitted<S, B, ResBody>(
     shared: Arc<Shared>,
     key: Option<u64>,
     now: u64,
-    left: Option<u64>,
+    left: Option<Quota>,
 ) -> Result<Response<ResBody>, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
 {
+    // The fields of the decision's time, as on the direct path: not of
+    // when the handler answers.
+    let fields = shared.admitted(key, now, left);
     let mut resp = inner.call(req).await?;
-    if let Some(fields) = shared.admitted(key, now, left) {
+    if let Some(fields) = fields {
         fields.stamp(resp.headers_mut());
     }
     Ok(resp)
