@@ -337,12 +337,16 @@ impl Policy {
 
 /// A `KeyedGate` of some capacity, behind one type.
 pub(crate) trait Table: Send + Sync + fmt::Debug {
+    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision;
     fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota);
     fn remaining(&self, key: u64, now: u64) -> u64;
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
 }
 
 impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
+    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
+        KeyedGate::try_acquire(self, key, now, n)
+    }
     fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota) {
         KeyedGate::try_acquire_quota(self, key, now, n)
     }

@@ -190,9 +190,15 @@ impl Shared {
         }
         let mut left = None;
         if let (Some(k), Some(pk)) = (key, &self.per_key) {
-            match pk.table.try_acquire_quota(k, now, 1) {
-                (Decision::Pass, quota) => left = Some(quota),
-                _ => return refuse(),
+            if self.admitted_fields == AdmittedFields::None {
+                if pk.table.try_acquire(k, now, 1) != Decision::Pass {
+                    return refuse();
+                }
+            } else {
+                match pk.table.try_acquire_quota(k, now, 1) {
+                    (Decision::Pass, quota) => left = Some(quota),
+                    _ => return refuse(),
+                }
             }
         }
         if !self.global.is_empty() && with_set(&self.global, |s| s.acquire(now)) != Decision::Pass {
@@ -269,6 +275,7 @@ impl Shared {
 
     /// The fields of a response admitted at `now`, if it gets any; `left`
     /// what the key's booking left, if it said.
+    #[inline]
     pub(crate) fn admitted(
         &self,
         key: Option<u64>,
