@@ -161,6 +161,7 @@ impl Shared {
         }
     }
 
+    #[inline]
     pub(crate) fn now(&self) -> u64 {
         self.clock.now()
     }
@@ -172,6 +173,7 @@ impl Shared {
     /// last step spends a permit (the key's) on a refused request. An
     /// admission gives what the key's booking left (for its `RateLimit`
     /// field), if it has one.
+    #[inline]
     pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<Option<Quota>, u64> {
         let refuse = || Err(self.retry_after(key, now));
         // Only with both kinds of limit can one refuse after the other
