@@ -242,7 +242,8 @@ pub struct Quota {
     pub remaining: u64,
     /// Ticks until the key's whole limit would pass: what
     /// [`retry_after`](KeyedGate::retry_after) answers for `limit`
-    /// permits (`None`: never, a table that refuses everything).
+    /// permits. `None`: not by `u64::MAX` (a `now` near the end of time),
+    /// or never (a misconfigured table); `Some(0)` with a limit of 0.
     pub reset: Option<u64>,
 }
 

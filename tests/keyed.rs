@@ -515,7 +515,8 @@ fn quota_shape<const N: usize, const CAP: usize>(
     }
 }
 
-/// Every shape of slot word from `N = 1` to 31, limits from 0 to past
+/// Every width of a slot's counts (`N` = 1 to 10, 15, 16 and 31: from 31
+/// bits a window to 1), capacities from 1 to 4,096, limits from 0 to past
 /// the widest (misconfigured tables), windows from 1 tick to `u64::MAX`,
 /// both overflow policies, probes that fill and recycle, `n` from 0 to
 /// `u64::MAX`, and times that go late by up to `3N` windows, jump by the
@@ -544,13 +545,17 @@ fn a_quota_is_remaining_and_retry_after_just_after_everywhere() {
         (4, 17),
         (4, 64),
         (5, 7),
+        (6, 9),
+        (7, 64),
         (8, 1),
         (8, 64),
+        (9, 16),
         (10, 16),
         (15, 3),
         (16, 64),
         (31, 1),
-        (31, 64)
+        (31, 64),
+        (2, 4096)
     );
     assert!(
         total.1 > total.0 / 10,

@@ -246,11 +246,13 @@ pub enum ConfigError {
         /// The policy's name.
         policy: String,
     },
-    /// The per-key limit does not fit a key slot.
+    /// The limit does not fit: a per-key limit over a key slot's
+    /// (`KeyedGate::max_limit`), or a global one over a gate's
+    /// (`leaparray::MAX_COUNT`, 2^47 - 1).
     LimitTooLarge {
         /// The policy's name.
         policy: String,
-        /// The largest per-key limit (`KeyedGate::max_limit`).
+        /// The largest limit of its kind.
         max: u64,
     },
     /// More than [`MAX_GLOBAL`] global limits.
@@ -278,7 +280,7 @@ impl fmt::Display for ConfigError {
                 "policy {policy:?}: the interval must be a whole, even number of microseconds (at least 2)"
             ),
             ConfigError::LimitTooLarge { policy, max } => {
-                write!(f, "policy {policy:?}: per-key limits go up to {max}")
+                write!(f, "policy {policy:?}: the limit goes up to {max}")
             }
             ConfigError::TooManyGlobal => write!(f, "more than {MAX_GLOBAL} global limits"),
             ConfigError::Name { policy } => write!(

@@ -18,8 +18,9 @@ use crate::config::{
 };
 use crate::limits::{window_of, Fields, PerKey, Shared};
 
-/// The future of [`RateLimit`]: boxed (one allocation per request, as
-/// axum's own handlers).
+/// The future of a request that waits ([`Mode::Wait`]), inside a
+/// [`ResponseFuture`]: boxed (one allocation per waiting request; an
+/// admitted or refused request's future is not boxed).
 ///
 /// ```
 /// use leaparray_tower::BoxFuture;
@@ -193,8 +194,9 @@ impl Builder {
 
     /// The layer, or why the configuration is refused: no limit, a zero
     /// limit, an interval that is not a whole even number of µs, a per-key
-    /// limit over `KeyedGate::max_limit` (32,767), more than
-    /// [`MAX_GLOBAL`] global limits, a bad or duplicate name.
+    /// limit over `KeyedGate::max_limit` (32,767), a global one over
+    /// `leaparray::MAX_COUNT` (2^47 - 1), more than [`MAX_GLOBAL`] global
+    /// limits, a bad or duplicate name.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -234,6 +236,14 @@ impl Builder {
             }),
             None => None,
         };
+        if let Some(p) = self.global.iter().find(|p| p.limit > leaparray::MAX_COUNT) {
+            // A gate counts up to `MAX_COUNT` (and would act as if its
+            // limit were that, while the fields advertise this one).
+            return Err(ConfigError::LimitTooLarge {
+                policy: p.name.clone(),
+                max: leaparray::MAX_COUNT,
+            });
+        }
         let global = self
             .global
             .into_iter()

@@ -425,6 +425,20 @@ fn bad_configurations_are_errors() {
         }
     );
     assert!(b().per_key("k", 32_767, s, Key::peer_ip()).build().is_ok());
+    // A gate counts up to `MAX_COUNT`: a global limit over it is refused,
+    // not capped while the fields advertise it (found by hostile review:
+    // `RateLimit-Policy` said q=2^50 while `r` counted down from 2^47 - 1
+    // and `t` read 0).
+    assert_eq!(
+        b().global("g", leaparray::MAX_COUNT + 1, s)
+            .build()
+            .unwrap_err(),
+        ConfigError::LimitTooLarge {
+            policy: "g".into(),
+            max: leaparray::MAX_COUNT
+        }
+    );
+    assert!(b().global("g", leaparray::MAX_COUNT, s).build().is_ok());
     let five = (0..5).fold(b(), |b, i| b.global(&format!("g{i}"), 1, s));
     assert_eq!(five.build().unwrap_err(), ConfigError::TooManyGlobal);
     assert_eq!(
