@@ -80,7 +80,9 @@ echo "medians (change: the median over rounds of each round's req/s against the 
 first=${servers%% *}
 for which in $servers; do
   rps=$(grep "^$which round" "$out/all" | awk '{ print $4 }' | median)
-  p99=$(grep "^$which round" "$out/all" | sed 's/.*p99 \([^,]*\),.*/\1/' | sort -h | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  p99=$(grep "^$which round" "$out/all" | sed 's/.*p99 \([^,]*\),.*/\1/' |
+    awk '/us$/ { print $1 + 0; next } /ms$/ { print $1 * 1000; next } /s$/ { print $1 * 1e6 }' |
+    median | awk '{ printf "%.2f ms", $1 / 1000 }')
   us=$(grep "^$which round" "$out/all" | sed 's/.*CPU \([0-9.]*\) us.*/\1/' | median)
   change=$(paste <(grep "^$first round" "$out/all" | awk '{ print $4 }') \
     <(grep "^$which round" "$out/all" | awk '{ print $4 }') |
