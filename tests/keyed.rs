@@ -26,6 +26,20 @@ fn max_steps(n: usize) -> usize {
     }
 }
 
+/// The quota a look at `key` finds: what `try_acquire_quota` must answer
+/// just after the same decision.
+fn looked<const N: usize, const CAP: usize>(
+    t: &KeyedGate<N, CAP>,
+    key: u64,
+    now: u64,
+    limit: u64,
+) -> Quota {
+    Quota {
+        remaining: t.remaining(key, now),
+        reset: t.retry_after(key, now, limit),
+    }
+}
+
 /// Runs `steps` against a `KeyedGate<2, CAP>` and one `Gate<2>` (no occupy
 /// timeout) per key: every decision, `remaining`, `retry_after` and
 /// `try_acquire_quota` agree.
@@ -334,13 +348,9 @@ proptest! {
             prop_assert_eq!(burst.try_acquire_burst(now, &reqs, &mut out), reqs.len());
             for (&(key, n), &d) in reqs.iter().zip(&out) {
                 prop_assert_eq!(d, single.try_acquire(key, now, n), "key {} n {}", key, n);
-                let quota = Quota {
-                    remaining: single.remaining(key, now),
-                    reset: single.retry_after(key, now, limit),
-                };
                 prop_assert_eq!(
                     left.try_acquire_quota(key, now, n),
-                    (d, quota),
+                    (d, looked(&single, key, now, limit)),
                     "key {} n {}", key, n
                 );
             }
@@ -475,13 +485,9 @@ fn quota_run<const N: usize, const CAP: usize>(
             _ => 1 + rng.below(limit.max(1)),
         };
         let d = a.try_acquire(key, now, n);
-        let quota = Quota {
-            remaining: a.remaining(key, now),
-            reset: a.retry_after(key, now, limit),
-        };
         assert_eq!(
             b.try_acquire_quota(key, now, n),
-            (d, quota),
+            (d, looked(&a, key, now, limit)),
             "N {N} CAP {CAP} window {window} limit {limit} {overflow:?} step {i} key {key} now {now} n {n}"
         );
         // And the rest of the API stays in step.

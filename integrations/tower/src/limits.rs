@@ -84,15 +84,6 @@ impl Fields {
     }
 }
 
-/// The response a `RateLimit` field is for.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum After {
-    /// A request just admitted; what the key's booking left, if it said.
-    Admitted(Option<Quota>),
-    /// A refused request.
-    Refused,
-}
-
 /// Calls `f` with the global gates as one `GateSet` (sized at compile
 /// time: one arm per count up to `MAX_GLOBAL`).
 fn with_set<R>(gates: &[(Policy, Gate<WINDOWS>)], f: impl FnOnce(&dyn SetOps) -> R) -> R {
@@ -238,9 +229,9 @@ impl Shared {
     /// The `RateLimit` field: every policy, `r` what is left now, `t` the
     /// whole seconds until its whole quota is back (`retry_after` for the
     /// policy's limit; a late caller's booking counts from the newest
-    /// window, where it went). After an admission, the key's numbers are
-    /// those its booking left, if given; the rest are looks at the gates.
-    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, after: After) -> HeaderValue {
+    /// window, where it went). The key's numbers are `left`, what its
+    /// booking left, if given; the rest are looks at the gates.
+    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, left: Option<Quota>) -> HeaderValue {
         FIELD.with(|buf| {
             let mut buf = buf.borrow_mut();
             // `"name";r=R;t=T` per policy, joined by ", ".
@@ -258,13 +249,10 @@ impl Shared {
                 buf.extend_from_slice(numbers.format(seconds_up(t.unwrap_or(0))).as_bytes());
             };
             if let (Some(k), Some(pk)) = (key, &self.per_key) {
-                let quota = match after {
-                    After::Admitted(Some(quota)) => quota,
-                    _ => Quota {
-                        remaining: pk.table.remaining(k, now),
-                        reset: pk.table.retry_after(k, now, pk.policy.limit),
-                    },
-                };
+                let quota = left.unwrap_or_else(|| Quota {
+                    remaining: pk.table.remaining(k, now),
+                    reset: pk.table.retry_after(k, now, pk.policy.limit),
+                });
                 member(&pk.policy.name, quota.remaining, quota.reset);
             }
             for (p, g) in &self.global {
@@ -291,7 +279,7 @@ impl Shared {
         };
         Some(Fields {
             policy,
-            ratelimit: self.ratelimit(key, now, After::Admitted(left)),
+            ratelimit: self.ratelimit(key, now, left),
         })
     }
 
@@ -308,7 +296,7 @@ impl Shared {
         h.insert(RETRY_AFTER, HeaderValue::from(seconds_up(retry)));
         Fields {
             policy: Some(self.policy_header.clone()),
-            ratelimit: self.ratelimit(key, now, After::Refused),
+            ratelimit: self.ratelimit(key, now, None),
         }
         .stamp(h);
         resp
@@ -357,7 +345,7 @@ mod tests {
     use leaparray::gate::Gate;
     use leaparray::keyed::KeyHasher;
 
-    use super::{seconds_up, window_of, After, PerKey, Shared};
+    use super::{seconds_up, window_of, PerKey, Shared};
     use crate::config::{make_table, AdmittedFields, Key, Mode, Policy};
 
     fn policy(name: &str, limit: u64, per_ms: u64) -> Policy {
@@ -407,8 +395,8 @@ mod tests {
         let now = 900_000;
         let quota = shared.decide(key, now).expect("admitted, into window 1");
         assert_eq!(
-            shared.ratelimit(key, now, After::Admitted(quota)),
-            shared.ratelimit(key, now, After::Refused),
+            shared.ratelimit(key, now, quota),
+            shared.ratelimit(key, now, None),
             "at {now} µs"
         );
     }
@@ -439,11 +427,8 @@ mod tests {
             for i in 0..3_000u64 {
                 now += 37_000 + i % 5_000;
                 let key = Some(i % 3);
-                let after = match shared.decide(key, now) {
-                    Ok(quota) => After::Admitted(quota),
-                    Err(_) => After::Refused,
-                };
-                let v = shared.ratelimit(key, now, after);
+                let left = shared.decide(key, now).unwrap_or(None);
+                let v = shared.ratelimit(key, now, left);
                 // The gates' own answers, formatted by `format!`.
                 let k = shared.per_key.as_ref().unwrap();
                 let mut want = format!(
@@ -504,15 +489,9 @@ mod tests {
             let key = Some((x >> 20) & 1);
             if let Ok(left) = shared.decide(key, now) {
                 admitted += 1;
-                let refused = shared.ratelimit(key, now, After::Refused);
                 assert_eq!(
-                    shared.ratelimit(key, now, After::Admitted(left)),
-                    refused,
-                    "at {now} µs"
-                );
-                assert_eq!(
-                    shared.ratelimit(key, now, After::Admitted(None)),
-                    refused,
+                    shared.ratelimit(key, now, left),
+                    shared.ratelimit(key, now, None),
                     "at {now} µs"
                 );
             }
