@@ -10,7 +10,7 @@
 //! - Sentinel's `checkBbr` as written (max success QPS of the last second x
 //!   min RT of the last second / 1000, refuse when `c > 1 && c > that`),
 //!   always on;
-//! - `leaparray::system::SystemGuard` (defaults: the minute's windowed max
+//! - `leaparray::system::AdaptiveRule` (defaults: the minute's windowed max
 //!   and min, gain 150%).
 //!
 //! Per simulated second: the admitted load (a bar, and requests/s), the
@@ -23,8 +23,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::process::ExitCode;
 
-use leaparray::system::SystemGuard;
-use leaparray::{ConcurrencyGuard, StatisticNode};
+use leaparray::system::AdaptiveRule;
+use leaparray::stats::{ConcurrencyGuard, StatisticNode};
 
 const WORKERS: usize = 50;
 const SERVICE_MS: u64 = 100;
@@ -86,7 +86,7 @@ fn sentinel_admits(node: &StatisticNode, now: u64) -> bool {
 
 fn run(policy: Policy) -> Vec<Second> {
     let node: StatisticNode = StatisticNode::millis();
-    let guard = SystemGuard::new();
+    let guard = AdaptiveRule::new();
     let mut out = vec![Second::default(); SECONDS as usize];
     // Waiting and in service: (arrival ms, the in-flight guard).
     let mut queue: VecDeque<(u64, ConcurrencyGuard<'_>)> = VecDeque::new();
@@ -174,20 +174,20 @@ fn main() -> ExitCode {
     let guarded = run(Policy::Guard);
     chart("no guard", &none);
     chart("Sentinel's checkBbr, always on", &sentinel);
-    chart("SystemGuard (leaparray::system)", &guarded);
+    chart("AdaptiveRule (leaparray::system)", &guarded);
 
     let peak = |r: &[Second]| r.iter().map(|s| s.peak_in_flight).max().unwrap_or(0);
     let worst_latency = |r: &[Second]| r.iter().map(Second::mean_latency).max().unwrap_or(0);
     let tail = &guarded[(RAMP_S as usize)..];
     let tail_min = tail.iter().map(|s| s.admitted).min().unwrap_or(0);
     let tail_max = tail.iter().map(|s| s.admitted).max().unwrap_or(0);
-    let limit = WORKERS as u64 * u64::from(SystemGuard::new().gain_percent()) / 100;
+    let limit = WORKERS as u64 * u64::from(AdaptiveRule::new().gain_percent()) / 100;
 
     println!("\ncapacity {CAPACITY_PER_S}/s; {SECONDS} simulated seconds");
     for (name, r) in [
         ("no guard", &none),
         ("Sentinel", &sentinel),
-        ("SystemGuard", &guarded),
+        ("AdaptiveRule", &guarded),
     ] {
         println!(
             "{name:<12} peak in flight {:>7}, worst mean latency {:>6} ms, admitted {:>7}, seconds swinging > {SWING_PERCENT}%: {}",
@@ -198,7 +198,7 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "SystemGuard, last {} s: admitted {tail_min}..={tail_max}/s",
+        "AdaptiveRule, last {} s: admitted {tail_min}..={tail_max}/s",
         SECONDS - RAMP_S
     );
     // The seconds whose offered load the server could carry: what each refused.
@@ -213,7 +213,7 @@ fn main() -> ExitCode {
     for (name, r) in [
         ("no guard", &none),
         ("Sentinel", &sentinel),
-        ("SystemGuard", &guarded),
+        ("AdaptiveRule", &guarded),
     ] {
         let (a, o) = under(r);
         println!(
@@ -228,19 +228,19 @@ fn main() -> ExitCode {
         ok &= holds;
     };
     expect(
-        &format!("SystemGuard: no second swings by more than {SWING_PERCENT}%"),
+        &format!("AdaptiveRule: no second swings by more than {SWING_PERCENT}%"),
         swings(&guarded) == 0,
     );
     expect(
-        &format!("SystemGuard: at most {limit} in flight (50 workers x gain)"),
+        &format!("AdaptiveRule: at most {limit} in flight (50 workers x gain)"),
         peak(&guarded) <= limit,
     );
     expect(
-        "SystemGuard: mean latency at most 1.5 x the service time",
+        "AdaptiveRule: mean latency at most 1.5 x the service time",
         worst_latency(&guarded) * 2 <= SERVICE_MS * 3,
     );
     expect(
-        "SystemGuard: saturated, admits within 3% of capacity every second",
+        "AdaptiveRule: saturated, admits within 3% of capacity every second",
         tail_min * 100 >= CAPACITY_PER_S * 97 && tail_max * 100 <= CAPACITY_PER_S * 103,
     );
     expect(

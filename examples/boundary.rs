@@ -16,7 +16,6 @@
 use std::num::NonZeroU64;
 
 use leaparray::gate::{Decision, Gate};
-use leaparray::Limiter;
 
 const LIMIT: u64 = 100;
 const BAR_MS: u64 = 100;
@@ -101,7 +100,7 @@ fn main() {
             .iter()
             .filter(|&&t| t / 500 + 1 >= half && t / 500 <= half)
             .count() as u64;
-        counted_exactly &= Limiter::count(&gate, half * 500) == admitted;
+        counted_exactly &= gate.count(half * 500) == admitted;
     }
 
     println!("Limit {LIMIT} requests per second. Traffic per half second: {TRAFFIC:?}.\n");

@@ -1,13 +1,30 @@
-//! [`LeapArray`]: the ring of buckets and its time arithmetic.
+//! [`LeapArray`] (the ring of buckets and its time arithmetic) and what
+//! its methods take and give: the [`Window`]s it lists, the
+//! [`ReadOnlyArray`] view, the [`SpanError`] of a span query, the counter
+//! [`Width`]s. The array itself is also at the crate root.
+//!
+//! ```
+//! use core::num::NonZeroU64;
+//! use leaparray::array::{Narrow, Window};
+//! use leaparray::LeapArray;
+//!
+//! // 32-bit counters, for targets with 32-bit atomics only.
+//! static A: LeapArray<2, 1, Narrow> = LeapArray::new_narrow(NonZeroU64::new(500).unwrap());
+//! A.add(100, 0, 3).unwrap();
+//! assert_eq!(A.windows(100)[0], Window { start: 0, counts: [3] });
+//! ```
 
 use core::fmt;
 use core::num::NonZeroU64;
 
 use crate::bucket::{Bucket, CellOp, Retired, WriterCells};
-use crate::error::{AddError, SpanError};
+use crate::error::AddError;
+pub use crate::error::SpanError;
 use crate::sync::{array_of, const_fn_unless_loom};
-use crate::window::{add_counts, Window};
-use crate::word::{Narrow, Wide, Width};
+use crate::window::add_counts;
+pub use crate::view::ReadOnlyArray;
+pub use crate::window::Window;
+pub use crate::word::{Narrow, Wide, Width};
 
 /// Sentinel's sliding-window array: `N` buckets of `window` ticks, `C`
 /// counters each, counting exactly and without a lock.
@@ -106,7 +123,8 @@ impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
         ///
         /// ```
         /// use core::num::NonZeroU64;
-        /// use leaparray::{LeapArray, Narrow};
+        /// use leaparray::array::Narrow;
+        /// use leaparray::LeapArray;
         ///
         /// // 2 x 500 ms, time in ms, 32-bit words.
         /// static REQUESTS: LeapArray<2, 1, Narrow> = LeapArray::new_narrow(NonZeroU64::new(500).unwrap());
@@ -300,7 +318,8 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     ///
     /// ```
     /// use core::num::NonZeroU64;
-    /// use leaparray::{LeapArray, Narrow};
+    /// use leaparray::array::Narrow;
+    /// use leaparray::LeapArray;
     ///
     /// let a = LeapArray::<2, 1, Narrow>::new_narrow(NonZeroU64::new(1).unwrap());
     /// a.add(1, 0, 5).unwrap(); // window 1, bucket 1; then only even times
@@ -440,7 +459,8 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
     ///
     /// ```
     /// use core::num::NonZeroU64;
-    /// use leaparray::{LeapArray, Window};
+    /// use leaparray::array::Window;
+    /// use leaparray::LeapArray;
     ///
     /// let a = LeapArray::<3>::new(NonZeroU64::new(100).unwrap());
     /// a.add(50, 0, 1).unwrap();

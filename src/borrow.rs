@@ -1,7 +1,7 @@
 //! Borrowing future windows: the passes that prioritized requests booked for
 //! windows that have not started yet (Sentinel's `FutureBucketLeapArray`,
 //! which its `OccupiableBucketLeapArray` adds into a window's pass once the
-//! window starts). [`Metric`](crate::Metric) keeps one [`Borrowed`] beside
+//! window starts). [`Metric`](crate::stats::Metric) keeps one [`Borrowed`] beside
 //! its counts; its `add_waiting`, `sub_waiting`, `waiting` and
 //! `try_occupy_next` are the methods here.
 
@@ -12,6 +12,47 @@ use crate::array::LeapArray;
 use crate::error::AddError;
 use crate::event::Event;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
+
+/// Why an [`add_waiting`](crate::stats::Metric::add_waiting) or
+/// [`sub_waiting`](crate::stats::Metric::sub_waiting) did not count.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::stats::{Metric, WaitingError};
+/// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+/// assert_eq!(m.add_waiting(100, 1_500, 1), Err(WaitingError::OutOfRange));
+/// m.add_waiting(100, 600, 1).unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum WaitingError {
+    /// The window of `future` does not start after the window of `now`
+    /// and at most `N` windows after it. Nothing was counted.
+    OutOfRange,
+    /// The count itself: see [`AddError`].
+    Add(AddError),
+}
+
+impl From<AddError> for WaitingError {
+    fn from(e: AddError) -> Self {
+        WaitingError::Add(e)
+    }
+}
+
+impl core::fmt::Display for WaitingError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WaitingError::OutOfRange => {
+                f.write_str("the future window must start after now's and at most N windows ahead")
+            }
+            WaitingError::Add(e) => core::fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for WaitingError {}
 
 /// The cell of the counts array holding passes.
 const PASS: usize = Event::Pass.index();
@@ -61,27 +102,27 @@ impl<const N: usize> Borrowed<N> {
 
     /// The array that books window `future` from `now`'s: `future` must
     /// start after `now`'s window and at most `N` windows after it.
-    fn future_lap(&self, now: u64, future: u64) -> Result<&LeapArray<N, 1>, AddError> {
+    fn future_lap(&self, now: u64, future: u64) -> Result<&LeapArray<N, 1>, WaitingError> {
         let window = self.laps[0].window();
         let (current, id) = (now / window, future / window);
         if id <= current || id - current > N as u64 {
-            return Err(AddError::OutOfRange);
+            return Err(WaitingError::OutOfRange);
         }
         Ok(&self.laps[lap::<N>(id)])
     }
 
     /// Books `n` passes for the window of `future` (`Metric::add_waiting`).
-    pub(crate) fn add(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub(crate) fn add(&self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         let lap = self.future_lap(now, future)?;
         // ORDERING: SeqCst, see `lent`: set before the booking.
         self.ever.store(1, Ordering::SeqCst);
-        lap.add(future, 0, n)
+        Ok(lap.add(future, 0, n)?)
     }
 
     /// Takes back `n` passes booked by [`add`](Self::add) for the window of
     /// `future`, stopping at 0 (`Metric::sub_waiting`).
-    pub(crate) fn sub(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
-        self.future_lap(now, future)?.sub(future, 0, n)
+    pub(crate) fn sub(&self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
+        Ok(self.future_lap(now, future)?.sub(future, 0, n)?)
     }
 
     /// Passes booked for windows that have not started yet at `now`

@@ -27,13 +27,6 @@ pub enum AddError {
     /// [`sub`](crate::LeapArray::sub), 0): it now holds exactly that bound
     /// (it never wraps), so part of `n` was not counted.
     Saturated,
-    /// The time is outside what the operation accepts: a borrowed
-    /// ([`Metric::add_waiting`](crate::Metric::add_waiting)) window must start
-    /// after `now` and at most `N` windows ahead. Nothing was counted.
-    OutOfRange,
-    /// Every shard of a [`Sharded`](crate::shard::Sharded) array is claimed
-    /// by a writer: a shared add has no shard to go to. Nothing was counted.
-    NoFreeShard,
 }
 
 impl fmt::Display for AddError {
@@ -44,8 +37,6 @@ impl fmt::Display for AddError {
             }
             AddError::NoSuchCounter => "counter index out of range",
             AddError::Saturated => "count saturated at MAX_COUNT (or at 0 for sub)",
-            AddError::OutOfRange => "time outside the range this operation accepts",
-            AddError::NoFreeShard => "every shard is claimed by a writer",
         })
     }
 }
@@ -54,7 +45,8 @@ impl fmt::Display for AddError {
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{LeapArray, SpanError};
+/// use leaparray::array::SpanError;
+/// use leaparray::LeapArray;
 ///
 /// let a = LeapArray::<4>::new(NonZeroU64::new(250).unwrap());
 /// assert_eq!(a.sum_span(0, 300, 0), Err(SpanError::NotMultiple));

@@ -1,9 +1,9 @@
-//! The events a [`Metric`](crate::Metric) counts (Sentinel's `MetricEvent`).
+//! The events a [`Metric`](crate::stats::Metric) counts (Sentinel's `MetricEvent`).
 
-/// An event counted per window by a [`Metric`](crate::Metric).
+/// An event counted per window by a [`Metric`](crate::stats::Metric).
 ///
 /// ```
-/// use leaparray::Event;
+/// use leaparray::stats::Event;
 /// assert_eq!(Event::ALL.len(), 6);
 /// assert_eq!(Event::Rt.index(), 4);
 /// ```
@@ -28,7 +28,7 @@ impl Event {
     /// Every event, in index order.
     ///
     /// ```
-    /// use leaparray::Event;
+    /// use leaparray::stats::Event;
     /// assert!(Event::ALL.iter().enumerate().all(|(i, e)| e.index() == i));
     /// ```
     pub const ALL: [Event; 6] = [
@@ -41,10 +41,10 @@ impl Event {
     ];
 
     /// The event's position in [`Event::ALL`] and in
-    /// [`WindowDetail::counts`](crate::WindowDetail::counts).
+    /// [`MetricWindow::counts`](crate::stats::MetricWindow::counts).
     ///
     /// ```
-    /// assert_eq!(leaparray::Event::Pass.index(), 0);
+    /// assert_eq!(leaparray::stats::Event::Pass.index(), 0);
     /// ```
     #[must_use]
     pub const fn index(self) -> usize {

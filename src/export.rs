@@ -42,7 +42,7 @@
 //!
 //! # Prometheus (feature `std`)
 //!
-//! `Exposition` collects named [`StatisticNode`](crate::StatisticNode)s,
+//! `Exposition` collects named [`StatisticNode`](crate::stats::StatisticNode)s,
 //! [`Gate`](crate::Gate)s and [`KeyedGate`](crate::KeyedGate)s at one `now` and renders them in the text exposition
 //! format 0.0.4: one `# HELP` and one `# TYPE` line per metric family, its
 //! samples together, the resource in the label `resource` (escaped as the
@@ -72,8 +72,8 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::metric::{Access, Metric, WindowDetail};
-use crate::Event;
+use crate::metric::{Access, Metric, MetricWindow};
+use crate::event::Event;
 
 /// Why an export was refused. Nothing was written.
 ///
@@ -81,7 +81,7 @@ use crate::Event;
 /// use core::num::NonZeroU64;
 /// use leaparray::export::{ExportError, MetricLog};
 /// let log = MetricLog::new(NonZeroU64::new(1_000).unwrap());
-/// let m = leaparray::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
+/// let m = leaparray::stats::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
 /// let mut out = String::new();
 /// assert_eq!(log.write_completed(&mut out, "a|b", &m, 0, None), Err(ExportError::Separator));
 /// assert!(out.is_empty());
@@ -150,7 +150,7 @@ pub enum LineFormat {
 /// ```
 /// use core::num::NonZeroU64;
 /// use leaparray::export::MetricLog;
-/// use leaparray::StatisticNode;
+/// use leaparray::stats::StatisticNode;
 ///
 /// static LOG: MetricLog = MetricLog::new(NonZeroU64::new(1_000).unwrap()) // ticks are ms
 ///     .with_epoch_ms(1_579_460_700_000) // Unix time of tick 0
@@ -276,9 +276,9 @@ impl MetricLog {
     /// ```
     /// # use core::num::NonZeroU64;
     /// use leaparray::export::{ExportError, MetricLog};
-    /// use leaparray::WindowDetail;
+    /// use leaparray::stats::MetricWindow;
     /// let log = MetricLog::new(NonZeroU64::new(1_000).unwrap());
-    /// let d = WindowDetail { start: 2_000, counts: [5, 1, 0, 4, 40, 0], min_rt: Some(7), max_concurrency: 3 };
+    /// let d = MetricWindow { start: 2_000, counts: [5, 1, 0, 4, 40, 0], min_rt: Some(7), max_concurrency: 3 };
     /// let mut out = String::new();
     /// log.write_line(&mut out, "db", &d).unwrap();
     /// assert_eq!(out, "2000|db|5|1|4|0|10|0|3\n");
@@ -288,7 +288,7 @@ impl MetricLog {
         &self,
         out: &mut W,
         resource: &str,
-        detail: &WindowDetail,
+        detail: &MetricWindow,
     ) -> Result<(), ExportError> {
         check_resource(resource)?;
         self.line(out, resource, detail)
@@ -298,7 +298,7 @@ impl MetricLog {
         &self,
         out: &mut W,
         resource: &str,
-        d: &WindowDetail,
+        d: &MetricWindow,
     ) -> Result<(), ExportError> {
         let ts = self.unix_ms(d.start);
         write!(out, "{ts}|")?;
@@ -327,12 +327,13 @@ impl MetricLog {
     /// after the tick `after` (all, with `None`), oldest first; returns the
     /// start of the newest window written, to pass as `after` next time
     /// (Sentinel's `MetricTimerListener` writes each second once). For a
-    /// [`StatisticNode`](crate::StatisticNode) pass its `minute()` metric,
+    /// [`StatisticNode`](crate::stats::StatisticNode) pass its `minute()` metric,
     /// as Sentinel does. On an error about `resource` nothing is written.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::{export::MetricLog, Event, Metric};
+    /// use leaparray::export::MetricLog;
+    /// use leaparray::stats::{Event, Metric};
     /// let log = MetricLog::new(NonZeroU64::new(1_000).unwrap());
     /// let m = Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
     /// m.add(500, Event::Pass, 1).unwrap();

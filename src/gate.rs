@@ -52,7 +52,7 @@
 //! is refused only when that window's intervals are full, never for being
 //! late. So every permit of a pass is counted in a window no earlier than
 //! its caller's own and no later than the newest window any caller had
-//! passed when it returned (a [`Wait`](crate::Decision::Wait)'s permits in
+//! passed when it returned (a [`Wait`](PriorityDecision::Wait)'s permits in
 //! the later window it was told to wait for), and every interval of `N`
 //! windows counts at most `limit` permits.
 //!
@@ -77,7 +77,6 @@ use crate::bucket_gate::BucketGate;
 use crate::divide::Divisor;
 use crate::error::AddError;
 use crate::event::Event;
-use crate::limiter::Limiter;
 use crate::metric::{Metric, ReadOnly};
 #[cfg(target_pointer_width = "64")]
 use crate::packed::{Fixed, Geometry};
@@ -87,10 +86,75 @@ use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
-/// The result of [`Gate::try_acquire`]; defined with [`Limiter`] (also at
-/// the crate root), re-exported here.
-pub use crate::limiter::Decision;
+pub use crate::decision::Decision;
 pub use crate::set::{GateSet, Member};
+
+/// What [`Gate::try_acquire_prioritized`] decided: a [`Decision`], or a
+/// wait for a future window whose permits are already booked. Ignoring it
+/// is an error: a [`Pass`](Self::Pass) or [`Wait`](Self::Wait) has
+/// already booked its permits.
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::gate::{Decision, Gate, PriorityDecision};
+/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+/// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Pass);
+/// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Wait(400));
+/// assert_eq!(PriorityDecision::from(Decision::Block), PriorityDecision::Block);
+/// ```
+#[must_use = "a Pass or Wait has already booked its permits"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PriorityDecision {
+    /// Admitted now.
+    Pass,
+    /// Admitted in a future window: come back after this many ticks. The
+    /// permits are already booked there (Sentinel's
+    /// `PriorityWaitException`).
+    Wait(u64),
+    /// Refused: nothing is booked.
+    Block,
+}
+
+impl From<Decision> for PriorityDecision {
+    fn from(d: Decision) -> Self {
+        match d {
+            Decision::Pass => PriorityDecision::Pass,
+            Decision::Block => PriorityDecision::Block,
+        }
+    }
+}
+
+/// Why [`Gate::try_new`] refused its parameters.
+///
+/// ```
+/// use leaparray::gate::GateError;
+/// let e = GateError::LimitTooLarge { max: leaparray::MAX_COUNT };
+/// assert_eq!(e.to_string(), "the limit is above 140737488355327, the most a count holds");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum GateError {
+    /// The limit is above [`MAX_COUNT`], the most a count holds.
+    LimitTooLarge {
+        /// The largest limit a gate takes: [`MAX_COUNT`].
+        max: u64,
+    },
+}
+
+impl core::fmt::Display for GateError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            GateError::LimitTooLarge { max } => {
+                write!(f, "the limit is above {max}, the most a count holds")
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for GateError {}
 
 /// How a [`Gate`] holds its state ([`Gate::shape`]); the module docs say
 /// which shapes get which.
@@ -185,19 +249,55 @@ impl<const N: usize> Gate<N> {
         /// 500 ms with 500 ms windows); see
         /// [`with_occupy_timeout`](Self::with_occupy_timeout).
         ///
-        /// A limit above [`MAX_COUNT`] (2^47 - 1) acts as `MAX_COUNT`.
+        /// # Panics
+        ///
+        /// If `limit` is above [`MAX_COUNT`] (2^47 - 1), the most a count
+        /// holds: in a `static` (a const context) that is a compile error,
+        /// at run time a panic with the reason. [`try_new`](Self::try_new)
+        /// returns the error instead.
         ///
         /// ```
         /// # use core::num::NonZeroU64;
         /// use leaparray::gate::{Gate, Shape};
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
         /// assert_eq!((g.limit(), g.occupy_timeout(), g.window()), (100, 500, 500));
-        /// let huge = Gate::<2>::new(NonZeroU64::new(500).unwrap(), u64::MAX);
-        /// assert_eq!((huge.limit(), huge.shape()), (leaparray::MAX_COUNT, Shape::Buckets));
+        /// let big = Gate::<2>::new(NonZeroU64::new(500).unwrap(), leaparray::MAX_COUNT);
+        /// assert_eq!(big.shape(), Shape::Buckets);
+        /// ```
+        ///
+        /// ```compile_fail,E0080
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::Gate;
+        /// static TOO_BIG: Gate<2> = Gate::new(NonZeroU64::new(500).unwrap(), u64::MAX);
         /// ```
         #[must_use]
+        #[track_caller]
         pub fn new(window: NonZeroU64, limit: u64) -> Self {
-            Self::build(window, limit, window.get())
+            match Self::try_new(window, limit) {
+                Ok(gate) => gate,
+                Err(GateError::LimitTooLarge { .. }) => {
+                    panic!("Gate::new: the limit is above MAX_COUNT (2^47 - 1), the most a count holds")
+                }
+            }
+        }
+    }
+
+    const_fn_unless_loom! {
+        /// [`new`](Self::new), or why not: `limit` is above [`MAX_COUNT`].
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::gate::{Gate, GateError};
+        /// let w = NonZeroU64::new(500).unwrap();
+        /// assert!(Gate::<2>::try_new(w, 100).is_ok());
+        /// let e = Gate::<2>::try_new(w, u64::MAX).unwrap_err();
+        /// assert_eq!(e, GateError::LimitTooLarge { max: leaparray::MAX_COUNT });
+        /// ```
+        pub fn try_new(window: NonZeroU64, limit: u64) -> Result<Self, GateError> {
+            if limit > MAX_COUNT {
+                return Err(GateError::LimitTooLarge { max: MAX_COUNT });
+            }
+            Ok(Self::build(window, limit, window.get()))
         }
     }
 
@@ -223,8 +323,8 @@ impl<const N: usize> Gate<N> {
     }
 
     const_fn_unless_loom! {
+        /// Requires `limit <= MAX_COUNT` (`try_new` checks it).
         fn build(window: NonZeroU64, limit: u64, timeout: u64) -> Self {
-            let limit = if limit > MAX_COUNT { MAX_COUNT } else { limit };
             let div = Divisor::new(window);
             // More windows than any word has slots for fit no word.
             let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
@@ -427,77 +527,153 @@ impl<const N: usize> Gate<N> {
     pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
         match self.book(now, n, false) {
             Outcome::Booked(_) => Decision::Pass,
-            Outcome::Borrowed { wait, .. } => Decision::Wait(wait),
-            Outcome::Refused => Decision::Block,
+            // Only a prioritized request borrows.
+            Outcome::Borrowed { .. } | Outcome::Refused => Decision::Block,
         }
     }
 
     /// Like [`try_acquire`](Self::try_acquire), but when the interval is
     /// full, borrows room in a future window (Sentinel's prioritized
-    /// requests, `tryOccupyNext`): [`Decision::Wait`] with the ticks until
-    /// that window starts, if that is less than the occupy timeout and
-    /// every interval containing that window stays within the limit. The
-    /// borrowed permits count in that window (its passes include them when
-    /// it starts). The word shapes take the first future window with room;
-    /// the bucket shape the one Sentinel's formula names.
+    /// requests, `tryOccupyNext`): [`PriorityDecision::Wait`] with the
+    /// ticks until that window starts, if that is less than the occupy
+    /// timeout and every interval containing that window stays within the
+    /// limit. The borrowed permits count in that window (its passes
+    /// include them when it starts). The word shapes take the first future
+    /// window with room; the bucket shape the one Sentinel's formula names.
+    /// Either looks at most `N` windows ahead, whatever the timeout: the
+    /// gate holds no window further ahead (see
+    /// [`with_occupy_timeout`](Self::with_occupy_timeout)).
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Decision, Gate};
+    /// # use leaparray::gate::{Decision, Gate, PriorityDecision};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
     /// assert_eq!(g.try_acquire(100, 7), Decision::Pass); // window [0, 500)
     /// assert_eq!(g.try_acquire(600, 3), Decision::Pass); // full
-    /// assert_eq!(g.try_acquire_prioritized(700, 5), Decision::Wait(300));
+    /// assert_eq!(g.try_acquire_prioritized(700, 5), PriorityDecision::Wait(300));
     /// // At 1000 the 7 slide out; the 5 borrowed count in [1000, 1500).
     /// assert_eq!(g.try_acquire(1_000, 2), Decision::Pass); // 3 + 5 + 2
     /// assert_eq!(g.try_acquire(1_000, 1), Decision::Block);
     /// ```
     #[must_use = "a Pass or Wait has already booked its permits"]
-    pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> Decision {
+    pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> PriorityDecision {
         match self.book(now, n, true) {
-            Outcome::Booked(_) => Decision::Pass,
-            Outcome::Borrowed { wait, .. } => Decision::Wait(wait),
-            Outcome::Refused => Decision::Block,
+            Outcome::Booked(_) => PriorityDecision::Pass,
+            Outcome::Borrowed { wait, .. } => PriorityDecision::Wait(wait),
+            Outcome::Refused => PriorityDecision::Block,
         }
     }
 
-    /// [`try_acquire`](Self::try_acquire) (or, if `prioritized`,
-    /// [`try_acquire_prioritized`](Self::try_acquire_prioritized)) that also
-    /// records the decision into `metric`, Sentinel's statistics: passes
-    /// as [`Event::Pass`], refusals as [`Event::Block`], borrowed permits as
+    /// [`try_acquire`](Self::try_acquire) that also records the decision
+    /// into `metric`, Sentinel's statistics: a pass as [`Event::Pass`], a
+    /// refusal as [`Event::Block`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::stats::{Event, Metric};
+    /// use leaparray::{Decision, Gate};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+    /// let stats = Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// assert_eq!(g.try_acquire_metered(&stats, 0, 1), Decision::Pass);
+    /// assert_eq!(g.try_acquire_metered(&stats, 0, 1), Decision::Block);
+    /// assert_eq!((stats.pass(0), stats.block(0)), (1, 1));
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    pub fn try_acquire_metered<const M: usize>(&self, metric: &Metric<M>, now: u64, n: u64) -> Decision {
+        let d = self.try_acquire(now, n);
+        let event = match d {
+            Decision::Pass => Event::Pass,
+            Decision::Block => Event::Block,
+        };
+        let _ = metric.add(now, event, n);
+        d
+    }
+
+    /// [`try_acquire_prioritized`](Self::try_acquire_prioritized) that also
+    /// records the decision into `metric`: a pass as [`Event::Pass`], a
+    /// refusal as [`Event::Block`], borrowed permits as
     /// [`Event::OccupiedPass`] now and as waiting for their window.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Decision, Event, Gate, Metric};
+    /// use leaparray::gate::{Gate, PriorityDecision};
+    /// use leaparray::stats::Metric;
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
     /// let stats = Metric::<2>::new(NonZeroU64::new(500).unwrap());
-    /// assert_eq!(g.try_acquire_metered(&stats, 0, 1, false), Decision::Pass);
-    /// assert_eq!(g.try_acquire_metered(&stats, 0, 1, false), Decision::Block);
-    /// assert_eq!((stats.pass(0), stats.block(0)), (1, 1));
+    /// let _ = g.try_acquire_prioritized_metered(&stats, 100, 1);
+    /// assert_eq!(g.try_acquire_prioritized_metered(&stats, 100, 1), PriorityDecision::Wait(400));
+    /// assert_eq!((stats.pass(100), stats.occupied_pass(100), stats.waiting(100)), (1, 1, 1));
     /// ```
     #[must_use = "a Pass or Wait has already booked its permits"]
-    pub fn try_acquire_metered<const M: usize>(
+    pub fn try_acquire_prioritized_metered<const M: usize>(
         &self,
         metric: &Metric<M>,
         now: u64,
         n: u64,
-        prioritized: bool,
-    ) -> Decision {
-        let d = if prioritized {
-            self.try_acquire_prioritized(now, n)
-        } else {
-            self.try_acquire(now, n)
-        };
+    ) -> PriorityDecision {
+        let d = self.try_acquire_prioritized(now, n);
         let _ = match d {
-            Decision::Pass => metric.add(now, Event::Pass, n),
-            Decision::Block => metric.add(now, Event::Block, n),
-            Decision::Wait(wait) => {
+            PriorityDecision::Pass => metric.add(now, Event::Pass, n),
+            PriorityDecision::Block => metric.add(now, Event::Block, n),
+            PriorityDecision::Wait(wait) => {
                 let _ = metric.add_waiting(now, now.saturating_add(wait), n);
                 metric.add(now, Event::OccupiedPass, n)
             }
         };
         d
+    }
+
+    /// Adds `n` passes at `now` without a check, for work admitted
+    /// elsewhere that must still count. In the word shapes every interval
+    /// of `N` windows that contains the newest window counts at most
+    /// `2^b - 1`, `b` the slot width of the shape (`(W - 33) / (N + F)`
+    /// bits of a `W`-bit word, at most 48): the word keeps the total of
+    /// such an interval in a slot, and the intervals ending after the
+    /// newest window hold the permits borrowed into them. Beyond it, the
+    /// passes stop there and the call returns [`AddError::Saturated`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::{Decision, Gate};
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5);
+    /// g.record(0, 4).unwrap();
+    /// assert_eq!(g.try_acquire(0, 2), Decision::Block); // 4 + 2 > 5
+    /// ```
+    pub fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
+        let ok = match self.state() {
+            State::Word64(w) => w.record::<N>(&self.layout, now, n),
+            State::Word128(w) => w.record::<N>(&self.layout, now, n),
+            State::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(AddError::Saturated)
+        }
+    }
+
+    /// The passes of the interval ending at the window of `now`, of the
+    /// windows the gate still holds: for a time before the newest window,
+    /// windows that slid out of a word (those `N` or more before the
+    /// newest) or whose bucket moved on count 0. Observes without
+    /// consuming; what a request could still get is
+    /// [`remaining`](Self::remaining), which also counts the intervals
+    /// after it.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::Gate;
+    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5);
+    /// let _ = g.try_acquire(100, 3);
+    /// assert_eq!((g.count(400), g.count(1_000)), (3, 0));
+    /// ```
+    #[must_use]
+    pub fn count(&self, now: u64) -> u64 {
+        match self.state() {
+            State::Word64(w) => w.count(&self.layout, now),
+            State::Word128(w) => w.count(&self.layout, now),
+            State::Buckets(b) => b.metric().pass(now),
+        }
     }
 
     /// The load a booking at `now` would join: the largest pass count of
@@ -706,53 +882,6 @@ impl<const N: usize> Gate<N> {
             State::Word128(w) => w.cancel(&self.layout, window, n),
             State::Buckets(b) => b.cancel(window, n),
         }
-    }
-}
-
-impl<const N: usize> Limiter for Gate<N> {
-    /// Adds `n` passes to the booking window without a check. In the word
-    /// shapes every interval of `N` windows that contains the newest window
-    /// counts at most `2^b - 1`, `b` the slot width of the shape (`(W - 33)
-    /// / (N + F)` bits of a `W`-bit word, at most 48): the word keeps the
-    /// total of such an interval in a slot, and the intervals ending after
-    /// the newest window hold the permits borrowed into them. Beyond it,
-    /// the passes stop there and the call returns [`AddError::Saturated`].
-    fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
-        let ok = match self.state() {
-            State::Word64(w) => w.record::<N>(&self.layout, now, n),
-            State::Word128(w) => w.record::<N>(&self.layout, now, n),
-            State::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(AddError::Saturated)
-        }
-    }
-
-    /// The passes of the interval ending at the window of `now`, of the
-    /// windows the gate still holds: for a time before the newest window,
-    /// windows that slid out of a word (those `N` or more before the
-    /// newest) or whose bucket moved on count 0.
-    fn count(&self, now: u64) -> u64 {
-        match self.state() {
-            State::Word64(w) => w.count(&self.layout, now),
-            State::Word128(w) => w.count(&self.layout, now),
-            State::Buckets(b) => b.metric().pass(now),
-        }
-    }
-
-    fn limit(&self) -> u64 {
-        self.layout.limit
-    }
-
-    fn try_acquire(&self, now: u64, n: u64) -> Decision {
-        Gate::try_acquire(self, now, n)
-    }
-
-    /// [`Gate::remaining`].
-    fn remaining(&self, now: u64) -> u64 {
-        Gate::remaining(self, now)
     }
 }
 

@@ -139,7 +139,7 @@ use core::num::NonZeroU64;
 use crossbeam_utils::CachePadded;
 
 use crate::divide::Divisor;
-use crate::limiter::Decision;
+use crate::decision::Decision;
 use crate::packed::{self, Fast, Layout, Outcome};
 use crate::sync::{
     const_fn_unless_loom, AtomicU64,

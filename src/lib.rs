@@ -67,25 +67,26 @@
 #[cfg(any(feature = "std", leaparray_loom, test))]
 extern crate std;
 
-mod array;
+pub mod array;
 mod borrow;
 pub mod breaker;
 mod bucket;
 mod bucket_gate;
 pub mod clock;
+mod decision;
 mod divide;
 mod error;
 mod event;
 pub mod export;
 pub mod gate;
 pub mod keyed;
-mod limiter;
 mod metric;
 mod node;
 pub mod owned;
 mod packed;
 mod set;
 pub mod shard;
+pub mod stats;
 pub mod system;
 
 #[doc = include_str!("../GUARANTEES.md")]
@@ -98,25 +99,17 @@ mod view;
 mod window;
 mod word;
 
-pub use array::LeapArray;
-pub use breaker::CircuitBreaker;
-
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-pub use error::{AddError, SpanError};
-pub use event::Event;
-pub use gate::Gate;
+
+pub use array::LeapArray;
+pub use decision::Decision;
+pub use error::AddError;
+pub use gate::{Gate, GateSet};
 pub use keyed::KeyedGate;
-pub use limiter::{Decision, Limiter};
-pub use metric::{Access, Metric, ReadOnly, WindowDetail, Writable};
-pub use node::{ConcurrencyGuard, StatisticNode};
-pub use owned::OwnedKeyedGate;
-pub use system::SystemGuard;
-pub use view::ReadOnlyArray;
-pub use window::Window;
 #[cfg(leaparray_loom)]
 #[doc(hidden)]
 pub use word::LoomTinyGen;
-pub use word::{Narrow, Wide, Width, MAX_COUNT};
+pub use word::MAX_COUNT;

@@ -6,7 +6,7 @@ use core::marker::PhantomData;
 use core::num::NonZeroU64;
 
 use crate::array::LeapArray;
-use crate::borrow::Borrowed;
+use crate::borrow::{Borrowed, WaitingError};
 use crate::error::AddError;
 use crate::event::Event;
 use crate::sync::const_fn_unless_loom;
@@ -48,7 +48,7 @@ const CELLS: usize = EVENTS + 2;
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{Event, Metric};
+/// use leaparray::stats::{Event, Metric};
 ///
 /// static M: Metric<2> = Metric::new(NonZeroU64::new(500).unwrap());
 /// M.add(100, Event::Pass, 3).unwrap();
@@ -76,7 +76,8 @@ pub struct Metric<const N: usize, A: Access = Writable> {
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{Gate, Metric, ReadOnly};
+/// use leaparray::stats::{Metric, ReadOnly};
+/// use leaparray::Gate;
 ///
 /// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 10_000);
 /// let _ = g.try_acquire(0, 4);
@@ -88,7 +89,8 @@ pub struct Metric<const N: usize, A: Access = Writable> {
 ///
 /// ```compile_fail,E0599
 /// # use core::num::NonZeroU64;
-/// # use leaparray::{Event, Gate};
+/// # use leaparray::stats::Event;
+/// # use leaparray::Gate;
 /// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 10_000);
 /// g.metric().unwrap().sub(0, Event::Pass, 1); // would let the gate admit more
 /// ```
@@ -98,7 +100,7 @@ pub trait Access: access::Sealed + Copy + Default + Eq + core::fmt::Debug + 'sta
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{Event, Metric, Writable};
+/// use leaparray::stats::{Event, Metric, Writable};
 ///
 /// let m: Metric<2, Writable> = Metric::new(NonZeroU64::new(500).unwrap());
 /// m.add(0, Event::Pass, 1).unwrap();
@@ -113,7 +115,8 @@ pub struct Writable;
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{Gate, Metric, ReadOnly};
+/// use leaparray::stats::{Metric, ReadOnly};
+/// use leaparray::Gate;
 ///
 /// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 1_000);
 /// let _ = g.try_acquire(0, 1_000);
@@ -138,7 +141,7 @@ mod access {
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{Event, Metric};
+/// use leaparray::stats::{Event, Metric};
 ///
 /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
 /// m.add(100, Event::Block, 2).unwrap();
@@ -147,7 +150,7 @@ mod access {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct WindowDetail {
+pub struct MetricWindow {
     /// The window's start time.
     pub start: u64,
     /// Each event's count, indexed by [`Event::index`]. `Pass` includes the
@@ -159,12 +162,12 @@ pub struct WindowDetail {
     pub max_concurrency: u64,
 }
 
-impl WindowDetail {
+impl MetricWindow {
     /// The count of `event`.
     ///
     /// ```
-    /// # use leaparray::{Event, WindowDetail};
-    /// let d = WindowDetail { start: 0, counts: [1, 2, 3, 4, 5, 6], min_rt: None, max_concurrency: 0 };
+    /// # use leaparray::stats::{Event, MetricWindow};
+    /// let d = MetricWindow { start: 0, counts: [1, 2, 3, 4, 5, 6], min_rt: None, max_concurrency: 0 };
     /// assert_eq!(d.get(Event::Success), 4);
     /// ```
     #[must_use]
@@ -202,12 +205,12 @@ impl<const N: usize, A: Access> Metric<N, A> {
     }
 
     /// `add_waiting` for the crate's own writers.
-    pub(crate) fn lend(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub(crate) fn lend(&self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         self.borrowed.add(now, future, n)
     }
 
     /// `sub_waiting` for the crate's own writers.
-    pub(crate) fn unlend(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub(crate) fn unlend(&self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         self.borrowed.sub(now, future, n)
     }
 
@@ -215,7 +218,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// assert_eq!(leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap()).window(), 500);
+    /// assert_eq!(leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap()).window(), 500);
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
@@ -226,7 +229,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// assert_eq!(leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap()).interval(), 1_000);
+    /// assert_eq!(leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap()).interval(), 1_000);
     /// ```
     #[must_use]
     pub const fn interval(&self) -> u64 {
@@ -239,7 +242,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Exception, 1).unwrap();
     /// assert_eq!(m.array().sum(0, Event::Exception.index()), 1);
@@ -271,7 +274,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Pass, 1).unwrap();
     /// m.add(600, Event::Pass, 2).unwrap();
@@ -293,7 +296,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Pass, 1).unwrap();
     /// assert_eq!(m.pass(0), 1);
@@ -307,7 +310,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Block, 1).unwrap();
     /// assert_eq!(m.block(0), 1);
@@ -321,7 +324,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Exception, 1).unwrap();
     /// assert_eq!(m.exception(0), 1);
@@ -335,7 +338,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_rt(0, 5).unwrap();
     /// assert_eq!(m.success(0), 1);
@@ -349,7 +352,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_rt(0, 5).unwrap();
     /// assert_eq!(m.rt(0), 5);
@@ -363,7 +366,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::OccupiedPass, 1).unwrap();
     /// assert_eq!(m.occupied_pass(0), 1);
@@ -379,7 +382,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// assert_eq!(m.min_rt(0), None);
     /// m.add_rt(0, 9).unwrap();
@@ -396,7 +399,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// assert_eq!(m.avg_rt(0), 0.0);
     /// m.add_rt_and_success(0, 9, 2).unwrap();
@@ -418,7 +421,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_rt_and_success(0, 1, 3).unwrap();
     /// m.add_rt_and_success(600, 1, 5).unwrap();
@@ -437,7 +440,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.record_concurrency(0, 3).unwrap();
     /// assert_eq!(m.max_concurrency(0), 3);
@@ -456,7 +459,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 3).unwrap();
     /// assert_eq!(m.previous_window_pass(600), 3);
@@ -472,7 +475,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Block, 2).unwrap();
     /// assert_eq!(m.previous_window_block(600), 2);
@@ -490,7 +493,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 3).unwrap();
     /// assert_eq!(m.window_pass(499), 3);
@@ -506,7 +509,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// // Two 500 ms windows, time in ms.
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 30).unwrap();
@@ -523,7 +526,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 1).unwrap();
     /// m.add_rt(600, 3).unwrap();
@@ -532,7 +535,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     /// assert_eq!((d[0].get(Event::Pass), d[1].min_rt), (1, Some(3)));
     /// ```
     #[must_use]
-    pub fn details(&self, now: u64) -> heapless::Vec<WindowDetail, N> {
+    pub fn details(&self, now: u64) -> heapless::Vec<MetricWindow, N> {
         let mut out = heapless::Vec::new();
         let lent = self.borrowed.lent();
         for id in self.counts.0.live(now) {
@@ -546,7 +549,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
             counts.copy_from_slice(&cells[..EVENTS]);
             counts[Event::Pass.index()] = counts[Event::Pass.index()].saturating_add(borrowed);
             // At most N live ids: never over capacity.
-            let _ = out.push(WindowDetail {
+            let _ = out.push(MetricWindow {
                 start: id.saturating_mul(self.window()),
                 counts,
                 min_rt: min_rt_of(cells[MIN_RT]),
@@ -560,7 +563,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_waiting(0, 500, 1).unwrap();
     /// m.add_waiting(0, 1_000, 2).unwrap();
@@ -580,7 +583,7 @@ impl<const N: usize, A: Access> Metric<N, A> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 7).unwrap(); // window [0, 500)
     /// m.add(600, Event::Pass, 3).unwrap(); // window [500, 1000)
@@ -603,7 +606,7 @@ impl<const N: usize> Metric<N, Writable> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// let m = leaparray::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
+        /// let m = leaparray::stats::Metric::<60>::new(NonZeroU64::new(1_000).unwrap());
         /// assert_eq!(m.interval(), 60_000);
         /// ```
         #[must_use]
@@ -617,7 +620,7 @@ impl<const N: usize> Metric<N, Writable> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Pass, 2).unwrap();
     /// assert_eq!(m.total(0, Event::Pass), 2);
@@ -632,7 +635,7 @@ impl<const N: usize> Metric<N, Writable> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Pass, 2).unwrap();
     /// m.sub(0, Event::Pass, 1).unwrap();
@@ -649,7 +652,7 @@ impl<const N: usize> Metric<N, Writable> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_rt(0, 7).unwrap();
     /// assert_eq!((m.success(0), m.rt(0), m.min_rt(0)), (1, 7, Some(7)));
@@ -670,7 +673,7 @@ impl<const N: usize> Metric<N, Writable> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_rt_and_success(0, 30, 3).unwrap();
     /// assert_eq!(m.avg_rt(0), 10.0);
@@ -696,7 +699,7 @@ impl<const N: usize> Metric<N, Writable> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.record_concurrency(0, 4).unwrap();
     /// m.record_concurrency(1, 2).unwrap();
@@ -708,20 +711,20 @@ impl<const N: usize> Metric<N, Writable> {
 
     /// Books `n` passes for the future window containing `future`, which must
     /// start after `now`'s window and at most `N` windows after it
-    /// ([`AddError::OutOfRange`] otherwise). When that window starts, its
-    /// pass count already includes them.
+    /// ([`WaitingError::OutOfRange`] otherwise). When that window starts,
+    /// its pass count already includes them.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{AddError, Metric};
+    /// # use leaparray::stats::{Metric, WaitingError};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_waiting(100, 600, 2).unwrap();
     /// assert_eq!(m.waiting(100), 2);
     /// assert_eq!(m.pass(100), 0);
     /// assert_eq!(m.pass(600), 2); // the borrowed window has started
-    /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(AddError::OutOfRange));
+    /// assert_eq!(m.add_waiting(100, 1_500, 1), Err(WaitingError::OutOfRange));
     /// ```
-    pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub fn add_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         self.lend(now, future, n)
     }
 
@@ -730,13 +733,13 @@ impl<const N: usize> Metric<N, Writable> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::Metric;
+    /// # use leaparray::stats::Metric;
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add_waiting(100, 600, 2).unwrap();
     /// m.sub_waiting(100, 600, 2).unwrap();
     /// assert_eq!(m.waiting(100), 0);
     /// ```
-    pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub fn sub_waiting(&self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         self.unlend(now, future, n)
     }
 }

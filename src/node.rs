@@ -15,7 +15,7 @@ use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 /// its issue #1039).
 ///
 /// ```
-/// use leaparray::StatisticNode;
+/// use leaparray::stats::StatisticNode;
 ///
 /// static NODE: StatisticNode = StatisticNode::millis(); // time in ms
 /// NODE.add_pass(1_000, 3).unwrap();
@@ -41,7 +41,7 @@ impl StatisticNode<2, 60> {
         /// and 60 windows of 1,000 ms.
         ///
         /// ```
-        /// let n = leaparray::StatisticNode::millis();
+        /// let n = leaparray::stats::StatisticNode::millis();
         /// assert_eq!((n.second().interval(), n.minute().interval()), (1_000, 60_000));
         /// ```
         #[must_use]
@@ -64,7 +64,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
         /// use core::num::NonZeroU64;
         /// // Time in µs: 10 windows of 100 ms, 60 of 1 s.
         /// let nz = |v| NonZeroU64::new(v).unwrap();
-        /// let n = leaparray::StatisticNode::<10, 60>::new(nz(100_000), nz(1_000_000), nz(1_000_000));
+        /// let n = leaparray::stats::StatisticNode::<10, 60>::new(nz(100_000), nz(1_000_000), nz(1_000_000));
         /// n.add_pass(0, 5).unwrap();
         /// assert_eq!(n.pass_qps(0), 5.0);
         /// ```
@@ -82,7 +82,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// The second-level metric.
     ///
     /// ```
-    /// assert_eq!(leaparray::StatisticNode::millis().second().window(), 500);
+    /// assert_eq!(leaparray::stats::StatisticNode::millis().second().window(), 500);
     /// ```
     #[must_use]
     pub const fn second(&self) -> &Metric<SECOND> {
@@ -92,7 +92,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// The minute-level metric.
     ///
     /// ```
-    /// assert_eq!(leaparray::StatisticNode::millis().minute().window(), 1_000);
+    /// assert_eq!(leaparray::stats::StatisticNode::millis().minute().window(), 1_000);
     /// ```
     #[must_use]
     pub const fn minute(&self) -> &Metric<MINUTE> {
@@ -102,7 +102,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Ticks per second, as given to the constructor.
     ///
     /// ```
-    /// assert_eq!(leaparray::StatisticNode::millis().ticks_per_second(), 1_000);
+    /// assert_eq!(leaparray::stats::StatisticNode::millis().ticks_per_second(), 1_000);
     /// ```
     #[must_use]
     pub const fn ticks_per_second(&self) -> u64 {
@@ -119,7 +119,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// first error is returned).
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(0, 2).unwrap();
     /// assert_eq!(n.total_pass(0), 2);
     /// ```
@@ -130,7 +130,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Records `n` blocked requests in both metrics.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_block(0, 2).unwrap();
     /// assert_eq!(n.block_request(0), 2);
     /// ```
@@ -141,7 +141,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Records `n` business exceptions in both metrics.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_exception(0, 1).unwrap();
     /// assert_eq!(n.total_exception(0), 1);
     /// ```
@@ -153,7 +153,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// metrics (Sentinel's `addRtAndSuccess`).
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_rt_and_success(0, 8, 2).unwrap();
     /// assert_eq!((n.total_success(0), n.avg_rt(0), n.min_rt(0)), (2, 4.0, Some(8)));
     /// ```
@@ -167,7 +167,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// it as a candidate for both metrics' per-window peak.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// assert_eq!(n.increase_concurrency(0), 1);
     /// assert_eq!(n.increase_concurrency(0), 2);
     /// assert_eq!(n.decrease_concurrency(), 1);
@@ -187,7 +187,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// below 0 (a decrease without an increase is ignored).
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// assert_eq!(n.decrease_concurrency(), 0);
     /// ```
     pub fn decrease_concurrency(&self) -> u64 {
@@ -200,7 +200,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Requests in flight now.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.increase_concurrency(0);
     /// assert_eq!(n.concurrency(), 1);
     /// ```
@@ -213,7 +213,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// dropped.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// {
     ///     let _g = n.enter(0);
     ///     assert_eq!(n.concurrency(), 1);
@@ -233,7 +233,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Passes per second over the second-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(0, 4).unwrap();
     /// assert_eq!(n.pass_qps(999), 4.0);
     /// ```
@@ -245,7 +245,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Blocks per second over the second-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_block(0, 4).unwrap();
     /// assert_eq!(n.block_qps(0), 4.0);
     /// ```
@@ -257,7 +257,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Successes per second over the second-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_rt_and_success(0, 1, 4).unwrap();
     /// assert_eq!(n.success_qps(0), 4.0);
     /// ```
@@ -269,7 +269,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Exceptions per second over the second-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_exception(0, 4).unwrap();
     /// assert_eq!(n.exception_qps(0), 4.0);
     /// ```
@@ -281,7 +281,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Occupied (borrowing) passes per second over the second-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_occupied_pass(0, 2).unwrap();
     /// assert_eq!(n.occupied_pass_qps(0), 2.0);
     /// ```
@@ -293,7 +293,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Passes plus blocks per second.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(0, 1).unwrap();
     /// n.add_block(0, 2).unwrap();
     /// assert_eq!(n.total_qps(0), 3.0);
@@ -306,7 +306,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Average RT (ticks) over the second-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_rt_and_success(0, 10, 4).unwrap();
     /// assert_eq!(n.avg_rt(0), 2.5);
     /// ```
@@ -318,7 +318,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Minimum RT (ticks) over the second-level interval, if any.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// assert_eq!(n.min_rt(0), None);
     /// ```
     #[must_use]
@@ -329,7 +329,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Passes plus blocks over the minute-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(0, 1).unwrap();
     /// n.add_block(30_000, 1).unwrap();
     /// assert_eq!(n.total_request(59_999), 2);
@@ -342,7 +342,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Passes over the minute-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(0, 1).unwrap();
     /// assert_eq!(n.total_pass(59_999), 1);
     /// assert_eq!(n.total_pass(60_000), 0);
@@ -355,7 +355,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Successes over the minute-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_rt_and_success(0, 1, 2).unwrap();
     /// assert_eq!(n.total_success(0), 2);
     /// ```
@@ -367,7 +367,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Exceptions over the minute-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_exception(0, 2).unwrap();
     /// assert_eq!(n.total_exception(0), 2);
     /// ```
@@ -379,7 +379,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Blocks over the minute-level interval.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_block(0, 2).unwrap();
     /// assert_eq!(n.block_request(0), 2);
     /// ```
@@ -395,7 +395,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Passes per second in the minute-level window before `now`'s.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(500, 7).unwrap();
     /// assert_eq!(n.previous_pass_qps(1_500), 7.0);
     /// ```
@@ -407,7 +407,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Blocks per second in the minute-level window before `now`'s.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_block(500, 7).unwrap();
     /// assert_eq!(n.previous_block_qps(1_500), 7.0);
     /// ```
@@ -420,11 +420,11 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// `addWaitingRequest`); see [`Metric::add_waiting`].
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_waiting_request(0, 500, 2).unwrap();
     /// assert_eq!(n.waiting(0), 2);
     /// ```
-    pub fn add_waiting_request(&self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub fn add_waiting_request(&self, now: u64, future: u64, n: u64) -> Result<(), crate::borrow::WaitingError> {
         self.second.add_waiting(now, future, n)
     }
 
@@ -433,7 +433,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// second-level pass arrives with the borrowed window).
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_occupied_pass(0, 2).unwrap();
     /// assert_eq!((n.occupied_pass_qps(0), n.total_pass(0), n.pass_qps(0)), (2.0, 2, 0.0));
     /// ```
@@ -446,7 +446,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// Passes booked for second-level windows that have not started.
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// assert_eq!(n.waiting(0), 0);
     /// ```
     #[must_use]
@@ -459,7 +459,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// `timeout` if there is none in time. See [`Metric::try_occupy_next`].
     ///
     /// ```
-    /// let n = leaparray::StatisticNode::millis();
+    /// let n = leaparray::stats::StatisticNode::millis();
     /// n.add_pass(100, 10).unwrap();
     /// assert_eq!(n.try_occupy_next(700, 5, 10, 500), 300);
     /// ```
@@ -473,7 +473,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
 /// [`StatisticNode::enter`].
 ///
 /// ```
-/// let n = leaparray::StatisticNode::millis();
+/// let n = leaparray::stats::StatisticNode::millis();
 /// let g = n.enter(0);
 /// drop(g);
 /// assert_eq!(n.concurrency(), 0);

@@ -93,7 +93,7 @@ use crate::keyed::{
     at, decide, grace, home_of, layout_of, max_limit_of, probe_len, recyclable, remaining_from,
     retry_after_from, KeyedError, Overflow, Stats, DEFAULT_SEED, USED,
 };
-use crate::limiter::Decision;
+use crate::decision::Decision;
 use crate::packed::{self, Layout};
 
 /// How far ahead a burst prefetches: request `i + AHEAD`'s home slot as

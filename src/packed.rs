@@ -12,7 +12,7 @@
 //! Slot `k` is for window `newest + F - k`: slots `F .. F + N` are the
 //! `N` windows of the interval ending at the newest window, slots `0 ..
 //! F` the `F` windows after it, which only borrowed permits (prioritized
-//! requests told to [`Wait`](crate::Decision::Wait)) can reach. Each slot
+//! requests told to [`Wait`](crate::gate::PriorityDecision::Wait)) can reach. Each slot
 //! holds its window's passes, except the last, `S - 1` (the oldest
 //! window's) when `N >= 2`: it holds the **total** of the interval
 //! ending at the newest window (slots `F .. S`), so that a decision

@@ -29,9 +29,16 @@
 //! refuses it, so only when those members are both within the size of the
 //! concurrent requests of their limits. A set's own decisions are never
 //! over any limit and never leave a partial booking behind.
+//!
+//! Name each gate once. A gate named twice is asked for its `n` twice:
+//! the room check sees each `n` alone, the second booking can then be
+//! refused, and taking the first back leaves that gate's counts as they
+//! were but may have moved its newest window on, so "changes nothing"
+//! does not hold for it. (`GateSet::new` is `const` and cannot compare the
+//! references: a check would cost every decision.)
 
 use crate::gate::Gate;
-use crate::limiter::Decision;
+use crate::decision::Decision;
 use crate::packed::Outcome;
 
 mod private {
@@ -198,9 +205,12 @@ impl<'a, const K: usize> GateSet<'a, K> {
         Decision::Pass
     }
 
-    /// Ticks until `n` permits would pass in every gate if nothing else
-    /// arrived: the longest of the gates' [`Gate::retry_after`], `None` if
-    /// some gate never admits `n`.
+    /// Ticks until `n` permits would pass in every gate at once if nothing
+    /// else arrived: the first such time, `None` if some gate never admits
+    /// `n`. Often the longest of the gates' [`Gate::retry_after`], but
+    /// not always: a gate that lent permits to a future window
+    /// ([`Gate::try_acquire_prioritized`]) can have room now and none when
+    /// that window starts.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -225,11 +235,26 @@ impl<'a, const K: usize> GateSet<'a, K> {
     /// ```
     #[must_use]
     pub fn retry_after_each(&self, now: u64, n: [u64; K]) -> Option<u64> {
-        let mut longest = 0;
-        for (g, n) in self.gates.iter().zip(n) {
-            longest = longest.max(g.retry_after(now, n)?);
+        // Room in a member need not last: one that borrowed has room now,
+        // none when the borrowed window starts, and room again after it.
+        // So the answer is the first time at which every member has room.
+        // From a time `t` at which some member refuses, no time before
+        // `t + wait` can pass (`wait` the longest of the members' first
+        // times with room from `t`), so that is the next time to try; `t`
+        // only grows, and once every borrowed window has slid out room only
+        // grows, so the loop ends (after at most one step per window that
+        // a member holds ahead of `now`, plus one).
+        let mut t = now;
+        loop {
+            let mut wait = 0;
+            for (g, &n) in self.gates.iter().zip(&n) {
+                wait = wait.max(g.retry_after(t, n)?);
+            }
+            if wait == 0 {
+                return Some(t - now);
+            }
+            t = t.checked_add(wait)?;
         }
-        Some(longest)
     }
 }
 

@@ -127,6 +127,47 @@ impl core::fmt::Display for ClaimError {
 #[cfg(feature = "std")]
 impl std::error::Error for ClaimError {}
 
+/// Why a shared add ([`SharedAdder::add`], [`Sharded::add`]) did not
+/// count.
+///
+/// ```
+/// use core::num::NonZeroU64;
+/// use leaparray::shard::{SharedAddError, Sharded};
+/// use leaparray::AddError;
+/// let s = Sharded::<2, 1, 1>::new(NonZeroU64::new(10).unwrap());
+/// assert_eq!(s.add(0, 0, 1, 1), Err(SharedAddError::Add(AddError::NoSuchCounter)));
+/// let _w = s.claim(0).unwrap();
+/// assert_eq!(s.add(0, 0, 0, 1), Err(SharedAddError::NoFreeShard));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum SharedAddError {
+    /// Every shard is claimed by a writer: a shared add has no shard to
+    /// go to. Nothing was counted.
+    NoFreeShard,
+    /// The add itself: see [`AddError`].
+    Add(AddError),
+}
+
+impl From<AddError> for SharedAddError {
+    fn from(e: AddError) -> Self {
+        SharedAddError::Add(e)
+    }
+}
+
+impl core::fmt::Display for SharedAddError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SharedAddError::NoFreeShard => f.write_str("every shard is claimed by a writer"),
+            SharedAddError::Add(e) => core::fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SharedAddError {}
+
 /// `S` sliding-window arrays of `N` windows and `C` counters, one per core
 /// or queue, read as one.
 ///
@@ -298,7 +339,7 @@ impl<const N: usize, const C: usize, const S: usize> Sharded<N, C, S> {
     /// s.add(8, 1, 0, 3).unwrap(); // shard 0
     /// assert_eq!(s.sum(1, 0), 5);
     /// ```
-    pub fn add(&self, hint: usize, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+    pub fn add(&self, hint: usize, now: u64, counter: usize, n: u64) -> Result<(), SharedAddError> {
         self.shared(hint).add(now, counter, n)
     }
 
@@ -406,7 +447,7 @@ impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
     /// Adds `n` to `counter` in the window of `now`, in the shard
     /// `hint % S`, or the next one not claimed by a writer. The exact
     /// compare-and-swap path of [`LeapArray::add`], with its errors;
-    /// [`AddError::NoFreeShard`] if every shard is claimed. While it runs, a
+    /// [`SharedAddError::NoFreeShard`] if every shard is claimed. While it runs, a
     /// claim of its shard fails with [`ClaimError::Shared`]: it announces
     /// itself on the shard's state word with a `fetch_add` before the add and
     /// a `fetch_sub` after it, two atomic read-modify-writes more than
@@ -415,13 +456,13 @@ impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::AddError;
-    /// let s = leaparray::shard::Sharded::<2, 1, 1>::new(NonZeroU64::new(10).unwrap());
+    /// use leaparray::shard::{SharedAddError, Sharded};
+    /// let s = Sharded::<2, 1, 1>::new(NonZeroU64::new(10).unwrap());
     /// s.shared(0).add(1, 0, 1).unwrap();
     /// let _w = s.claim(0).unwrap();
-    /// assert_eq!(s.shared(0).add(1, 0, 1), Err(AddError::NoFreeShard));
+    /// assert_eq!(s.shared(0).add(1, 0, 1), Err(SharedAddError::NoFreeShard));
     /// ```
-    pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), AddError> {
+    pub fn add(&self, now: u64, counter: usize, n: u64) -> Result<(), SharedAddError> {
         for k in 0..S {
             let shard = &self.sharded.shards[(self.hint % S + k) % S];
             // ORDERING: Acquire pairs with the Release of a writer's `Drop`
@@ -432,12 +473,12 @@ impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
                 // ORDERING: Release pairs with the Acquire of the next
                 // `claim`: this add happens before its writes.
                 shard.state.fetch_sub(1, Ordering::Release);
-                return added;
+                return Ok(added?);
             }
             // Claimed: take the announcement back, try the next shard.
             shard.state.fetch_sub(1, Ordering::Relaxed);
         }
-        Err(AddError::NoFreeShard)
+        Err(SharedAddError::NoFreeShard)
     }
 }
 

@@ -16,7 +16,7 @@
 //! `/ 1000` converts milliseconds to seconds, so the product is right only
 //! for a clock in milliseconds and a rate per second, and the issue
 //! alibaba/Sentinel#3212 reports the judgement going wrong around it.
-//! [`SystemGuard`] states the same product in the node's own ticks,
+//! [`AdaptiveRule`] states the same product in the node's own ticks,
 //! with nothing to convert: a window of `W` ticks that completed `S`
 //! requests delivered `S / W` per tick, a minimum RT of `R` ticks then
 //! holds `S * R / W` requests in flight, and a request is admitted while
@@ -28,7 +28,7 @@
 //!
 //! decided by cross-multiplying in `u128` (`c * W * 100 <= S * R * gain`):
 //! no floating point, no division in the decision, so no rounding in it;
-//! [`SystemGuard::limit`] reports the quotient rounded down, which admits
+//! [`AdaptiveRule::limit`] reports the quotient rounded down, which admits
 //! exactly the same requests. Time in µs, ms or CPU cycles all give the
 //! same answer (`tests/system.rs` checks the units bug of #3212 fails).
 //!
@@ -74,7 +74,7 @@
 //! |---|---|---|---|---|---|
 //! | no guard | 19,180 | 18,952 ms | 500 (the rest queue) | 0% | 0 |
 //! | Sentinel's `checkBbr`, always on | 6 | 109 ms | about 20 (collapsed) | 94.3% | 18 |
-//! | `SystemGuard` (defaults) | 60 | 120 ms | 493 to 504 | 1.1% | **0** |
+//! | `AdaptiveRule` (defaults) | 60 | 120 ms | 493 to 504 | 1.1% | **0** |
 //!
 //! (The guard's 1.1%: while the load rises, a burst can pass 1.5 x the
 //! busiest completed second x the min RT, which is below the mean RT.)
@@ -92,49 +92,49 @@
 //!
 //! Until a completed window of the last minute holds a success, there is
 //! no throughput to judge by: the guard admits everything
-//! ([`SystemGuard::limit`] is `None`), as Sentinel's guard is off until the
+//! ([`AdaptiveRule::limit`] is `None`), as Sentinel's guard is off until the
 //! load is high. A service that never completes a request is therefore not
 //! protected by this rule (a flow [`Gate`](crate::Gate) or a concurrency
 //! cap is).
 //!
 //! # Concurrency
 //!
-//! [`try_enter`](SystemGuard::try_enter) counts the request in flight
+//! [`try_enter`](AdaptiveRule::try_enter) counts the request in flight
 //! first, then decides, and takes it back if refused: when it admits, the
 //! requests in flight (counted ones, itself included) were at most the
 //! limit it read, under any interleaving. Racing callers may refuse each
 //! other falsely (each counts the other's tentative entry), never admit
-//! over the limit. [`check`](SystemGuard::check) is Sentinel's read-only
+//! over the limit. [`check`](AdaptiveRule::check) is Sentinel's read-only
 //! check: its answer may be stale by the time the caller enters.
 //!
 //! # Cost
 //!
-//! [`try_enter`](SystemGuard::try_enter), [`check`](SystemGuard::check)
-//! and [`limit`](SystemGuard::limit) read the 60 windows of the minute
+//! [`try_enter`](AdaptiveRule::try_enter), [`check`](AdaptiveRule::check)
+//! and [`limit`](AdaptiveRule::limit) read the 60 windows of the minute
 //! metric (a `heapless::Vec` of 60 records, about 5 KB of stack), as
 //! Sentinel's `maxSuccess` iterates its windows: 1,184 ns per `try_enter`
 //! on a 2-vCPU x86-64 (Zen 5) VM, against 28 ns for
 //! `StatisticNode::enter` alone (a full minute of history, one thread,
 //! release build with LTO, median of 5 runs of 2M calls, one run). Where
-//! that is too much, compute [`limit`](SystemGuard::limit) once per window
-//! and decide with [`enter_within`](SystemGuard::enter_within): one atomic
+//! that is too much, compute [`limit`](AdaptiveRule::limit) once per window
+//! and decide with [`enter_within`](AdaptiveRule::enter_within): one atomic
 //! increment and a compare, 31 ns in the same run, the same decision
 //! while the limit is current.
 
-use crate::limiter::Decision;
+use crate::decision::Decision;
 use crate::node::{ConcurrencyGuard, StatisticNode};
-use crate::Event;
+use crate::event::Event;
 
 /// Sentinel's adaptive system rule (`checkBbr`), in the node's ticks,
 /// with a windowed max and min over the minute (see the [module
 /// docs](self)).
 ///
 /// ```
-/// use leaparray::system::SystemGuard;
-/// use leaparray::StatisticNode;
+/// use leaparray::system::AdaptiveRule;
+/// use leaparray::stats::StatisticNode;
 ///
 /// static NODE: StatisticNode = StatisticNode::millis(); // time in ms
-/// static GUARD: SystemGuard = SystemGuard::new();
+/// static GUARD: AdaptiveRule = AdaptiveRule::new();
 ///
 /// // Second [0, 1000): 100 requests completed, the fastest in 20 ms.
 /// NODE.add_rt_and_success(500, 20 * 100, 100).unwrap();
@@ -150,31 +150,31 @@ use crate::Event;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct SystemGuard {
+pub struct AdaptiveRule {
     gain_percent: u32,
     floor: u64,
 }
 
-impl Default for SystemGuard {
+impl Default for AdaptiveRule {
     fn default() -> Self {
         Self::new()
     }
 }
 
-/// What the guard's limit rests on: [`SystemGuard::estimate`].
+/// What the guard's limit rests on: [`AdaptiveRule::estimate`].
 ///
 /// ```
-/// use leaparray::system::{Estimate, SystemGuard};
-/// let node = leaparray::StatisticNode::millis();
+/// use leaparray::system::{DeliveryEstimate, AdaptiveRule};
+/// let node = leaparray::stats::StatisticNode::millis();
 /// node.add_rt_and_success(0, 40, 4).unwrap();
 /// assert_eq!(
-///     SystemGuard::new().estimate(&node, 1_000),
-///     Some(Estimate { max_success: 4, window: 1_000, min_rt: 40 })
+///     AdaptiveRule::new().estimate(&node, 1_000),
+///     Some(DeliveryEstimate { max_success: 4, window: 1_000, min_rt: 40 })
 /// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Estimate {
+pub struct DeliveryEstimate {
     /// The largest success count of a completed minute-level window in the
     /// interval (at least 1).
     pub max_success: u64,
@@ -184,17 +184,17 @@ pub struct Estimate {
     pub min_rt: u64,
 }
 
-impl SystemGuard {
+impl AdaptiveRule {
     /// A guard with a gain of 150% and a floor of 1 (a request is admitted
     /// whenever nothing else is in flight).
     ///
     /// ```
-    /// let g = leaparray::system::SystemGuard::new();
+    /// let g = leaparray::system::AdaptiveRule::new();
     /// assert_eq!((g.gain_percent(), g.floor()), (150, 1));
     /// ```
     #[must_use]
     pub const fn new() -> Self {
-        SystemGuard {
+        AdaptiveRule {
             gain_percent: 150,
             floor: 1,
         }
@@ -204,12 +204,12 @@ impl SystemGuard {
     /// Sentinel's rule exactly; 0: only the floor).
     ///
     /// ```
-    /// let g = leaparray::system::SystemGuard::new().with_gain_percent(200);
+    /// let g = leaparray::system::AdaptiveRule::new().with_gain_percent(200);
     /// assert_eq!(g.gain_percent(), 200);
     /// ```
     #[must_use]
     pub const fn with_gain_percent(self, percent: u32) -> Self {
-        SystemGuard {
+        AdaptiveRule {
             gain_percent: percent,
             ..self
         }
@@ -219,18 +219,18 @@ impl SystemGuard {
     /// the estimate (Sentinel's `currentThread > 1`).
     ///
     /// ```
-    /// let g = leaparray::system::SystemGuard::new().with_floor(8);
+    /// let g = leaparray::system::AdaptiveRule::new().with_floor(8);
     /// assert_eq!(g.floor(), 8);
     /// ```
     #[must_use]
     pub const fn with_floor(self, floor: u64) -> Self {
-        SystemGuard { floor, ..self }
+        AdaptiveRule { floor, ..self }
     }
 
     /// The gain, in percent.
     ///
     /// ```
-    /// assert_eq!(leaparray::system::SystemGuard::new().gain_percent(), 150);
+    /// assert_eq!(leaparray::system::AdaptiveRule::new().gain_percent(), 150);
     /// ```
     #[must_use]
     pub const fn gain_percent(&self) -> u32 {
@@ -240,7 +240,7 @@ impl SystemGuard {
     /// The floor: requests in flight always admitted.
     ///
     /// ```
-    /// assert_eq!(leaparray::system::SystemGuard::new().floor(), 1);
+    /// assert_eq!(leaparray::system::AdaptiveRule::new().floor(), 1);
     /// ```
     #[must_use]
     pub const fn floor(&self) -> u64 {
@@ -252,10 +252,10 @@ impl SystemGuard {
     /// holds a success.
     ///
     /// ```
-    /// use leaparray::system::SystemGuard;
-    /// let node = leaparray::StatisticNode::millis();
+    /// use leaparray::system::AdaptiveRule;
+    /// let node = leaparray::stats::StatisticNode::millis();
     /// node.add_rt_and_success(0, 10, 1).unwrap();
-    /// let g = SystemGuard::new();
+    /// let g = AdaptiveRule::new();
     /// assert_eq!(g.estimate(&node, 999), None); // [0, 1000) not completed
     /// assert_eq!(g.estimate(&node, 1_000).map(|e| e.min_rt), Some(10));
     /// assert_eq!(g.estimate(&node, 59_999).map(|e| e.max_success), Some(1));
@@ -266,7 +266,7 @@ impl SystemGuard {
         &self,
         node: &StatisticNode<S, M>,
         now: u64,
-    ) -> Option<Estimate> {
+    ) -> Option<DeliveryEstimate> {
         let minute = node.minute();
         let window = minute.window();
         let current = now / window;
@@ -281,7 +281,7 @@ impl SystemGuard {
             }
         }
         let min_rt = min_rt?;
-        (max_success > 0).then_some(Estimate {
+        (max_success > 0).then_some(DeliveryEstimate {
             max_success,
             window,
             min_rt,
@@ -292,7 +292,7 @@ impl SystemGuard {
     /// limit of `estimate`: `in_flight <= floor`, or
     /// `in_flight * window * 100 <= max_success * min_rt * gain_percent`,
     /// in `u128` (no rounding).
-    fn admits(&self, estimate: Option<Estimate>, in_flight: u64) -> bool {
+    fn admits(&self, estimate: Option<DeliveryEstimate>, in_flight: u64) -> bool {
         let Some(e) = estimate else {
             return true;
         };
@@ -319,13 +319,13 @@ impl SystemGuard {
     /// one included, are at most this.
     ///
     /// ```
-    /// use leaparray::system::SystemGuard;
-    /// let node = leaparray::StatisticNode::millis();
-    /// assert_eq!(SystemGuard::new().limit(&node, 0), None);
+    /// use leaparray::system::AdaptiveRule;
+    /// let node = leaparray::stats::StatisticNode::millis();
+    /// assert_eq!(AdaptiveRule::new().limit(&node, 0), None);
     /// node.add_rt_and_success(0, 5, 1).unwrap(); // one of 5 ms
     /// node.add_rt_and_success(0, 6 * 999, 999).unwrap(); // 1,000 in [0, 1000)
-    /// assert_eq!(SystemGuard::new().limit(&node, 1_000), Some(7)); // 5 x 1.5 = 7.5
-    /// assert_eq!(SystemGuard::new().with_gain_percent(100).limit(&node, 1_000), Some(5));
+    /// assert_eq!(AdaptiveRule::new().limit(&node, 1_000), Some(7)); // 5 x 1.5 = 7.5
+    /// assert_eq!(AdaptiveRule::new().with_gain_percent(100).limit(&node, 1_000), Some(5));
     /// ```
     #[must_use]
     pub fn limit<const S: usize, const M: usize>(
@@ -347,10 +347,12 @@ impl SystemGuard {
     /// [`try_enter`](Self::try_enter) to decide and count in one step).
     ///
     /// ```
-    /// use leaparray::{system::SystemGuard, Decision, StatisticNode};
+    /// use leaparray::stats::StatisticNode;
+    /// use leaparray::system::AdaptiveRule;
+    /// use leaparray::Decision;
     /// let node = StatisticNode::millis();
     /// node.add_rt_and_success(0, 10, 1).unwrap();
-    /// let g = SystemGuard::new();
+    /// let g = AdaptiveRule::new();
     /// let _first = node.enter(1_000);
     /// assert_eq!(g.check(&node, 1_000), Decision::Block); // 1/s x 10 ms: the floor, 1
     /// assert_eq!(g.with_floor(2).check(&node, 1_000), Decision::Pass);
@@ -376,9 +378,10 @@ impl SystemGuard {
     /// recorded (add a block yourself if you count them).
     ///
     /// ```
-    /// use leaparray::{system::SystemGuard, StatisticNode};
+    /// use leaparray::stats::StatisticNode;
+    /// use leaparray::system::AdaptiveRule;
     /// let node = StatisticNode::millis();
-    /// let g = SystemGuard::new();
+    /// let g = AdaptiveRule::new();
     /// let a = g.try_enter(&node, 0).unwrap(); // no estimate yet: admitted
     /// let b = g.try_enter(&node, 0).unwrap();
     /// assert_eq!(node.concurrency(), 2);
@@ -415,16 +418,17 @@ impl SystemGuard {
     /// once per window (or per millisecond) and share it.
     ///
     /// ```
-    /// use leaparray::{system::SystemGuard, StatisticNode};
+    /// use leaparray::stats::StatisticNode;
+    /// use leaparray::system::AdaptiveRule;
     /// let node = StatisticNode::millis();
     /// node.add_rt_and_success(0, 10, 1).unwrap();
     /// node.add_rt_and_success(0, 10 * 199, 199).unwrap(); // 200/s x 10 ms
-    /// let limit = SystemGuard::new().with_gain_percent(100).limit(&node, 1_000);
+    /// let limit = AdaptiveRule::new().with_gain_percent(100).limit(&node, 1_000);
     /// assert_eq!(limit, Some(2));
-    /// let a = SystemGuard::enter_within(&node, 1_000, limit).unwrap();
-    /// let b = SystemGuard::enter_within(&node, 1_000, limit).unwrap();
-    /// assert!(SystemGuard::enter_within(&node, 1_000, limit).is_none());
-    /// assert!(SystemGuard::enter_within(&node, 1_000, None).is_some());
+    /// let a = AdaptiveRule::enter_within(&node, 1_000, limit).unwrap();
+    /// let b = AdaptiveRule::enter_within(&node, 1_000, limit).unwrap();
+    /// assert!(AdaptiveRule::enter_within(&node, 1_000, limit).is_none());
+    /// assert!(AdaptiveRule::enter_within(&node, 1_000, None).is_some());
     /// drop((a, b));
     /// ```
     #[must_use = "the request is admitted only while the guard is held"]
@@ -456,14 +460,14 @@ mod tests {
         // 1,000 successes in [0, 1 s), fastest 5 ms = 5,000 µs.
         node.add_rt_and_success(10, 5_000, 1).unwrap();
         node.add_rt_and_success(10, 6_000 * 999, 999).unwrap();
-        let g = SystemGuard::new().with_gain_percent(100);
+        let g = AdaptiveRule::new().with_gain_percent(100);
         assert_eq!(g.limit(&node, 1_000_000), Some(5));
     }
 
     #[test]
     fn saturated_left_side_refuses() {
-        let g = SystemGuard::new().with_floor(0);
-        let e = Some(Estimate {
+        let g = AdaptiveRule::new().with_floor(0);
+        let e = Some(DeliveryEstimate {
             max_success: crate::MAX_COUNT,
             window: u64::MAX,
             min_rt: crate::MAX_COUNT,

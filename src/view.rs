@@ -7,13 +7,13 @@ use crate::word::{Wide, Width};
 
 /// A [`LeapArray`] that can only be read: every read method of
 /// `LeapArray`, none that writes (`add`, `sub`, `update_max`). A type that
-/// keeps an array whose cells encode something (as [`Metric`](crate::Metric)
+/// keeps an array whose cells encode something (as [`Metric`](crate::stats::Metric)
 /// keeps the minimum RT as `MAX_COUNT - rt`) hands out this, so a caller can
 /// read the raw cells but cannot break the encoding.
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{Event, Metric};
+/// use leaparray::stats::{Event, Metric};
 ///
 /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
 /// m.add(100, Event::Exception, 1).unwrap();
@@ -25,7 +25,7 @@ use crate::word::{Wide, Width};
 ///
 /// ```compile_fail,E0599
 /// # use core::num::NonZeroU64;
-/// let m = leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap());
+/// let m = leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap());
 /// m.array().add(100, 6, 1); // the minimum-RT cell
 /// ```
 pub struct ReadOnlyArray<const N: usize, const C: usize = 1, W: Width = Wide>(
@@ -37,7 +37,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// let m = leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// let m = leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// assert_eq!(m.array().window(), 500);
     /// ```
     #[must_use]
@@ -49,7 +49,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// let m = leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// let m = leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// assert_eq!(m.array().interval(), 1_000);
     /// ```
     #[must_use]
@@ -61,7 +61,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// let m = leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// let m = leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// assert_eq!(m.array().window_start(1_234), 1_000);
     /// ```
     #[must_use]
@@ -74,7 +74,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// let m = leaparray::Metric::<2>::new(NonZeroU64::new(500).unwrap());
+    /// let m = leaparray::stats::Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// assert_eq!(m.array().window_index(1_500), 1);
     /// ```
     #[must_use]
@@ -86,7 +86,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Block, 1).unwrap();
     /// m.add(600, Event::Block, 2).unwrap();
@@ -102,7 +102,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Block, 1).unwrap();
     /// assert_eq!(m.array().sums(0)[Event::Block.index()], 1);
@@ -117,7 +117,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(600, Event::Pass, 1).unwrap();
     /// let w = m.array().windows(700);
@@ -133,7 +133,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 1).unwrap();
     /// m.add(600, Event::Pass, 1).unwrap();
@@ -153,7 +153,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 3).unwrap();
     /// assert_eq!(m.array().window_at(0).map(|w| w.counts[0]), Some(3));
@@ -169,7 +169,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 3).unwrap();
     /// assert_eq!(m.array().previous(600).map(|w| w.start), Some(0));
@@ -184,7 +184,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 3).unwrap();
     /// assert_eq!(m.array().head(700).map(|w| w.start), Some(0));
@@ -200,7 +200,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::{Event, Metric};
+    /// # use leaparray::stats::{Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(100, Event::Pass, 1).unwrap();
     /// m.add(600, Event::Pass, 2).unwrap();
@@ -213,7 +213,7 @@ impl<const N: usize, const C: usize, W: Width> ReadOnlyArray<N, C, W> {
 
 /// Loom builds only: the array itself, so that `loom-tests` can read the
 /// windows a bucket retired (`LeapArray::retired`) through
-/// [`Metric::array`](crate::Metric::array).
+/// [`Metric::array`](crate::stats::Metric::array).
 #[cfg(leaparray_loom)]
 impl<const N: usize, const C: usize, W: Width> core::ops::Deref for ReadOnlyArray<N, C, W> {
     type Target = LeapArray<N, C, W>;

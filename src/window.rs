@@ -7,7 +7,8 @@
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{LeapArray, Window};
+/// use leaparray::array::Window;
+/// use leaparray::LeapArray;
 ///
 /// let a = LeapArray::<2, 2>::new(NonZeroU64::new(500).unwrap());
 /// a.add(700, 1, 3).unwrap();

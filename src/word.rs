@@ -46,7 +46,7 @@ pub const MAX_COUNT: u64 = <Wide as Width>::MAX_COUNT;
 /// targets that have no 64-bit ones). Sealed: only these two exist.
 ///
 /// ```
-/// use leaparray::{Narrow, Wide, Width};
+/// use leaparray::array::{Narrow, Wide, Width};
 /// assert_eq!(Wide::MAX_COUNT, (1 << 47) - 1);
 /// assert_eq!(Narrow::MAX_COUNT, (1 << 23) - 1);
 /// assert_eq!(Narrow::WINDOW_RANGE, 1 << 23);
@@ -55,7 +55,7 @@ pub trait Width: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'stat
     /// Largest count of one counter in one window.
     ///
     /// ```
-    /// use leaparray::{Narrow, Width};
+    /// use leaparray::array::{Narrow, Width};
     /// assert_eq!(Narrow::MAX_COUNT, 8_388_607);
     /// ```
     const MAX_COUNT: u64;
@@ -64,7 +64,7 @@ pub trait Width: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'stat
     /// use (see [`LeapArray::refresh`](crate::LeapArray::refresh)).
     ///
     /// ```
-    /// use leaparray::{Wide, Width};
+    /// use leaparray::array::{Wide, Width};
     /// assert_eq!(Wide::WINDOW_RANGE, 1 << 47);
     /// ```
     const WINDOW_RANGE: u64;
@@ -75,7 +75,8 @@ pub trait Width: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'stat
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{LeapArray, Wide};
+/// use leaparray::array::Wide;
+/// use leaparray::LeapArray;
 ///
 /// let a: LeapArray<2, 1, Wide> = LeapArray::new(NonZeroU64::new(10).unwrap());
 /// a.add(0, 0, 1 << 40).unwrap();
@@ -100,7 +101,8 @@ pub struct Wide;
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::{AddError, LeapArray, Narrow, Width};
+/// use leaparray::array::{Narrow, Width};
+/// use leaparray::{AddError, LeapArray};
 ///
 /// let a = LeapArray::<2, 1, Narrow>::new_narrow(NonZeroU64::new(10).unwrap());
 /// assert_eq!(a.add(0, 0, Narrow::MAX_COUNT + 1), Err(AddError::Saturated));

@@ -4,7 +4,8 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroU64;
 
-use leaparray::{AddError, LeapArray, SpanError, Window, MAX_COUNT};
+use leaparray::array::{SpanError, Window};
+use leaparray::{AddError, LeapArray, MAX_COUNT};
 
 fn w(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
@@ -356,7 +357,7 @@ fn times_beyond_the_id_range_are_taken_modulo_2_pow_48() {
 /// and the roll-over that would produce the empty stamp skips it.
 #[test]
 fn narrow_generation_wraps_and_skips_the_empty_stamp() {
-    use leaparray::{Narrow, Width};
+    use leaparray::array::{Narrow, Width};
     let a = LeapArray::<1, 2, Narrow>::new_narrow(w(1));
     for t in 0..1_000 {
         a.add(t, 0, t % 5 + 1).unwrap();
@@ -393,7 +394,7 @@ fn narrow_generation_wraps_and_skips_the_empty_stamp() {
 /// one index keeps only that bucket in range; `refresh` keeps them all.
 #[test]
 fn narrow_refresh_keeps_idle_buckets_in_range() {
-    type A = LeapArray<2, 1, leaparray::Narrow>;
+    type A = LeapArray<2, 1, leaparray::array::Narrow>;
     let new = || A::new_narrow(NonZeroU64::new(1).unwrap());
     let keep = |a: &A, t: u64| a.refresh(t);
     // Window 1 (bucket 1) gets 5; afterwards only even times are used,

@@ -5,7 +5,7 @@
 use core::num::NonZeroU64;
 
 use leaparray::export::{ExportError, LineFormat, MetricLog};
-use leaparray::{Event, StatisticNode, WindowDetail};
+use leaparray::stats::{Event, MetricWindow, StatisticNode};
 use proptest::prelude::*;
 
 fn nz(v: u64) -> NonZeroU64 {
@@ -31,7 +31,7 @@ fn parse_line(line: &str, format: LineFormat) -> (u64, Option<String>, String, [
 }
 
 /// The line's seven numbers as Sentinel's `fromBucket` makes them, in ms.
-fn expected(d: &WindowDetail, ticks_per_second: u64) -> [u64; 7] {
+fn expected(d: &MetricWindow, ticks_per_second: u64) -> [u64; 7] {
     let success = d.get(Event::Success);
     let rt = u128::from(d.get(Event::Rt)) * 1_000
         / (u128::from(ticks_per_second) * u128::from(success.max(1)));
@@ -170,7 +170,7 @@ fn log_refuses_bad_names_and_writes_nothing() {
 /// The fat date is UTC (values from Python's `datetime`, UTC).
 #[test]
 fn log_fat_dates_are_utc() {
-    let d = WindowDetail {
+    let d = MetricWindow {
         start: 0,
         counts: [0; 6],
         min_rt: None,
@@ -215,7 +215,8 @@ mod prometheus {
     use super::nz;
     use leaparray::export::{ExportError, Exposition};
     use leaparray::keyed::Overflow;
-    use leaparray::{Gate, KeyedGate, StatisticNode};
+    use leaparray::stats::StatisticNode;
+    use leaparray::{Gate, KeyedGate};
 
     #[derive(Debug, PartialEq)]
     struct Sample {
@@ -483,11 +484,11 @@ mod prometheus {
         // Values: what the API reads at `now`.
         let f = |n: &str, r: &str, e: Option<&str>| get(&p, &format!("leaparray_{n}"), r, e);
         for (event, ev) in [
-            ("pass", leaparray::Event::Pass),
-            ("block", leaparray::Event::Block),
-            ("exception", leaparray::Event::Exception),
-            ("success", leaparray::Event::Success),
-            ("occupied_pass", leaparray::Event::OccupiedPass),
+            ("pass", leaparray::stats::Event::Pass),
+            ("block", leaparray::stats::Event::Block),
+            ("exception", leaparray::stats::Event::Exception),
+            ("success", leaparray::stats::Event::Success),
+            ("occupied_pass", leaparray::stats::Event::OccupiedPass),
         ] {
             assert_eq!(
                 f("node_second_events", HOSTILE, Some(event)),

@@ -7,8 +7,8 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use leaparray::gate::{Decision, Gate, Shape};
-use leaparray::{Event, Limiter, Metric};
+use leaparray::gate::{Decision, Gate, PriorityDecision, Shape};
+use leaparray::stats::{Event, Metric};
 use proptest::prelude::*;
 
 // The model shared with fuzz/ (its `gate` target).
@@ -75,19 +75,19 @@ fn all_or_nothing_and_edge_sizes() {
         assert_eq!(g.count(0), 0, "nothing booked");
         assert_eq!(g.try_acquire(0, limit + 1), Decision::Block);
         assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
-        assert_eq!(g.try_acquire_prioritized(0, limit + 1), Decision::Block);
-        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), Decision::Block);
+        assert_eq!(g.try_acquire_prioritized(0, limit + 1), PriorityDecision::Block);
+        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), PriorityDecision::Block);
         assert_eq!(g.try_acquire(0, 1), Decision::Pass);
         assert_eq!(
             g.try_acquire(0, u64::MAX),
             Decision::Block,
             "not 1 + MAX wrapped"
         );
-        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), Decision::Block);
+        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), PriorityDecision::Block);
         // Sizes the one-word fast path takes (below 2^63) and the rest.
         for n in [limit + 1, 1 << 62, (1 << 63) - 1, 1 << 63, u64::MAX - limit] {
             assert_eq!(g.try_acquire(0, n), Decision::Block, "{n}");
-            assert_eq!(g.try_acquire_prioritized(0, n), Decision::Block, "{n}");
+            assert_eq!(g.try_acquire_prioritized(0, n), PriorityDecision::Block, "{n}");
         }
         assert_eq!(g.try_acquire(0, limit - 1), Decision::Pass);
         assert_eq!(g.try_acquire(0, 1), Decision::Block);
@@ -95,7 +95,7 @@ fn all_or_nothing_and_edge_sizes() {
     }
     let zero = Gate::<2>::new(nz(500), 0);
     assert_eq!(zero.try_acquire(0, 1), Decision::Block);
-    assert_eq!(zero.try_acquire_prioritized(0, 1), Decision::Block);
+    assert_eq!(zero.try_acquire_prioritized(0, 1), PriorityDecision::Block);
     assert_eq!(zero.retry_after(0, 1), None);
 }
 
@@ -152,18 +152,18 @@ fn prioritized_borrows_the_next_window() {
         assert_eq!(g.try_acquire(1_700, 5), Decision::Block, "{shape}");
         assert_eq!(
             g.try_acquire_prioritized(1_700, 5),
-            Decision::Wait(300),
+            PriorityDecision::Wait(300),
             "{shape}"
         );
         // Only 2 more fit in the future interval [1500, 2500): 3 + 5 + 2.
         assert_eq!(
             g.try_acquire_prioritized(1_700, 3),
-            Decision::Block,
+            PriorityDecision::Block,
             "{shape}"
         );
         assert_eq!(
             g.try_acquire_prioritized(1_700, 2),
-            Decision::Wait(300),
+            PriorityDecision::Wait(300),
             "{shape}"
         );
         // When the borrowed window starts, its passes are there, and the
@@ -176,7 +176,7 @@ fn prioritized_borrows_the_next_window() {
     assert_eq!(g.try_acquire(600, 10), Decision::Pass);
     assert_eq!(
         g.try_acquire_prioritized(700, 4),
-        Decision::Block,
+        PriorityDecision::Block,
         "no window frees room in time"
     );
 }
@@ -188,13 +188,13 @@ fn occupy_timeout_bounds_the_wait() {
     assert_eq!(g.try_acquire(600, 3), Decision::Pass);
     assert_eq!(
         g.try_acquire_prioritized(700, 5),
-        Decision::Block,
+        PriorityDecision::Block,
         "300 ticks >= 200"
     );
-    assert_eq!(g.try_acquire_prioritized(850, 5), Decision::Wait(150));
+    assert_eq!(g.try_acquire_prioritized(850, 5), PriorityDecision::Wait(150));
     let never = Gate::<2>::new(nz(500), 10).with_occupy_timeout(0);
     assert_eq!(never.try_acquire(0, 10), Decision::Pass);
-    assert_eq!(never.try_acquire_prioritized(400, 1), Decision::Block);
+    assert_eq!(never.try_acquire_prioritized(400, 1), PriorityDecision::Block);
 }
 
 /// Sentinel's statistics, recorded by the caller's metric.
@@ -202,10 +202,10 @@ fn occupy_timeout_bounds_the_wait() {
 fn metered_decisions_record_sentinels_statistics() {
     let g = Gate::<2>::new(nz(500), 10);
     let m = Metric::<2>::new(nz(500));
-    assert_eq!(g.try_acquire_metered(&m, 100, 7, false), Decision::Pass);
-    assert_eq!(g.try_acquire_metered(&m, 600, 3, false), Decision::Pass);
-    assert_eq!(g.try_acquire_metered(&m, 700, 5, false), Decision::Block);
-    assert_eq!(g.try_acquire_metered(&m, 700, 5, true), Decision::Wait(300));
+    assert_eq!(g.try_acquire_metered(&m, 100, 7), Decision::Pass);
+    assert_eq!(g.try_acquire_metered(&m, 600, 3), Decision::Pass);
+    assert_eq!(g.try_acquire_metered(&m, 700, 5), Decision::Block);
+    assert_eq!(g.try_acquire_prioritized_metered(&m, 700, 5), PriorityDecision::Wait(300));
     assert_eq!(m.total(700, Event::Pass), 10);
     assert_eq!(m.block(700), 5);
     assert_eq!((m.occupied_pass(700), m.waiting(700)), (5, 5));
@@ -217,16 +217,13 @@ fn metered_decisions_record_sentinels_statistics() {
 }
 
 #[test]
-fn limiter_trait() {
+fn record_count_and_remaining() {
     let g = Gate::<4>::new(nz(250), 5);
-    let l: &dyn Limiter = &g;
+    let l = &g;
     assert_eq!(l.try_acquire(0, 3), Decision::Pass);
     l.record(0, 1).unwrap();
     assert_eq!((l.count(0), l.limit(), l.remaining(0)), (4, 5, 1));
-    fn via_reference(l: impl Limiter) -> Decision {
-        l.try_acquire(0, 2)
-    }
-    assert_eq!(via_reference(&g), Decision::Block);
+    assert_eq!(l.try_acquire(0, 2), Decision::Block);
     assert!(format!("{g:?}").contains("limit: 5"));
     // A word's slot holds at most 2^b - 1 (5 slots of 6 bits: 63), and so
     // does the interval total it keeps: record saturates there, in the
@@ -314,7 +311,7 @@ fn a_new_gate_takes_any_time() {
     }
 }
 
-/// Found in review: `Limiter::record(now, 0)` slid the word to an empty
+/// Found in review: `Gate::record(now, 0)` slid the word to an empty
 /// one at a later id, and a late caller then took the "empty word: any id
 /// will do" rule and booked into its own window, whose interval still held
 /// a window that had slid out of the word: 6 permits over 4 windows at a
@@ -344,7 +341,7 @@ fn the_last_window_of_time_borrows_nothing_and_never_retries() {
         let last = u64::MAX / w * w;
         assert_eq!(g.try_acquire(last - w, 2), Decision::Pass, "{shape}");
         let d = g.try_acquire_prioritized(u64::MAX, 1);
-        assert_eq!(d, Decision::Block, "{shape}: {d:?}");
+        assert_eq!(d, PriorityDecision::Block, "{shape}: {d:?}");
         // Room comes back only in the window after `last`, which never starts.
         assert_eq!(g.try_acquire(last, 1), Decision::Block, "{shape}");
         assert_eq!(g.retry_after(u64::MAX - 3, 1), None, "{shape}");
@@ -355,7 +352,7 @@ fn the_last_window_of_time_borrows_nothing_and_never_retries() {
     ] {
         assert_eq!(g.try_acquire(u64::MAX - 1, 2), Decision::Pass, "{shape}");
         let d = g.try_acquire_prioritized(u64::MAX, 1);
-        assert_eq!(d, Decision::Block, "{shape}: {d:?}");
+        assert_eq!(d, PriorityDecision::Block, "{shape}: {d:?}");
         assert_eq!(g.retry_after(u64::MAX, 1), None, "{shape}");
     }
 }
@@ -554,7 +551,7 @@ fn matches_the_model<const N: usize>(
                 m.try_acquire_prioritized(now, k),
             )
         } else {
-            (g.try_acquire(now, k), m.try_acquire(now, k))
+            (g.try_acquire(now, k).into(), m.try_acquire(now, k).into())
         };
         prop_assert_eq!(
             got,
@@ -657,13 +654,13 @@ fn gate_records_blocks_and_passes_in_the_bucket_shape() {
     assert_eq!(m.total(10, Event::Block), 3);
 }
 
-/// Found by `fuzz/` (target `gate`): with a limit above `MAX_COUNT`, a
-/// booking could saturate, the request was refused, and the partial booking
-/// stayed. Such limits now act as `MAX_COUNT`.
+/// Found by `fuzz/` (target `gate`): a booking that saturates a count is
+/// refused and leaves no partial booking; at a limit of `MAX_COUNT`, the
+/// largest a gate takes.
 #[test]
-fn limit_above_max_count_acts_as_max_count() {
+fn a_limit_of_max_count_books_all_or_nothing() {
     use leaparray::MAX_COUNT;
-    let g = Gate::<3>::new(nz(63), u64::MAX);
+    let g = Gate::<3>::new(nz(63), MAX_COUNT);
     assert_eq!(g.limit(), MAX_COUNT);
     assert_eq!(g.try_acquire(0, MAX_COUNT - 1), Decision::Pass);
     assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
@@ -671,4 +668,13 @@ fn limit_above_max_count_acts_as_max_count() {
     assert_eq!(g.count(0), MAX_COUNT - 1, "a refusal leaves no pass");
     assert_eq!(g.try_acquire(0, 1), Decision::Pass);
     assert_eq!(g.count(0), MAX_COUNT);
+}
+
+/// A limit a count cannot hold is refused loudly: `new` panics with the
+/// reason (a compile error in a `static`, the doc tests show), `try_new`
+/// returns it. No gate silently caps it.
+#[test]
+#[should_panic(expected = "Gate::new: the limit is above MAX_COUNT")]
+fn a_limit_above_max_count_panics_at_run_time() {
+    let _ = Gate::<2>::new(NonZeroU64::new(500).unwrap(), leaparray::MAX_COUNT + 1);
 }

@@ -14,8 +14,8 @@
 
 use std::num::NonZeroU64;
 
-use leaparray::gate::{Decision, Gate, Shape};
-use leaparray::{AddError, Limiter};
+use leaparray::gate::{Decision, Gate, PriorityDecision, Shape};
+use leaparray::AddError;
 use proptest::prelude::*;
 
 #[allow(dead_code)]
@@ -53,19 +53,19 @@ fn build<const N: usize>(window: u64, limit: u64, timeout: Option<u64>, wide: bo
     g
 }
 
-fn apply<const N: usize>(g: &Gate<N>, r: Req) -> Decision {
+fn apply<const N: usize>(g: &Gate<N>, r: Req) -> PriorityDecision {
     if r.prio {
         g.try_acquire_prioritized(r.now, r.n)
     } else {
-        g.try_acquire(r.now, r.n)
+        g.try_acquire(r.now, r.n).into()
     }
 }
 
-fn apply_model<const N: usize>(m: &mut GateModel<N>, r: Req) -> Decision {
+fn apply_model<const N: usize>(m: &mut GateModel<N>, r: Req) -> PriorityDecision {
     if r.prio {
         m.try_acquire_prioritized(r.now, r.n)
     } else {
-        m.try_acquire(r.now, r.n)
+        m.try_acquire(r.now, r.n).into()
     }
 }
 
@@ -262,7 +262,7 @@ fn max_limit<const N: usize>(window: u64, timeout: Option<u64>, wide: bool) -> O
         return None;
     }
     let mut lo = 0u64;
-    let mut hi = 1u64 << 48;
+    let mut hi = leaparray::MAX_COUNT + 1;
     while lo + 1 < hi {
         let mid = lo + (hi - lo) / 2;
         if shape_ok(mid) {
@@ -477,7 +477,7 @@ fn linearizable_round<const N: usize>(rng: &mut Rng) -> Result<(), String> {
         (0..3).map(|_| req(rng)).collect(),
     ];
     let barrier = std::sync::Barrier::new(2);
-    let got: Vec<Vec<Decision>> = std::thread::scope(|s| {
+    let got: Vec<Vec<PriorityDecision>> = std::thread::scope(|s| {
         let hs: Vec<_> = ops
             .iter()
             .map(|o| {
@@ -592,9 +592,9 @@ fn aliased_ids_are_never_looser_than_the_limit() {
             let d = apply(&g, Req { now, n, prio });
             log.push((now / window, n, prio, d));
             let at = match d {
-                Decision::Pass => now / window,
-                Decision::Wait(t) => (now + t) / window,
-                Decision::Block => continue,
+                PriorityDecision::Pass => now / window,
+                PriorityDecision::Wait(t) => (now + t) / window,
+                PriorityDecision::Block => continue,
             };
             *truth.entry(at).or_default() += n;
             for (&w, _) in truth.range(at.saturating_sub(N as u64 - 1)..=at) {
@@ -638,7 +638,7 @@ fn recorded_to_the_brim() -> Gate<2> {
     assert_eq!(g.try_acquire(0, 1), Decision::Pass); // window 0: 1
     assert_eq!(g.try_acquire(10, 5), Decision::Pass); // window 1: 5
                                                       // 1 + 5 + 5 > 10: borrows window 2, where (1, 2] holds 5 + 5 <= 10.
-    assert_eq!(g.try_acquire_prioritized(11, 5), Decision::Wait(9));
+    assert_eq!(g.try_acquire_prioritized(11, 5), PriorityDecision::Wait(9));
     // Interval (0, 1] = 1 + 5 + 1_017 = 1_023 = 2^b - 1 would fit, but
     // (1, 2] would hold 5 + 1_017 + 5 = 1_027 once the word slides: before
     // the fix this returned `Ok` and the slide overflowed the total slot.
@@ -653,7 +653,7 @@ fn a_record_saturates_where_borrowed_permits_would_overflow() {
     let g = Gate::<2>::new(nz(10), 10);
     assert_eq!(g.try_acquire(0, 1), Decision::Pass);
     assert_eq!(g.try_acquire(10, 5), Decision::Pass);
-    assert_eq!(g.try_acquire_prioritized(11, 5), Decision::Wait(9));
+    assert_eq!(g.try_acquire_prioritized(11, 5), PriorityDecision::Wait(9));
     assert_eq!(g.record(10, 1_017), Err(AddError::Saturated));
     assert_eq!(g.count(10), 1 + 5 + 1_013);
     assert_eq!(g.count(20), 5 + 1_013 + 5, "(1, 2] at 2^b - 1 exactly");
@@ -664,14 +664,14 @@ fn a_record_saturates_where_borrowed_permits_would_overflow() {
 /// GUARANTEES section 6: "No input makes any public function panic".
 /// `WordGate::record` computes `slot_max - live_total` after sliding the
 /// word to window 2, where the live total is 1_027 > 1_023: in a debug
-/// build (overflow checks) `Limiter::record` panics with "attempt to
+/// build (overflow checks) `Gate::record` panics with "attempt to
 /// subtract with overflow" (src/packed.rs, `WordGate::record`).
 #[test]
 fn record_after_borrowed_permits_slide_in_does_not_panic() {
     let g = recorded_to_the_brim();
     // A record of nothing in window 2: must not panic.
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| g.record(20, 0)));
-    assert!(r.is_ok(), "Limiter::record(20, 0) panicked");
+    assert!(r.is_ok(), "Gate::record(20, 0) panicked");
 }
 
 /// The same underflow without overflow checks (release): `room` wraps to

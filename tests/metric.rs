@@ -6,7 +6,8 @@
 use std::num::NonZeroU64;
 use std::sync::{Arc, Barrier};
 
-use leaparray::{AddError, Event, Metric, StatisticNode, MAX_COUNT};
+use leaparray::stats::{Event, Metric, StatisticNode, WaitingError};
+use leaparray::{AddError, MAX_COUNT};
 
 fn nz(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).unwrap()
@@ -100,10 +101,10 @@ fn bad_input_is_refused_or_saturates() {
     );
     assert_eq!(m.max_concurrency(1_000), MAX_COUNT);
     // Borrowing: only windows after now's and at most N ahead.
-    assert_eq!(m.add_waiting(1_000, 1_000, 1), Err(AddError::OutOfRange));
-    assert_eq!(m.add_waiting(1_000, 900, 1), Err(AddError::OutOfRange));
-    assert_eq!(m.add_waiting(1_000, 2_500, 1), Err(AddError::OutOfRange));
-    assert_eq!(m.add_waiting(1_000, u64::MAX, 1), Err(AddError::OutOfRange));
+    assert_eq!(m.add_waiting(1_000, 1_000, 1), Err(WaitingError::OutOfRange));
+    assert_eq!(m.add_waiting(1_000, 900, 1), Err(WaitingError::OutOfRange));
+    assert_eq!(m.add_waiting(1_000, 2_500, 1), Err(WaitingError::OutOfRange));
+    assert_eq!(m.add_waiting(1_000, u64::MAX, 1), Err(WaitingError::OutOfRange));
     m.add_waiting(1_000, 2_499, 1).unwrap(); // window 4: N = 2 windows ahead
     assert_eq!(m.waiting(1_000), 1);
     assert_eq!(

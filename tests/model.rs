@@ -11,7 +11,8 @@
 
 use std::num::NonZeroU64;
 
-use leaparray::{LeapArray, Narrow, Wide, Width, MAX_COUNT};
+use leaparray::array::{Narrow, Wide, Width};
+use leaparray::{LeapArray, MAX_COUNT};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

@@ -23,9 +23,10 @@ use rng::Rng;
 
 const LENS: [usize; 11] = [0, 1, 2, 15, 16, 17, 31, 32, 33, 64, 70];
 
-/// A sentinel that no decision of these tables is: `Wait` (they never
-/// borrow), to see that decisions past the decided ones are left alone.
-const UNTOUCHED: Decision = Decision::Wait(0xdead);
+/// What the decisions past the decided ones hold before a burst, and
+/// must still hold after it (`Decision` has no value a burst never
+/// writes, so a write of `Block` there goes unseen; of `Pass`, not).
+const UNTOUCHED: Decision = Decision::Block;
 
 /// The same answers from `a` and `b` for every key at `now`.
 fn same_answers<const N: usize, const CAP: usize>(

@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::sync::{Arc, Barrier};
 
-use leaparray::{LeapArray, Window};
+use leaparray::array::Window;
+use leaparray::LeapArray;
 
 const PASS: usize = 0;
 const BLOCK: usize = 1;

@@ -4,7 +4,7 @@
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use leaparray::shard::{ClaimError, Sharded};
+use leaparray::shard::{ClaimError, SharedAddError, Sharded};
 use leaparray::{AddError, LeapArray, MAX_COUNT};
 use proptest::prelude::*;
 
@@ -68,8 +68,8 @@ fn shared_add_needs_an_unclaimed_shard() {
     let s = Sharded::<2, 1, 2>::new(nz(10));
     let _a = s.claim(0).unwrap();
     let _b = s.claim(1).unwrap();
-    assert_eq!(s.add(0, 1, 0, 1), Err(AddError::NoFreeShard));
-    assert_eq!(s.add(0, 1, 9, 1), Err(AddError::NoFreeShard));
+    assert_eq!(s.add(0, 1, 0, 1), Err(SharedAddError::NoFreeShard));
+    assert_eq!(s.add(0, 1, 9, 1), Err(SharedAddError::NoFreeShard));
 }
 
 #[test]
@@ -244,9 +244,9 @@ proptest! {
                 }
                 Step::Shared { counter, n } => {
                     let want = if writer.is_some() {
-                        Err(AddError::NoFreeShard)
+                        Err(SharedAddError::NoFreeShard)
                     } else {
-                        a.add(now, counter, n)
+                        a.add(now, counter, n).map_err(SharedAddError::Add)
                     };
                     prop_assert_eq!(s.add(0, now, counter, n), want);
                 }

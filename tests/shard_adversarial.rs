@@ -15,8 +15,8 @@
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use leaparray::shard::{ClaimError, Sharded};
-use leaparray::{AddError, LeapArray, MAX_COUNT};
+use leaparray::shard::{ClaimError, SharedAddError, Sharded};
+use leaparray::{LeapArray, MAX_COUNT};
 use proptest::prelude::*;
 
 fn nz(v: u64) -> NonZeroU64 {
@@ -122,9 +122,9 @@ fn check<const N: usize>(window: u64, start: u64, steps: &[Step]) -> Result<(), 
             }
             Step::Shared { counter, n } => {
                 let want = if writer.is_some() {
-                    Err(AddError::NoFreeShard)
+                    Err(SharedAddError::NoFreeShard)
                 } else {
-                    a.add(now, counter, n)
+                    a.add(now, counter, n).map_err(SharedAddError::Add)
                 };
                 prop_assert_eq!(
                     s.add(0, now, counter, n),

@@ -44,7 +44,8 @@ mod run {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
     use std::time::{Duration, Instant};
 
-    use leaparray::{AddError, LeapArray, Narrow};
+    use leaparray::array::Narrow;
+    use leaparray::{AddError, LeapArray};
 
     const ONE: NonZeroU64 = NonZeroU64::new(1).unwrap();
     /// Window length 1 tick: a time is its window id.

@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use leaparray::{AddError, LeapArray, Narrow, Width};
+use leaparray::array::{Narrow, Width};
+use leaparray::{AddError, LeapArray};
 
 const N: usize = 8;
 const WINDOW: u64 = 16;

@@ -1,11 +1,12 @@
-//! `system::SystemGuard`: Sentinel's `checkBbr` in the node's ticks, with
+//! `system::AdaptiveRule`: Sentinel's `checkBbr` in the node's ticks, with
 //! explicit times, against a direct model of the formula, and under threads.
 
 use core::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use leaparray::system::{Estimate, SystemGuard};
-use leaparray::{Decision, StatisticNode};
+use leaparray::system::{DeliveryEstimate, AdaptiveRule};
+use leaparray::stats::StatisticNode;
+use leaparray::Decision;
 use proptest::prelude::*;
 
 fn nz(v: u64) -> NonZeroU64 {
@@ -25,7 +26,7 @@ fn units_micros_admit_the_product_not_a_thousand_times_it() {
     let node = micros();
     node.add_rt_and_success(10, 5_000, 1).unwrap();
     node.add_rt_and_success(10, 6_000 * 999, 999).unwrap();
-    let g = SystemGuard::new().with_gain_percent(100);
+    let g = AdaptiveRule::new().with_gain_percent(100);
     let now = 1_000_000;
     assert_eq!(g.limit(&node, now), Some(5));
     let held: Vec<_> = (0..5).map(|_| g.try_enter(&node, now).unwrap()).collect();
@@ -50,7 +51,7 @@ fn units_same_service_same_limit_in_ms_and_micros() {
         node.add_rt_and_success(4_000 * scale, 30 * scale * 1_000, 1_000)
             .unwrap();
     }
-    let g = SystemGuard::new();
+    let g = AdaptiveRule::new();
     // 2,400/s x 12 ms x 1.5 = 43.2.
     assert_eq!(g.limit(&ms, 5_000), Some(43));
     assert_eq!(g.limit(&us, 5_000_000), Some(43));
@@ -62,7 +63,7 @@ fn units_same_service_same_limit_in_ms_and_micros() {
 #[test]
 fn windowed_one_slow_second_keeps_the_limit() {
     let node = StatisticNode::millis();
-    let g = SystemGuard::new().with_gain_percent(100);
+    let g = AdaptiveRule::new().with_gain_percent(100);
     for s in 0..10 {
         node.add_rt_and_success(s * 1_000, 10, 1).unwrap();
         node.add_rt_and_success(s * 1_000, 10 * 999, 999).unwrap();
@@ -81,7 +82,7 @@ fn windowed_one_slow_second_keeps_the_limit() {
 #[test]
 fn windowed_current_window_left_out_of_the_max() {
     let node = StatisticNode::millis();
-    let g = SystemGuard::new().with_gain_percent(100);
+    let g = AdaptiveRule::new().with_gain_percent(100);
     node.add_rt_and_success(0, 20, 1).unwrap();
     node.add_rt_and_success(0, 20 * 499, 499).unwrap();
     node.add_rt_and_success(1_000, 20 * 900, 900).unwrap();
@@ -93,7 +94,7 @@ fn windowed_current_window_left_out_of_the_max() {
 #[test]
 fn cold_start_admits_until_a_window_completes() {
     let node = StatisticNode::millis();
-    let g = SystemGuard::new();
+    let g = AdaptiveRule::new();
     let held: Vec<_> = (0..100).map(|_| g.try_enter(&node, 10).unwrap()).collect();
     assert_eq!(g.limit(&node, 10), None);
     node.add_rt_and_success(20, 10, 1).unwrap();
@@ -109,7 +110,7 @@ fn cold_start_admits_until_a_window_completes() {
 fn floor_admits_below_it() {
     let node = StatisticNode::millis();
     node.add_rt_and_success(0, 1, 1).unwrap();
-    let g = SystemGuard::new().with_floor(3);
+    let g = AdaptiveRule::new().with_floor(3);
     let a = g.try_enter(&node, 1_000).unwrap();
     let b = g.try_enter(&node, 1_000).unwrap();
     let c = g.try_enter(&node, 1_000).unwrap();
@@ -124,7 +125,7 @@ fn threads_never_hold_more_than_the_limit() {
     let node = StatisticNode::millis();
     node.add_rt_and_success(0, 4, 1).unwrap();
     node.add_rt_and_success(0, 4 * 999, 999).unwrap(); // 1,000/s x 4 ms
-    let g = SystemGuard::new().with_gain_percent(100);
+    let g = AdaptiveRule::new().with_gain_percent(100);
     let limit = g.limit(&node, 1_000).unwrap();
     assert_eq!(limit, 4);
     let held = AtomicU64::new(0);
@@ -221,7 +222,7 @@ proptest! {
         floor in 0u64..4,
     ) {
         let node = StatisticNode::millis();
-        let g = SystemGuard::new().with_gain_percent(gain).with_floor(floor);
+        let g = AdaptiveRule::new().with_gain_percent(gain).with_floor(floor);
         let mut now = 0;
         let mut done = Vec::new();
         let mut held = std::collections::VecDeque::new();
@@ -241,7 +242,7 @@ proptest! {
                     let expected = if admit { Decision::Pass } else { Decision::Block };
                     prop_assert_eq!(g.check(&node, now), expected);
                     // The same decision against the limit computed first.
-                    match SystemGuard::enter_within(&node, now, g.limit(&node, now)) {
+                    match AdaptiveRule::enter_within(&node, now, g.limit(&node, now)) {
                         Some(guard) => {
                             prop_assert!(admit);
                             drop(guard);
@@ -264,12 +265,12 @@ proptest! {
 
 #[test]
 fn estimate_is_debug_and_eq() {
-    let e = Estimate {
+    let e = DeliveryEstimate {
         max_success: 1,
         window: 2,
         min_rt: 3,
     };
     assert_eq!(e, e.clone());
     assert!(format!("{e:?}").contains("min_rt: 3"));
-    assert_eq!(SystemGuard::default(), SystemGuard::new());
+    assert_eq!(AdaptiveRule::default(), AdaptiveRule::new());
 }

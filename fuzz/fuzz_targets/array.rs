@@ -7,7 +7,8 @@
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::{LeapArray, Narrow, Wide, Width};
+use leaparray::array::{Narrow, Wide, Width};
+use leaparray::LeapArray;
 use leaparray_fuzz::array::{check, ArrayModel, Op};
 use leaparray_fuzz::input::{Count, Counter, Move, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;

@@ -26,7 +26,8 @@ use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
 use leaparray::gate::{Decision, Gate, Shape};
-use leaparray::{Limiter, Metric, MAX_COUNT};
+use leaparray::stats::Metric;
+use leaparray::MAX_COUNT;
 use leaparray_fuzz::gate::GateModel;
 use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
@@ -64,7 +65,7 @@ fuzz_target!(|input: Input| {
     let g: Gate<N> = input.pick.gate(len, input.limit.value(), timeout);
     let limit = input.limit.value().min(MAX_COUNT);
     assert_eq!(g.limit(), limit);
-    assert_eq!(Limiter::limit(&g), limit);
+    assert_eq!(g.limit(), limit);
     assert_eq!(g.window(), window);
     let shape = g.shape();
     let buckets = shape == Shape::Buckets;
@@ -180,7 +181,7 @@ fuzz_target!(|input: Input| {
 
         let (peek, remaining, count) = (g.peek(now), g.remaining(now), g.count(now));
         assert_eq!(remaining, limit.saturating_sub(peek));
-        assert_eq!(Limiter::remaining(&g, now), remaining);
+        assert_eq!(g.remaining(now), remaining);
         if range.is_some_and(|r| r.ok()) && synced {
             assert_eq!(peek, model.peek(now), "peek at {now}");
             assert_eq!(count, model.count(now), "count at {now}");

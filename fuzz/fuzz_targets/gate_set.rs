@@ -17,7 +17,6 @@ use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
 use leaparray::gate::{Decision, Gate, GateSet, Member, Shape};
-use leaparray::Limiter;
 use leaparray_fuzz::gate::GateModel;
 use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;

@@ -371,7 +371,7 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
                 };
                 assert_eq!(twin.stats(now), h.t.stats(now), "the twin before the burst");
                 // Never a decision of this table: marks what was not decided.
-                let untouched = Decision::Wait(u64::MAX);
+                let untouched = Decision::Block; // a write of Pass past `decided` shows
                 let mut decisions = vec![untouched; size];
                 let decided = twin.try_acquire_burst(now, &requests, &mut decisions);
                 assert_eq!(decided, size.min(requests.len()), "decided of {size}");

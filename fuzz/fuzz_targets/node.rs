@@ -7,7 +7,7 @@
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::{Event, StatisticNode};
+use leaparray::stats::{Event, StatisticNode};
 use leaparray_fuzz::input::{Count, Move, Time, WindowLen};
 use leaparray_fuzz::metric::{check, MetricModel};
 use libfuzzer_sys::fuzz_target;

@@ -8,8 +8,9 @@
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::shard::{ClaimError, ShardWriter, Sharded};
-use leaparray::{AddError, Wide, Window};
+use leaparray::shard::{ClaimError, ShardWriter, SharedAddError, Sharded};
+use leaparray::array::{Wide, Window};
+use leaparray::AddError;
 use leaparray_fuzz::array::{ArrayModel, Op};
 use leaparray_fuzz::input::{Count, Counter, Move, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
@@ -106,8 +107,8 @@ fuzz_target!(|input: Input| {
                     .map(|k| (hint % S + k) % S)
                     .find(|&j| states[j] != State::Claimed);
                 let want = match target {
-                    None => Err(AddError::NoFreeShard),
-                    Some(j) => arrays[j].update(t, c, Op::Add(n.value())),
+                    None => Err(SharedAddError::NoFreeShard),
+                    Some(j) => arrays[j].update(t, c, Op::Add(n.value())).map_err(SharedAddError::Add),
                 };
                 assert_eq!(s.add(hint, t, c, n.value()), want, "shared add at {t}");
             }

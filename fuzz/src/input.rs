@@ -6,7 +6,8 @@ use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
 use leaparray::gate::{Gate, Shape};
-use leaparray::{Narrow, Wide, Width, MAX_COUNT};
+use leaparray::array::{Narrow, Wide, Width};
+use leaparray::MAX_COUNT;
 
 /// A time: an edge or anything.
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -187,13 +188,21 @@ pub enum Pick {
 
 impl Pick {
     /// A `Gate<N>` of `window` ticks and `limit` (and the occupy timeout,
-    /// if given), in this shape.
+    /// if given), in this shape. A limit above `MAX_COUNT` must be refused
+    /// by `try_new` (and is then taken as `MAX_COUNT`, the largest).
     pub fn gate<const N: usize>(
         self,
         window: NonZeroU64,
         limit: u64,
         timeout: Option<u64>,
     ) -> Gate<N> {
+        let limit = match Gate::<N>::try_new(window, limit) {
+            Ok(_) => limit,
+            Err(e) => {
+                assert!(limit > leaparray::MAX_COUNT, "{e}");
+                leaparray::MAX_COUNT
+            }
+        };
         let build = || {
             let g = Gate::<N>::new(window, limit);
             match timeout {

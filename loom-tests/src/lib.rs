@@ -6,7 +6,8 @@
 
 use core::num::NonZeroU64;
 
-use leaparray::{AddError, LeapArray, Width};
+use leaparray::array::Width;
+use leaparray::{AddError, LeapArray};
 use loom::thread;
 
 /// The final counts of the window starting at `start`: live, retired, or

@@ -9,7 +9,8 @@
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(leaparray_loom)]
 
-use leaparray::{AddError, LeapArray, Window, MAX_COUNT};
+use leaparray::array::Window;
+use leaparray::{AddError, LeapArray, MAX_COUNT};
 use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};
 use loom::sync::Arc;
 

@@ -45,7 +45,8 @@
 use std::collections::BTreeMap;
 
 use leaparray::gate::{Decision, Gate, GateSet, Member, Shape};
-use leaparray::{Event, Limiter, Metric, MAX_COUNT};
+use leaparray::stats::{Event, Metric};
+use leaparray::MAX_COUNT;
 use leaparray_loom_tests::{final_counts, spawn, Seen, W};
 use loom::sync::Arc;
 
@@ -337,7 +338,7 @@ impl Spec {
         Decision::Block
     }
 
-    /// `Limiter::count` at `now`.
+    /// `Gate::count` at `now`.
     fn count(&self, now: u64) -> u64 {
         if self.empty() {
             return 0;

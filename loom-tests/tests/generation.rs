@@ -11,7 +11,8 @@
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(leaparray_loom)]
 
-use leaparray::{LeapArray, LoomTinyGen, Window};
+use leaparray::array::Window;
+use leaparray::{LeapArray, LoomTinyGen};
 use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};
 use loom::sync::Arc;
 

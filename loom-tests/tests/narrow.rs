@@ -4,7 +4,8 @@
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(leaparray_loom)]
 
-use leaparray::{AddError, LeapArray, Narrow, Width, Window};
+use leaparray::array::{Narrow, Width, Window};
+use leaparray::{AddError, LeapArray};
 use leaparray_loom_tests::{final_counts, ok, spawn, Seen, W};
 use loom::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(leaparray_loom)]
 
-use leaparray::shard::{ClaimError, Sharded};
+use leaparray::shard::{ClaimError, SharedAddError, Sharded};
 use leaparray::AddError;
 use leaparray_loom_tests::{spawn, Seen, W};
 use loom::sync::atomic::AtomicUsize;
@@ -121,7 +121,7 @@ fn claim_racing_a_shared_add() {
         let shared = spawn(move || s.add(0, 5, 0, 10));
         let claimed = owner.join().unwrap();
         let shared = shared.join().unwrap();
-        assert!(matches!(shared, Ok(()) | Err(AddError::NoFreeShard)));
+        assert!(matches!(shared, Ok(()) | Err(SharedAddError::NoFreeShard)));
         // Claim, release, shared add, claim again: always `Ok`.
         let mut again = s.claim(0).expect("a free shard can be claimed again");
         again.add(5, 0, 100).unwrap();

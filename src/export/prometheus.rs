@@ -9,7 +9,7 @@ use super::ExportError;
 use crate::gate::Gate;
 use crate::keyed::KeyedGate;
 use crate::node::StatisticNode;
-use crate::Event;
+use crate::event::Event;
 
 /// The events a node exposes, with their label values.
 const EVENTS: [(Event, &str); 5] = [
@@ -56,7 +56,8 @@ struct KeyedSample {
 /// ```
 /// use core::num::NonZeroU64;
 /// use leaparray::export::Exposition;
-/// use leaparray::{Gate, StatisticNode};
+/// use leaparray::stats::StatisticNode;
+/// use leaparray::Gate;
 ///
 /// let node = StatisticNode::millis();
 /// node.add_pass(0, 3).unwrap();
@@ -219,7 +220,7 @@ impl Exposition {
     ///
     /// ```
     /// use leaparray::export::{ExportError, Exposition};
-    /// let node = leaparray::StatisticNode::millis();
+    /// let node = leaparray::stats::StatisticNode::millis();
     /// let mut e = Exposition::new("x").unwrap();
     /// e.node("a", &node, 0).unwrap();
     /// assert_eq!(e.node("a", &node, 0).unwrap_err(), ExportError::Duplicate);
@@ -247,7 +248,8 @@ impl Exposition {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::{export::Exposition, Gate};
+    /// use leaparray::export::Exposition;
+    /// use leaparray::Gate;
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
     /// let mut e = Exposition::new("x").unwrap();
     /// e.gate("login", &g, 0).unwrap();
@@ -274,7 +276,8 @@ impl Exposition {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::{export::Exposition, KeyedGate};
+    /// use leaparray::export::Exposition;
+    /// use leaparray::KeyedGate;
     /// let t = KeyedGate::<2, 16>::new(NonZeroU64::new(500).unwrap(), 5);
     /// let _ = t.try_acquire(7, 0, 1);
     /// let mut e = Exposition::new("x").unwrap();

@@ -2,7 +2,8 @@
 //! against it. Shared by `tests/model.rs` (proptest) and `fuzz/` (the
 //! `array` target, and under the metric and shard models).
 
-use leaparray::{AddError, LeapArray, SpanError, Width, Window};
+use leaparray::array::{SpanError, Width, Window};
+use leaparray::{AddError, LeapArray};
 
 /// What an update does to a count.
 #[derive(Debug, Clone, Copy)]

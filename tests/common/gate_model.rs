@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use leaparray::gate::Decision;
+use leaparray::gate::{Decision, PriorityDecision};
 
 /// A word-shaped gate of `N` windows.
 #[derive(Debug, Clone)]
@@ -120,7 +120,11 @@ impl<const N: usize> GateModel<N> {
 
     /// `Gate::try_acquire`.
     pub fn try_acquire(&mut self, now: u64, n: u64) -> Decision {
-        self.decide(now, n, false)
+        match self.decide(now, n, false) {
+            PriorityDecision::Pass => Decision::Pass,
+            PriorityDecision::Block => Decision::Block,
+            PriorityDecision::Wait(_) => unreachable!("only a prioritized request borrows"),
+        }
     }
 
     /// `Gate::try_acquire_prioritized`: a pass if it fits now; else a wait
@@ -128,13 +132,13 @@ impl<const N: usize> GateModel<N> {
     /// intervals all have room, if it starts less than `timeout` after
     /// `now` (and at all: none starts after the last window of time); else
     /// a block.
-    pub fn try_acquire_prioritized(&mut self, now: u64, n: u64) -> Decision {
+    pub fn try_acquire_prioritized(&mut self, now: u64, n: u64) -> PriorityDecision {
         self.decide(now, n, true)
     }
 
-    fn decide(&mut self, now: u64, n: u64, prioritized: bool) -> Decision {
+    fn decide(&mut self, now: u64, n: u64, prioritized: bool) -> PriorityDecision {
         if n == 0 {
-            return Decision::Pass;
+            return PriorityDecision::Pass;
         }
         let c = now / self.window;
         if n > self.limit {
@@ -143,7 +147,7 @@ impl<const N: usize> GateModel<N> {
         let w = self.booking_window(c);
         if self.fits(w.into(), n) {
             self.book(w, w, n);
-            return Decision::Pass;
+            return PriorityDecision::Pass;
         }
         if prioritized {
             for ahead in 1..=self.future {
@@ -159,19 +163,19 @@ impl<const N: usize> GateModel<N> {
                 }
                 if self.fits(id.into(), n) {
                     self.book(w, id, n);
-                    return Decision::Wait(wait);
+                    return PriorityDecision::Wait(wait);
                 }
             }
         }
         self.block(c)
     }
 
-    fn block(&mut self, c: u64) -> Decision {
+    fn block(&mut self, c: u64) -> PriorityDecision {
         if self.buckets && !self.retired(c) {
             self.touched.insert(c);
             self.newest = Some(self.newest.map_or(c, |w| w.max(c)));
         }
-        Decision::Block
+        PriorityDecision::Block
     }
 
     /// `Gate::peek`.
@@ -179,7 +183,7 @@ impl<const N: usize> GateModel<N> {
         self.peak(self.booking_window(now / self.window))
     }
 
-    /// `Limiter::count`: the interval ending at the window of `now`, of
+    /// `Gate::count`: the interval ending at the window of `now`, of
     /// the windows the gate holds (the word: the `N` up to the newest; the
     /// bucket shape: those not retired).
     pub fn count(&self, now: u64) -> u64 {

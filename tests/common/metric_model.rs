@@ -4,7 +4,9 @@
 //! and `fuzz/` (the `metric`, `node` and `gate` targets); needs the array
 //! model as the crate's module `array`.
 
-use leaparray::{Access, AddError, Event, Metric, Wide, WindowDetail, MAX_COUNT};
+use leaparray::array::Wide;
+use leaparray::stats::{Access, Event, Metric, MetricWindow, WaitingError};
+use leaparray::{AddError, MAX_COUNT};
 
 use crate::array::{ArrayModel, Op};
 
@@ -79,25 +81,27 @@ impl<const N: usize> MetricModel<N> {
 
     /// `Metric::add_waiting`: the window of `future` must be 1 to N
     /// windows after `now`'s.
-    pub fn add_waiting(&mut self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub fn add_waiting(&mut self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         self.check_future(now, future)?;
         self.ever_borrowed = true;
         self.half_mut(future / self.window())
             .update(future, 0, Op::Add(n))
+            .map_err(WaitingError::Add)
     }
 
     /// `Metric::sub_waiting`: as `add_waiting`, taking back.
-    pub fn sub_waiting(&mut self, now: u64, future: u64, n: u64) -> Result<(), AddError> {
+    pub fn sub_waiting(&mut self, now: u64, future: u64, n: u64) -> Result<(), WaitingError> {
         self.check_future(now, future)?;
         self.half_mut(future / self.window())
             .update(future, 0, Op::Sub(n))
+            .map_err(WaitingError::Add)
     }
 
-    fn check_future(&self, now: u64, future: u64) -> Result<(), AddError> {
+    fn check_future(&self, now: u64, future: u64) -> Result<(), WaitingError> {
         let w = self.window();
         let (cur, id) = (now / w, future / w);
         if id <= cur || id - cur > N as u64 {
-            return Err(AddError::OutOfRange);
+            return Err(WaitingError::OutOfRange);
         }
         Ok(())
     }
@@ -150,7 +154,7 @@ impl<const N: usize> MetricModel<N> {
     }
 
     /// One record per live window that holds data or borrowed passes.
-    pub fn details(&self, now: u64) -> Vec<WindowDetail> {
+    pub fn details(&self, now: u64) -> Vec<MetricWindow> {
         let mut out = Vec::new();
         for id in self.counts.last(now, N as u64) {
             let own = self.counts.get(id);
@@ -162,7 +166,7 @@ impl<const N: usize> MetricModel<N> {
             let mut counts = [0; 6];
             counts.copy_from_slice(&cells[..6]);
             counts[Event::Pass.index()] += borrowed;
-            out.push(WindowDetail {
+            out.push(MetricWindow {
                 start: id.saturating_mul(self.window()),
                 counts,
                 min_rt: (cells[MIN_RT] != 0).then(|| MAX_COUNT - cells[MIN_RT]),

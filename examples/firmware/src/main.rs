@@ -53,7 +53,8 @@ use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
 use leaparray::gate::{Decision, Gate};
 use leaparray::keyed::KeyedGate;
-use leaparray::{AddError, LeapArray, Limiter, Narrow};
+use leaparray::array::Narrow;
+use leaparray::{AddError, LeapArray};
 
 /// The critical-section implementation defmt and portable-atomic use.
 use cortex_m as _;

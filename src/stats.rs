@@ -1,0 +1,24 @@
+//! Sentinel's statistics: a [`Metric`] of [`Event`] counts per window
+//! (`ArrayMetric` / `MetricBucket`), a [`StatisticNode`] of a second-level
+//! and a minute-level metric with the concurrency in flight, and what
+//! reading and writing them takes.
+//!
+//! ```
+//! use core::num::NonZeroU64;
+//! use leaparray::stats::{Event, Metric, StatisticNode};
+//!
+//! static M: Metric<2> = Metric::new(NonZeroU64::new(500).unwrap());
+//! M.add(100, Event::Pass, 3).unwrap();
+//! M.add_rt_and_success(120, 15, 1).unwrap();
+//! assert_eq!((M.pass(600), M.success(600), M.min_rt(600)), (3, 1, Some(15)));
+//!
+//! let node = StatisticNode::millis(); // 2 x 500 ms and 60 x 1 s
+//! let in_flight = node.enter(0);
+//! assert_eq!(node.concurrency(), 1);
+//! drop(in_flight);
+//! ```
+
+pub use crate::borrow::WaitingError;
+pub use crate::event::Event;
+pub use crate::metric::{Access, Metric, MetricWindow, ReadOnly, Writable};
+pub use crate::node::{ConcurrencyGuard, StatisticNode};
