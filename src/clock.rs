@@ -5,9 +5,10 @@
 //! with the `std` feature, `MonotonicClock` and `CoarseClock`.
 //!
 //! Read the time **once per batch** and pass it to every operation of the
-//! batch: on the 2-vCPU Intel Xeon VM where the figures in `benches/README.md`
-//! were measured, `std::time::Instant::now()` costs about 21 ns, more than an
-//! `add` (about 18 ns); a `CoarseClock` read is one relaxed load.
+//! batch: a `std::time::Instant::now()` (a system call or a vDSO read of
+//! the time counter) can cost more than the `add` it times
+//! (`benches/README.md` has both on one machine); a `CoarseClock` read is
+//! one relaxed load.
 
 use crate::sync::{atomic_u64, AtomicU64, Ordering};
 
@@ -168,8 +169,7 @@ mod std_clocks {
     }
 
     /// `std::time::Instant`, as ticks of `unit` since the clock was made.
-    /// About 21 ns a read on the VM of `benches/README.md`: read it once per
-    /// batch.
+    /// A read can cost more than an `add`: read it once per batch.
     ///
     /// ```
     /// use leaparray::clock::{Clock, MonotonicClock, Unit};

@@ -2,8 +2,8 @@
 //!
 //! A gate divides `now` by its window (on 64-bit targets only when `now`
 //! is not in the window the gate remembers, `Gate::book_word`). A 64-bit
-//! `div` costs 35 to 90 cycles on the x86-64 cores this crate is measured
-//! on, more than the rest of a decision; the window is fixed when the gate is built, so the
+//! `div` costs tens of cycles on x86-64 cores (35 to 90 by the vendors'
+//! latency tables), more than the rest of a decision; the window is fixed when the gate is built, so the
 //! quotient can be computed with a precomputed reciprocal instead (Lemire,
 //! Kaser and Kurz, "Faster remainder by direct computation", 2019,
 //! theorem 1): with `c = ceil(2^128 / d)`, `n / d = (c * n) >> 128` for

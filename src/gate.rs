@@ -97,7 +97,7 @@ pub use crate::set::{GateSet, Member};
 /// ```
 /// # use core::num::NonZeroU64;
 /// use leaparray::gate::{Decision, Gate, PriorityDecision};
-/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+/// let g = Gate::<1>::new(NonZeroU64::new(500).unwrap(), 1);
 /// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Pass);
 /// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Wait(400));
 /// assert_eq!(PriorityDecision::from(Decision::Block), PriorityDecision::Block);
@@ -598,7 +598,7 @@ impl<const N: usize> Gate<N> {
     /// # use core::num::NonZeroU64;
     /// use leaparray::gate::{Gate, PriorityDecision};
     /// use leaparray::stats::Metric;
-    /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1);
+    /// let g = Gate::<1>::new(NonZeroU64::new(500).unwrap(), 1);
     /// let stats = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// let _ = g.try_acquire_prioritized_metered(&stats, 100, 1);
     /// assert_eq!(g.try_acquire_prioritized_metered(&stats, 100, 1), PriorityDecision::Wait(400));

@@ -451,7 +451,7 @@ impl<const N: usize, const C: usize, const S: usize> SharedAdder<'_, N, C, S> {
     /// claim of its shard fails with [`ClaimError::Shared`]: it announces
     /// itself on the shard's state word with a `fetch_add` before the add and
     /// a `fetch_sub` after it, two atomic read-modify-writes more than
-    /// `LeapArray::add` (1.1x its time in `benches/README.md`). A
+    /// `LeapArray::add` (`benches/README.md` compares the two). A
     /// thread that adds all the time should claim a shard instead.
     ///
     /// ```
