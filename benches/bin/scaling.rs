@@ -237,6 +237,30 @@ struct Point {
     rates: Vec<f64>,
     admitted: u64,
     ops: u64,
+    /// Cores the process used while measuring (its CPU time over the
+    /// measured wall time), where the system says (Linux).
+    cores_used: Option<f64>,
+}
+
+/// The process's CPU time, user and system (Linux: `/proc/self/stat`, in
+/// clock ticks of `getconf CLK_TCK`, usually 10 ms).
+fn cpu_time() -> Option<Duration> {
+    static TICK: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let hz = (*TICK.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+    }))?;
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (which may hold spaces), from the
+    // third: utime and stime are the 14th and 15th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut f = rest.split_whitespace().skip(11);
+    let ticks: u64 = f.next()?.parse::<u64>().ok()? + f.next()?.parse::<u64>().ok()?;
+    Some(Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 
 impl Point {
@@ -267,6 +291,7 @@ where
 {
     let phase = AtomicU8::new(WARM);
     let start = Barrier::new(threads + 1);
+    let mut cores_used = None;
     let results: Vec<(Tally, Duration)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -281,9 +306,14 @@ where
             .collect();
         start.wait();
         std::thread::sleep(warm);
+        let cpu = cpu_time();
+        let t0 = Instant::now();
         phase.store(MEASURE, Ordering::Relaxed);
         std::thread::sleep(measure);
         phase.store(STOP, Ordering::Relaxed);
+        cores_used = cpu
+            .zip(cpu_time())
+            .map(|(a, b)| (b.saturating_sub(a)).as_secs_f64() / t0.elapsed().as_secs_f64());
         handles
             .into_iter()
             .map(|h| h.join().expect("a benchmark thread panicked"))
@@ -304,6 +334,7 @@ where
             .collect(),
         admitted: results.iter().map(|(t, _)| t.admitted).sum(),
         ops: results.iter().map(|(t, _)| t.ops).sum(),
+        cores_used,
     }
 }
 
@@ -632,12 +663,12 @@ fn si(x: f64) -> String {
 
 fn table(points: &[Point]) -> String {
     let mut s = String::new();
-    s.push_str("| workload | threads | decisions/s | per thread | slowest thread | ns per decision per thread | admitted | refused |\n");
-    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| workload | threads | decisions/s | per thread | slowest thread | ns per decision per thread | admitted | refused | cores used |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for p in points {
         let _ = writeln!(
             s,
-            "| {} | {} | {}/s | {}/s | {}/s | {:.2} | {} | {} |",
+            "| {} | {} | {}/s | {}/s | {}/s | {:.2} | {} | {} | {} |",
             p.workload.name(),
             p.threads,
             si(p.total()),
@@ -645,7 +676,8 @@ fn table(points: &[Point]) -> String {
             si(p.slowest()),
             1e9 / p.per_thread(),
             p.admitted,
-            p.ops - p.admitted
+            p.ops - p.admitted,
+            p.cores_used.map_or("-".into(), |c| format!("{c:.2}"))
         );
     }
     s
@@ -653,12 +685,12 @@ fn table(points: &[Point]) -> String {
 
 fn csv(points: &[Point], run: Duration) -> String {
     let mut s = String::from(
-        "workload,threads,decisions_per_s,per_thread_per_s,slowest_thread_per_s,ns_per_decision_per_thread,decisions,admitted,refused,duration_ms\n",
+        "workload,threads,decisions_per_s,per_thread_per_s,slowest_thread_per_s,ns_per_decision_per_thread,decisions,admitted,refused,duration_ms,cores_used\n",
     );
     for p in points {
         let _ = writeln!(
             s,
-            "{},{},{:.0},{:.0},{:.0},{:.3},{},{},{},{}",
+            "{},{},{:.0},{:.0},{:.0},{:.3},{},{},{},{},{}",
             p.workload.name(),
             p.threads,
             p.total(),
@@ -668,7 +700,8 @@ fn csv(points: &[Point], run: Duration) -> String {
             p.ops,
             p.admitted,
             p.ops - p.admitted,
-            run.as_millis()
+            run.as_millis(),
+            p.cores_used.map_or(String::new(), |c| format!("{c:.3}"))
         );
     }
     s
@@ -872,6 +905,13 @@ fn main() {
         ranges.get(1).map_or("-".into(), decades)
     );
     let refused = points.iter().filter(|p| p.ops > p.admitted).count();
+    // Points whose threads did not all run at once (the process used
+    // under 90% of a core per thread): their rates show the machine's
+    // other load, not contention.
+    let starved = points
+        .iter()
+        .filter(|p| p.cores_used.is_some_and(|c| c < 0.9 * p.threads as f64))
+        .count();
     let ratio = |w: Workload| {
         let at = |t: usize| {
             points
@@ -889,7 +929,7 @@ fn main() {
     println!(
         "scaling: OK, {} points in {:.1} s; per-thread rate at {} threads vs {}: gate_contended {}, \
          gate_per_thread {}, leaparray_add {}, shard_writer_add {}; {refused} points with refusals; \
-         {} and {}",
+         {starved} points whose threads got under 0.9 of a core each; {} and {}",
         points.len(),
         started.elapsed().as_secs_f64(),
         opts.threads.last().unwrap_or(&1),
