@@ -32,7 +32,7 @@
 //! rate: a burst of 1,000, one permit per microsecond.
 
 use std::hint::black_box;
-use std::num::{NonZeroU32, NonZeroU64};
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -42,12 +42,9 @@ use crossbeam_utils::CachePadded;
 
 mod common;
 use common::on_threads;
-use governor::clock::{Clock, FakeRelativeClock};
-use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::DashMapStateStore;
-use governor::{Quota, RateLimiter};
 use leaparray::keyed::KeyedGate;
 use leaparray::Decision;
+use leaparray_benches::{keyed_governor, splitmix, warm_gate, warm_governor, Keys};
 use portable_atomic::AtomicU128;
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
@@ -62,80 +59,6 @@ static SMALL: KeyedGate<2, 4096> = KeyedGate::new(WINDOW, LIMIT);
 /// The last `now` given to `BIG`, so that its groups never go back in time.
 static BIG_NOW: AtomicU64 = AtomicU64::new(0);
 
-/// governor's keyed limiter on its default keyed store, with the fake clock.
-type Governor = RateLimiter<
-    u64,
-    DashMapStateStore<u64>,
-    FakeRelativeClock,
-    NoOpMiddleware<<FakeRelativeClock as Clock>::Instant>,
->;
-
-/// governor's quota matching the gate's limit: a burst of 1,000 and one
-/// permit per microsecond (one gate tick).
-fn governor() -> (Governor, FakeRelativeClock) {
-    let quota = Quota::with_period(Duration::from_micros(1))
-        .unwrap()
-        .allow_burst(NonZeroU32::new(LIMIT as u32).unwrap());
-    let clock = FakeRelativeClock::default();
-    (RateLimiter::dashmap_with_clock(quota, clock.clone()), clock)
-}
-
-/// splitmix64's output function: a bijection, so distinct inputs give
-/// distinct keys.
-fn splitmix(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A key set and a random sequence of its keys, `2^log2` long.
-struct Keys {
-    set: Vec<u64>,
-    seq: Vec<u64>,
-}
-
-impl Keys {
-    /// `n` distinct keys, each inserted into `gate` at `now` 0: the first
-    /// `n` of a pseudo-random sequence that the gate has room for (a key
-    /// whose probe of 16 slots is full is refused: reported, and replaced
-    /// by the next one).
-    fn new<const CAP: usize>(gate: &KeyedGate<2, CAP>, n: usize, log2: u32, seed: u64) -> Keys {
-        let mut set = Vec::with_capacity(n);
-        let mut tried = 0u64;
-        while set.len() < n {
-            let k = splitmix(tried ^ (seed << 40));
-            tried += 1;
-            if gate.try_acquire(k, 0, 1) == Decision::Pass {
-                set.push(k);
-            }
-        }
-        let s = gate.stats(0);
-        eprintln!(
-            "KeyedGate<2, {CAP}>: {} of the first {tried} keys found no room (load {:.3} after); \
-             the {n} keys are the others",
-            s.overflowed,
-            s.resident as f64 / CAP as f64
-        );
-        // xorshift64*: the draws, mapped onto 0..n by multiply-shift.
-        let mut x = splitmix(seed) | 1;
-        let seq = (0..1usize << log2)
-            .map(|_| {
-                x ^= x >> 12;
-                x ^= x << 25;
-                x ^= x >> 27;
-                let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
-                set[((r * n as u64) >> 32) as usize]
-            })
-            .collect();
-        Keys { set, seq }
-    }
-
-    fn mask(&self) -> usize {
-        self.seq.len() - 1
-    }
-}
-
 /// The 1,000,000 keys, inserted into `BIG`.
 fn million() -> &'static Keys {
     static K: OnceLock<Keys> = OnceLock::new();
@@ -146,26 +69,6 @@ fn million() -> &'static Keys {
 fn thousand() -> &'static Keys {
     static K: OnceLock<Keys> = OnceLock::new();
     K.get_or_init(|| Keys::new(&SMALL, 1_000, 16, 2))
-}
-
-/// Books one permit for every key of `keys` at `now` and checks that each
-/// is admitted (all are resident).
-fn warm_gate<const CAP: usize>(gate: &KeyedGate<2, CAP>, keys: &Keys, now: u64) {
-    let before = gate.stats(now);
-    for &k in &keys.set {
-        assert_eq!(gate.try_acquire(k, now, 1), Decision::Pass);
-    }
-    let s = gate.stats(now);
-    assert_eq!(s.overflowed, before.overflowed, "a key found no room");
-    assert_eq!(s.recycled, before.recycled, "a key lost its slot");
-    assert_eq!(s.resident, keys.set.len(), "{s:?}");
-}
-
-fn warm_governor(lim: &Governor, keys: &Keys) {
-    for k in &keys.set {
-        assert!(lim.check_key(k).is_ok());
-    }
-    assert_eq!(lim.len(), keys.set.len());
 }
 
 /// Prints the refusals of a benchmark that ran (not filtered out).
@@ -231,7 +134,7 @@ fn one_thread<const CAP: usize>(
     report(group, "leaparray_keyed_burst_32", refused, i as u64);
     let end = start + (i >> shift) as u64 + 1;
 
-    let (lim, clock) = governor();
+    let (lim, clock) = keyed_governor(LIMIT);
     warm_governor(&lim, keys);
     let tick = (1usize << shift) - 1;
     let (mut i, mut refused) = (0usize, 0u64);
@@ -324,7 +227,7 @@ fn keyed_2_threads(c: &mut Criterion) {
     );
     BIG_NOW.store(clock.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 
-    let (lim, fake) = governor();
+    let (lim, fake) = keyed_governor(LIMIT);
     warm_governor(&lim, keys);
     let lim = Arc::new(lim);
     cursor.store(0, Ordering::Relaxed);

@@ -12,15 +12,12 @@
 //! tick every 4,096 decisions.
 
 use std::hint::black_box;
-use std::num::{NonZeroU32, NonZeroU64};
+use std::num::NonZeroU64;
 use std::time::{Duration, Instant};
 
-use governor::clock::{Clock, FakeRelativeClock};
-use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::DashMapStateStore;
-use governor::{Quota, RateLimiter};
 use leaparray::keyed::KeyedGate;
 use leaparray::Decision;
+use leaparray_benches::{keyed_governor, splitmix as key, KeyedGovernor as Governor};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 const LIMIT: u64 = 1_000;
@@ -33,21 +30,8 @@ const FLOOD_BUDGET: Duration = Duration::from_secs(30);
 
 static TABLE: KeyedGate<2, { 1 << 21 }> = KeyedGate::new(WINDOW, LIMIT);
 
-type Governor = RateLimiter<
-    u64,
-    DashMapStateStore<u64>,
-    FakeRelativeClock,
-    NoOpMiddleware<<FakeRelativeClock as Clock>::Instant>,
->;
-
-/// splitmix64's output function: a bijection, so distinct inputs give
-/// distinct keys. The flood's keys are `key(KEYS_END + i)`.
-fn key(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+// `key(i)`: splitmix64's output function, a bijection, so distinct inputs
+// give distinct keys. The flood's keys are `key(FLOOD_FROM + i)`.
 
 /// Where the flood's key indices start: past any the key set used.
 const FLOOD_FROM: u64 = 1 << 40;
@@ -153,11 +137,7 @@ fn main() {
 
     // (b) governor, 1,000,000 keys.
     let base = rss();
-    let quota = Quota::with_period(Duration::from_micros(1))
-        .unwrap()
-        .allow_burst(NonZeroU32::new(LIMIT as u32).unwrap());
-    let clock = FakeRelativeClock::default();
-    let lim: Governor = RateLimiter::dashmap_with_clock(quota, clock.clone());
+    let (lim, clock): (Governor, _) = keyed_governor(LIMIT);
     let t0 = Instant::now();
     for i in 0..KEYS {
         assert!(lim.check_key(&key(i)).is_ok());
