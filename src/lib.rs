@@ -36,11 +36,25 @@
 //! - The Cargo features and the supported targets: the tables in the
 //!   repository's `README.md`.
 //!
-//! ## Main types, and their Sentinel counterparts
+//! ## Where things are
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | the root | [`LeapArray`], [`Gate`], [`GateSet`], [`KeyedGate`], [`Decision`], [`AddError`], [`MAX_COUNT`]: what most users import |
+//! | [`array`](mod@array) | what the array's methods take and give: [`Window`](array::Window), [`ReadOnlyArray`](array::ReadOnlyArray), [`SpanError`](array::SpanError), the counter widths |
+//! | [`gate`] | one limit, or several at once: [`Gate`] and its shapes, [`GateSet`], prioritized requests ([`PriorityDecision`](gate::PriorityDecision)) |
+//! | [`keyed`] | a limit per key in fixed memory: [`KeyedGate`], the single-owner table, hashing keys |
+//! | [`stats`] | Sentinel's statistics: [`Metric`](stats::Metric), [`StatisticNode`](stats::StatisticNode), [`Event`](stats::Event) |
+//! | [`breaker`], [`system`] | guards: a circuit breaker; Sentinel's adaptive rule |
+//! | [`shard`] | one array per core or queue, read as one |
+//! | [`clock`] | producing `now` (every operation takes it) |
+//! | [`export`] | Sentinel's metric log lines, Prometheus text |
+//!
+//! ## Sentinel's names
 //!
 //! | Sentinel | leaparray |
 //! |---|---|
-//! | `LeapArray` / `BucketLeapArray` | [`LeapArray`]; [`Narrow`] words for targets with 32-bit atomics only; [`shard::Sharded`] per core or queue |
+//! | `LeapArray` / `BucketLeapArray` | [`LeapArray`]; [`Narrow`](array::Narrow) words for targets with 32-bit atomics only; [`shard::Sharded`] per core or queue |
 //! | `currentWindow(t)` then `value().addPass(n)` | `add(t, PASS, n)` |
 //! | `pass()` after `currentWindow()` | `sum(now, PASS)` |
 //! | `list()` / `values()` | `windows(now)` |
@@ -49,20 +63,21 @@
 //! | `getPreviousWindow(t)` | `previous(t)` |
 //! | `getValidHead(t)` | `head(t)` |
 //! | Sentinel-Go `SlidingWindowMetric` | `sum_span(now, span, counter)` |
-//! | `ArrayMetric` / `MetricBucket` | [`Metric<N>`](Metric) |
+//! | `ArrayMetric` / `MetricBucket` | [`stats::Metric`] |
 //! | `addRtAndSuccess(rt, n)`, `minRt()`, `avgRt()` | `add_rt_and_success(now, rt, n)`, `min_rt(now)`, `avg_rt(now)` |
 //! | `OccupiableBucketLeapArray.addWaiting(t, n)` / `currentWaiting()` | `add_waiting(now, t, n)` / `waiting(now)` |
 //! | `StatisticNode.tryOccupyNext(now, n, threshold)` | `try_occupy_next(now, n, limit, timeout)` |
-//! | `StatisticNode` | [`StatisticNode`] |
-//! | `DefaultController.canPass(node, n, prioritized)` | [`Gate::try_acquire`]`(now, n)` / [`try_acquire_prioritized`](Gate::try_acquire_prioritized)`(now, n)`, giving a [`Decision`] |
-//! | (a rate limiter's surface) | the [`Limiter`] trait |
-//! | (a limit per key: a client, an API key, a flow) | [`KeyedGate`]; [`OwnedKeyedGate`] for one owner (a receive queue) |
-//! | (time) | the [`clock`] module; every operation takes `now` |
+//! | `StatisticNode` | [`stats::StatisticNode`] |
+//! | `DefaultController.canPass(node, n, prioritized)` | [`Gate::try_acquire`]`(now, n)`, a [`Decision`]; [`Gate::try_acquire_prioritized`]`(now, n)`, a [`gate::PriorityDecision`] |
+//! | `SystemRuleManager.checkBbr` | [`system::AdaptiveRule`] |
+//! | `ExceptionCircuitBreaker` / `ResponseTimeCircuitBreaker` | [`breaker::CircuitBreaker`] |
+//! | (a limit per key: a client, an API key, a flow) | [`KeyedGate`] |
 
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg_attr(docsrs, doc(auto_cfg))]
 
 #[cfg(any(feature = "std", leaparray_loom, test))]
 extern crate std;
