@@ -4,7 +4,7 @@
 //! the first half second, 80 in the second, 80 in the third, 20 in the
 //! fourth, each batch spread evenly over its half second. The same requests
 //! go through a fixed-window counter (a count per calendar second) and
-//! through `leaparray::gate::Gate<2>` (a sliding window of two 500 ms
+//! through `leaparray::Gate<2>` (a sliding window of two 500 ms
 //! windows, Sentinel's default). The chart shows what each admitted per
 //! 100 ms. In a 1-second span made of whole 500 ms windows the fixed window
 //! lets 160 through, the gate 100. A footnote measures every 1-second span
@@ -15,7 +15,7 @@
 
 use std::num::NonZeroU64;
 
-use leaparray::gate::{Decision, Gate};
+use leaparray::{Decision, Gate};
 
 const LIMIT: u64 = 100;
 const BAR_MS: u64 = 100;

@@ -86,8 +86,8 @@ use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
-pub use crate::decision::Decision;
-pub use crate::set::{GateSet, Member};
+pub use crate::set::Member;
+use crate::decision::Decision;
 
 /// What [`Gate::try_acquire_prioritized`] decided: a [`Decision`], or a
 /// wait for a future window whose permits are already booked. Ignoring it
@@ -96,7 +96,8 @@ pub use crate::set::{GateSet, Member};
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::gate::{Decision, Gate, PriorityDecision};
+/// use leaparray::gate::PriorityDecision;
+/// use leaparray::{Decision, Gate};
 /// let g = Gate::<1>::new(NonZeroU64::new(500).unwrap(), 1);
 /// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Pass);
 /// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Wait(400));
@@ -161,7 +162,8 @@ impl std::error::Error for GateError {}
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::gate::{Gate, Shape};
+/// use leaparray::gate::Shape;
+/// use leaparray::Gate;
 /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
 /// assert_eq!(g.shape(), Shape::Word64 { id_bits: 33 });
 /// ```
@@ -217,7 +219,7 @@ const fn discard<const N: usize>(repr: Repr<N>) {
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::gate::{Decision, Gate};
+/// use leaparray::{Decision, Gate};
 ///
 /// // 100 per second: two windows of 500 ms, time in ms.
 /// static GATE: Gate<2> = Gate::new(NonZeroU64::new(500).unwrap(), 100);
@@ -258,7 +260,8 @@ impl<const N: usize> Gate<N> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::gate::{Gate, Shape};
+        /// use leaparray::gate::Shape;
+        /// use leaparray::Gate;
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
         /// assert_eq!((g.limit(), g.occupy_timeout(), g.window()), (100, 500, 500));
         /// let big = Gate::<2>::new(NonZeroU64::new(500).unwrap(), leaparray::MAX_COUNT);
@@ -287,7 +290,8 @@ impl<const N: usize> Gate<N> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::gate::{Gate, GateError};
+        /// use leaparray::gate::GateError;
+        /// use leaparray::Gate;
         /// let w = NonZeroU64::new(500).unwrap();
         /// assert!(Gate::<2>::try_new(w, 100).is_ok());
         /// let e = Gate::<2>::try_new(w, u64::MAX).unwrap_err();
@@ -308,7 +312,8 @@ impl<const N: usize> Gate<N> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::gate::{Gate, Shape};
+        /// use leaparray::gate::Shape;
+        /// use leaparray::Gate;
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 4_000);
         /// assert_eq!(g.shape(), Shape::Word128 { id_bits: 34 });
         /// let g = g.with_occupy_timeout(0);
@@ -370,7 +375,8 @@ impl<const N: usize> Gate<N> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::gate::{Gate, Shape};
+        /// use leaparray::gate::Shape;
+        /// use leaparray::Gate;
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100).in_buckets();
         /// assert_eq!(g.shape(), Shape::Buckets);
         /// ```
@@ -393,7 +399,8 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::gate::{Gate, Shape};
+    /// use leaparray::gate::Shape;
+    /// use leaparray::Gate;
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100).in_wide_word();
     /// # #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     /// assert_eq!(g.unwrap().shape(), Shape::Word128 { id_bits: 34 });
@@ -435,7 +442,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// assert_eq!(leaparray::gate::Gate::<2>::new(NonZeroU64::new(1).unwrap(), 7).limit(), 7);
+    /// assert_eq!(leaparray::Gate::<2>::new(NonZeroU64::new(1).unwrap(), 7).limit(), 7);
     /// ```
     #[must_use]
     pub const fn limit(&self) -> u64 {
@@ -446,7 +453,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// assert_eq!(leaparray::gate::Gate::<2>::new(NonZeroU64::new(9).unwrap(), 7).window(), 9);
+    /// assert_eq!(leaparray::Gate::<2>::new(NonZeroU64::new(9).unwrap(), 7).window(), 9);
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
@@ -457,7 +464,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// assert_eq!(leaparray::gate::Gate::<2>::new(NonZeroU64::new(9).unwrap(), 7).occupy_timeout(), 9);
+    /// assert_eq!(leaparray::Gate::<2>::new(NonZeroU64::new(9).unwrap(), 7).occupy_timeout(), 9);
     /// ```
     #[must_use]
     pub const fn occupy_timeout(&self) -> u64 {
@@ -468,7 +475,8 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::gate::{Gate, Shape};
+    /// use leaparray::gate::Shape;
+    /// use leaparray::Gate;
     /// let g = Gate::<60>::new(NonZeroU64::new(1_000).unwrap(), 1_000);
     /// assert_eq!(g.shape(), Shape::Buckets);
     /// ```
@@ -516,7 +524,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Decision, Gate};
+    /// # use leaparray::{Decision, Gate};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3);
     /// assert_eq!(g.try_acquire(1_000, 2), Decision::Pass);
     /// assert_eq!(g.try_acquire(999, 1), Decision::Pass); // late: counted from 1000
@@ -546,7 +554,8 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Decision, Gate, PriorityDecision};
+    /// # use leaparray::gate::PriorityDecision;
+    /// # use leaparray::{Decision, Gate};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
     /// assert_eq!(g.try_acquire(100, 7), Decision::Pass); // window [0, 500)
     /// assert_eq!(g.try_acquire(600, 3), Decision::Pass); // full
@@ -596,7 +605,8 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::gate::{Gate, PriorityDecision};
+    /// use leaparray::gate::PriorityDecision;
+    /// use leaparray::Gate;
     /// use leaparray::stats::Metric;
     /// let g = Gate::<1>::new(NonZeroU64::new(500).unwrap(), 1);
     /// let stats = Metric::<2>::new(NonZeroU64::new(500).unwrap());
@@ -682,7 +692,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::Gate;
+    /// # use leaparray::Gate;
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = g.try_acquire(0, 4);
     /// let _ = g.try_acquire(600, 3);
@@ -703,7 +713,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::Gate;
+    /// # use leaparray::Gate;
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = g.try_acquire(600, 10);
     /// assert_eq!((g.remaining(400), g.remaining(1_000), g.remaining(1_500)), (0, 0, 10));
@@ -720,7 +730,7 @@ impl<const N: usize> Gate<N> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Decision, Gate};
+    /// # use leaparray::{Decision, Gate};
     /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = g.try_acquire(100, 6);
     /// let _ = g.try_acquire(700, 4);

@@ -122,7 +122,8 @@ pub struct ReadmeDoctests;
 pub use array::LeapArray;
 pub use decision::Decision;
 pub use error::AddError;
-pub use gate::{Gate, GateSet};
+pub use gate::Gate;
+pub use set::GateSet;
 pub use keyed::KeyedGate;
 #[cfg(leaparray_loom)]
 #[doc(hidden)]

@@ -53,7 +53,8 @@ mod private {
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::gate::{Gate, Member};
+/// use leaparray::gate::Member;
+/// use leaparray::Gate;
 /// let per_second: &dyn Member = &Gate::<10>::new(NonZeroU64::new(100).unwrap(), 10);
 /// assert_eq!(per_second.limit(), 10);
 /// ```
@@ -96,7 +97,7 @@ impl<const N: usize> Member for Gate<N> {
 ///
 /// ```
 /// use core::num::NonZeroU64;
-/// use leaparray::gate::{Decision, Gate, GateSet};
+/// use leaparray::{Decision, Gate, GateSet};
 ///
 /// // Time in ms: 10 per second (10 windows of 100 ms), 15 per minute.
 /// static PER_SECOND: Gate<10> = Gate::new(NonZeroU64::new(100).unwrap(), 10);
@@ -120,7 +121,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Gate, GateSet};
+    /// # use leaparray::{Gate, GateSet};
     /// let (a, b) = (Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3), Gate::<4>::new(NonZeroU64::new(250).unwrap(), 5));
     /// let set = GateSet::new([&a as &dyn leaparray::gate::Member, &b]);
     /// assert_eq!(set.len(), 2);
@@ -133,7 +134,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     /// The number of gates.
     ///
     /// ```
-    /// # use leaparray::gate::GateSet;
+    /// # use leaparray::GateSet;
     /// assert_eq!(GateSet::<0>::new([]).len(), 0);
     /// ```
     #[must_use]
@@ -144,7 +145,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     /// Whether the set has no gates (it then admits everything).
     ///
     /// ```
-    /// # use leaparray::gate::GateSet;
+    /// # use leaparray::GateSet;
     /// assert!(GateSet::<0>::new([]).is_empty());
     /// ```
     #[must_use]
@@ -156,7 +157,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Decision, Gate, GateSet};
+    /// # use leaparray::{Decision, Gate, GateSet};
     /// let (a, b) = (Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3), Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5));
     /// let set = GateSet::new([&a as &dyn leaparray::gate::Member, &b]);
     /// assert_eq!(set.try_acquire(0, 3), Decision::Pass);
@@ -173,7 +174,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Decision, Gate, GateSet};
+    /// # use leaparray::{Decision, Gate, GateSet};
     /// let requests = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
     /// let bytes = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 4_096);
     /// let set = GateSet::new([&requests as &dyn leaparray::gate::Member, &bytes]);
@@ -214,7 +215,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Gate, GateSet};
+    /// # use leaparray::{Gate, GateSet};
     /// let (a, b) = (Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3), Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5));
     /// let set = GateSet::new([&a as &dyn leaparray::gate::Member, &b]);
     /// assert_eq!(set.retry_after(0, 4), None);
@@ -228,7 +229,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::gate::{Gate, GateSet};
+    /// # use leaparray::{Gate, GateSet};
     /// let (a, b) = (Gate::<2>::new(NonZeroU64::new(500).unwrap(), 3), Gate::<2>::new(NonZeroU64::new(500).unwrap(), 5));
     /// let set = GateSet::new([&a as &dyn leaparray::gate::Member, &b]);
     /// assert_eq!(set.retry_after_each(0, [3, 5]), Some(0));

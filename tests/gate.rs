@@ -7,7 +7,8 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use leaparray::gate::{Decision, Gate, PriorityDecision, Shape};
+use leaparray::gate::{PriorityDecision, Shape};
+use leaparray::{Decision, Gate};
 use leaparray::stats::{Event, Metric};
 use proptest::prelude::*;
 

@@ -14,7 +14,8 @@
 
 use std::num::NonZeroU64;
 
-use leaparray::gate::{Decision, Gate, PriorityDecision, Shape};
+use leaparray::gate::{PriorityDecision, Shape};
+use leaparray::{Decision, Gate};
 use leaparray::AddError;
 use proptest::prelude::*;
 

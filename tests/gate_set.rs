@@ -6,7 +6,8 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 
-use leaparray::gate::{Decision, Gate, GateSet, Member, PriorityDecision};
+use leaparray::gate::{Member, PriorityDecision};
+use leaparray::{Decision, Gate, GateSet};
 use proptest::prelude::*;
 
 #[allow(dead_code)]

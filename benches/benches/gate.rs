@@ -26,7 +26,8 @@ mod common;
 use common::on_threads;
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
-use leaparray::gate::{Decision, Gate, GateSet, Member, Shape};
+use leaparray::gate::{Member, Shape};
+use leaparray::{Decision, Gate, GateSet};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 /// Above the 500 calls an interval of two windows gets.

@@ -25,7 +25,8 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::gate::{Decision, Gate, Shape};
+use leaparray::gate::Shape;
+use leaparray::{Decision, Gate};
 use leaparray::stats::Metric;
 use leaparray::MAX_COUNT;
 use leaparray_fuzz::gate::GateModel;

@@ -16,7 +16,8 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::gate::{Decision, Gate, GateSet, Member, Shape};
+use leaparray::gate::{Member, Shape};
+use leaparray::{Decision, Gate, GateSet};
 use leaparray_fuzz::gate::GateModel;
 use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;

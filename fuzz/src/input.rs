@@ -5,7 +5,8 @@
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::gate::{Gate, Shape};
+use leaparray::gate::Shape;
+use leaparray::Gate;
 use leaparray::array::{Narrow, Wide, Width};
 use leaparray::MAX_COUNT;
 

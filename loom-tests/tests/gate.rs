@@ -44,7 +44,8 @@
 
 use std::collections::BTreeMap;
 
-use leaparray::gate::{Decision, Gate, GateSet, Member, Shape};
+use leaparray::gate::{Member, Shape};
+use leaparray::{Decision, Gate, GateSet};
 use leaparray::stats::{Event, Metric};
 use leaparray::MAX_COUNT;
 use leaparray_loom_tests::{final_counts, spawn, Seen, W};

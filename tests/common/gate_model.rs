@@ -13,7 +13,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use leaparray::gate::{Decision, PriorityDecision};
+use leaparray::gate::PriorityDecision;
+use leaparray::Decision;
 
 /// A word-shaped gate of `N` windows.
 #[derive(Debug, Clone)]

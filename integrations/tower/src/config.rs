@@ -21,7 +21,7 @@ use leaparray::Decision;
 pub const WINDOWS: usize = 2;
 
 /// The largest number of global limits (they are checked together, all
-/// or nothing, as one `leaparray::gate::GateSet`).
+/// or nothing, as one `leaparray::GateSet`).
 ///
 /// ```
 /// use std::time::Duration;

@@ -1,7 +1,7 @@
 //! A tower rate-limit layer on [leaparray](https://docs.rs/leaparray): exact
 //! sliding windows per key (`leaparray::KeyedGate`, fixed memory) and
 //! global (`leaparray::Gate`, several at once through
-//! `leaparray::gate::GateSet`), **shared by every clone** of the service.
+//! `leaparray::GateSet`), **shared by every clone** of the service.
 //! Refusals are `429 Too Many Requests` with `Retry-After` and the IETF
 //! `RateLimit-Policy` / `RateLimit` fields; or requests wait for their turn.
 //!

@@ -10,7 +10,8 @@ use bytes::BytesMut;
 use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use leaparray::clock::Clock;
-use leaparray::gate::{Gate, GateSet, Member};
+use leaparray::gate::Member;
+use leaparray::{Gate, GateSet};
 use leaparray::keyed::{KeyHasher, Quota};
 use leaparray::Decision;
 
@@ -342,7 +343,7 @@ pub(crate) fn window_of(p: &Policy) -> NonZeroU64 {
 mod tests {
     use std::time::Duration;
 
-    use leaparray::gate::Gate;
+    use leaparray::Gate;
     use leaparray::keyed::KeyHasher;
 
     use super::{seconds_up, window_of, PerKey, Shared};

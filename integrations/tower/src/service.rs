@@ -7,7 +7,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
-use leaparray::gate::Gate;
+use leaparray::Gate;
 use leaparray::keyed::{KeyHasher, Quota};
 use tower::{Layer, Service};
 
