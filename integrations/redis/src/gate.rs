@@ -408,7 +408,7 @@ impl<const N: usize> Inner<N> {
         if let Some(c) = lock(&self.pool).pop() {
             return Some(c);
         }
-        match self.connect() {
+        match self.fresh() {
             Ok(c) => Some(c),
             Err(_) => {
                 self.broken();
@@ -421,6 +421,15 @@ impl<const N: usize> Inner<N> {
         let c = self.client.get_connection_with_timeout(self.cfg.timeout)?;
         c.set_read_timeout(Some(self.cfg.timeout))?;
         c.set_write_timeout(Some(self.cfg.timeout))?;
+        Ok(c)
+    }
+
+    /// A new connection, checked before any use: its first call asks
+    /// whether Redis's epoch was made by this redis-server process (see the
+    /// module `restart`), and writes this process's bookings back if not.
+    fn fresh(&self) -> RedisResult<Connection> {
+        let mut c = self.connect()?;
+        self.beat(&mut c, true)?;
         Ok(c)
     }
 
@@ -763,11 +772,12 @@ impl<const N: usize> Inner<N> {
     }
 
     /// One heartbeat: check the epoch (restore if it changed), flush
-    /// pending admissions. Used to reconnect too.
-    fn beat(&self, con: &mut Connection) -> RedisResult<()> {
+    /// pending admissions. `fresh`: the first call of a new connection,
+    /// which also checks the redis-server process (see [`Self::fresh`]).
+    fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<()> {
         let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
         let local = self.clock.now();
-        let r = self.calls.check(con, &known)?;
+        let r = self.calls.check(con, &known, fresh)?;
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
         if r.status == Status::Stale {
@@ -798,15 +808,12 @@ impl<const N: usize> Inner<N> {
                 let Some(mut con) = lock(&self.pool).pop() else {
                     continue;
                 };
-                match self.beat(&mut con) {
+                match self.beat(&mut con, false) {
                     Ok(()) => self.put(con),
                     Err(_) => self.broken(),
                 }
             } else {
-                match self
-                    .connect()
-                    .and_then(|mut con| self.beat(&mut con).map(|()| con))
-                {
+                match self.fresh() {
                     Ok(con) => {
                         self.put(con);
                         self.up.store(true, Relaxed);

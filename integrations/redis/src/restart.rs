@@ -1,15 +1,20 @@
-//! Redis restarted empty: how the fleet keeps its limit.
+//! Redis restarted (empty, or from a snapshot or AOF that may miss
+//! bookings, or a replica took over): how the fleet keeps its limit.
 //!
 //! # The protocol
 //!
 //! Every process keeps its own bookings per Redis window in a
 //! [`LeapArray`] (the *ledger*: what it booked in Redis, less what it gave
 //! back, plus what its fault policy admitted locally). Redis holds an
-//! *epoch* token (`{name}:epoch`, never expiring), and every call names the
-//! epoch its caller knows. The script, atomically:
+//! *epoch* token (`{name}:epoch`, never expiring) and the `run_id` of the
+//! redis-server process that made it (`{name}:run`), and every call names
+//! the epoch its caller knows. The script, atomically:
 //!
-//! 1. if the epoch key is missing (Redis is empty: a first start or a
-//!    restart), creates a new epoch and a *fence* key that expires after
+//! 1. if the epoch key is missing (Redis is empty: a first start, a
+//!    restart without persistence, `FLUSHALL`), or, on the first call of a
+//!    fresh connection, if `{name}:run` is not this redis-server's
+//!    `run_id` (`INFO server`: new at every start, its own on a promoted
+//!    replica), creates a new epoch and a *fence* key that expires after
 //!    the restart grace;
 //! 2. refuses any operation that names another epoch (*stale*): nothing is
 //!    booked;
@@ -22,6 +27,18 @@
 //! the epoch's read lock from its call until its ledger entry; a restore
 //! holds the write lock from reading the ledger until it has adopted the
 //! new epoch.
+//!
+//! The rule for a restart that kept data: a restart or a failover always
+//! breaks every connection, and every new connection's first call is that
+//! check, before any booking on it; so the first process to reach the new
+//! redis-server (a new process too) makes the new epoch. What the
+//! persisted data holds stays counted (bookings of the snapshot counted
+//! again by the write-back: refused more, never over). Cost: one `INFO
+//! server` and one `INFO memory` inside the script per new connection;
+//! nothing per decision (a booking reads neither `{name}:run` nor `INFO`).
+//! A proxy that keeps the client's connection across a restart of the
+//! redis-server behind it (twemproxy, Envoy) hides the restart: connect
+//! to Redis itself (or through Sentinel, which reconnects).
 //!
 //! # The race it prevents
 //!
