@@ -62,10 +62,13 @@ if op == 'book' then
   local got = redis.call('HMGET', KEYS[1], unpack(fields))
   local c = {}
   for i = 1, 2 * nw - 1 do c[i] = tonumber(got[i]) or 0 end
-  local room = limit
-  for k = 0, nw - 1 do
-    local load = 0
-    for i = 1 + k, nw + k do load = load + c[i] end
+  -- The load of each of the nw intervals holding cur, as a running sum:
+  -- O(nw), not O(nw^2) (at nw = 1024 the nested sum took tens of ms).
+  local load = 0
+  for i = 1, nw do load = load + c[i] end
+  local room = limit - load
+  for k = 1, nw - 1 do
+    load = load - c[k] + c[nw + k]
     if limit - load < room then room = limit - load end
   end
   if room < least then return {1, fmt(now), epoch, fmt(cur), 0, math.max(room, 0)} end
