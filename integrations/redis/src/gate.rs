@@ -287,9 +287,10 @@ impl<const N: usize> RedisGate<N> {
     /// differ by less than `N - 1` windows (the hash expires `N + 1`
     /// windows of Redis time after its last booking; see the README's
     /// "The clock"). A time above [`crate::MAX_CALLER_TIME_US`] is
-    /// [`Decision::Refused`] without a call to Redis. Use one time source per gate: its
-    /// ledger of bookings (written back after a Redis restart) keeps the
-    /// newest `N` windows of whichever clock it is given.
+    /// [`Decision::Refused`] without a call to Redis. Its ledger of bookings
+    /// (written back after a Redis restart) keeps every window booked in the
+    /// last `2N` windows of this process's monotonic time, whichever clock
+    /// named it (Redis's, or any caller's within the skew bound).
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -510,7 +511,7 @@ impl<const N: usize> Inner<N> {
             }
             match r.status {
                 Status::Done => {
-                    self.ledger.book(r.window, r.booked);
+                    self.ledger.book(r.window, r.booked, self.clock.now());
                     drop(epoch);
                     self.put(con);
                     return Decision::Admitted { window: r.window };
@@ -609,7 +610,7 @@ impl<const N: usize> Inner<N> {
             self.learn(local, &r);
             match r.status {
                 Status::Done => {
-                    self.ledger.book(r.window, r.booked);
+                    self.ledger.book(r.window, r.booked, self.clock.now());
                     drop(epoch);
                     self.put(con);
                     let mut lease = lock(&self.lease);
@@ -711,7 +712,7 @@ impl<const N: usize> Inner<N> {
             // The ledger only: it cannot grow while the epoch is stale (no
             // booking succeeds), so a retry after a lost reply, skipped by
             // the script as already applied, loses nothing.
-            let windows = self.ledger.live(now);
+            let windows = self.ledger.live(self.clock.now());
             let r = self.calls.restore(con, &target, &self.process, &windows)?;
             counter.fetch_add(1, Relaxed);
             if r.status == Status::Stale {
@@ -749,7 +750,7 @@ impl<const N: usize> Inner<N> {
         match r {
             Ok(r) if r.status == Status::Done => {
                 for (w, n) in pending {
-                    self.ledger.book(w, n);
+                    self.ledger.book(w, n, self.clock.now());
                 }
                 Ok(())
             }

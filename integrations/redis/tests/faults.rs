@@ -13,6 +13,7 @@
 //! (fullest interval, intervals over) for the README's fault table.
 mod common;
 use common::{serial, Server};
+use leaparray_redis::{Config, RedisGate};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -242,4 +243,102 @@ fn sigstop_600_ms() {
     server.signal("-CONT");
     let merged = fleet.finish();
     judge(test, &merged, LIMIT, Some(full));
+}
+
+fn connected<const W: usize>(g: &RedisGate<W>) {
+    let t = Instant::now();
+    while !g.is_connected() {
+        assert!(t.elapsed() < Duration::from_secs(10), "never connected");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Short timings (`restart_grace >= heartbeat + max_backoff + timeout`).
+fn quick(mut c: Config) -> Config {
+    c.heartbeat = Duration::from_millis(10);
+    c.max_backoff = Duration::from_millis(10);
+    c.timeout(Duration::from_millis(50))
+        .restart_grace(Duration::from_millis(70))
+}
+
+/// A caller whose clock runs one window ahead of Redis's (within the
+/// documented bound) fills that window through `try_acquire_at`; Redis
+/// restarts empty before its own clock reaches the window; after the fence
+/// a second process, as far ahead, asks for the same window. So does a
+/// caller with injected test times (2027). The write-back must carry both.
+#[test]
+fn caller_one_window_ahead_across_a_restart() {
+    let _g = serial();
+    let mut server = Server::start();
+    let (w, limit) = (1_000_000u64, 10u64);
+    let cfg = quick(Config::new(
+        server.url(),
+        "ahead",
+        Duration::from_micros(w),
+        limit,
+    ));
+    let a = RedisGate::<2>::open(cfg.clone()).unwrap();
+    let b = RedisGate::<2>::open(cfg).unwrap();
+    connected(&a);
+    connected(&b);
+    std::thread::sleep(Duration::from_millis(100)); // past the first fence
+                                                    // Start in the first 300 ms of a Redis window, so that Redis's clock is
+                                                    // still before the caller's window when the restart is written back.
+    let mut con = server.con();
+    let now = loop {
+        let t = redis_now(&mut con);
+        if t % w < 300_000 {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let ahead = (now / w + 1) * w + 1_000; // one window ahead
+    let injected = 1_800_000_000_000_000u64; // a test's time
+    let mut ledger = BTreeMap::new();
+    let book = |ledger: &mut BTreeMap<u64, u64>, g: &RedisGate<2>, t: u64| {
+        for _ in 0..limit {
+            if let Some(win) = g.try_acquire_at(t, 1).window() {
+                *ledger.entry(win).or_insert(0u64) += 1;
+            }
+        }
+    };
+    book(&mut ledger, &a, ahead);
+    book(&mut ledger, &a, injected);
+    assert_eq!(
+        ledger.values().sum::<u64>(),
+        2 * limit,
+        "premise: both windows filled"
+    );
+    server.kill();
+    server.restart();
+    let t = Instant::now();
+    while !(a.is_connected() && b.is_connected()) || t.elapsed() < Duration::from_millis(150) {
+        let _ = b.try_acquire_at(0, 0);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    book(&mut ledger, &b, ahead + 100_000);
+    book(&mut ledger, &b, injected + 100_000);
+    assert!(
+        redis_now(&mut server.con()) < ahead,
+        "premise: Redis's clock is still behind"
+    );
+    let (fullest, n_over) = over2(&ledger, limit);
+    println!("fault-table | caller-ahead | fullest interval {fullest} of {limit} | intervals over: {n_over} |");
+    assert_eq!(n_over, 0, "over the limit {limit}: {ledger:?}");
+}
+
+/// `over` for intervals of 2 windows.
+fn over2(merged: &BTreeMap<u64, u64>, limit: u64) -> (u64, usize) {
+    let mut fullest = 0;
+    let mut n = 0;
+    for (&win, _) in merged.iter() {
+        for s in [win.saturating_sub(1), win] {
+            let load: u64 = (s..s + 2)
+                .map(|x| merged.get(&x).copied().unwrap_or(0))
+                .sum();
+            fullest = fullest.max(load);
+            n += usize::from(load > limit);
+        }
+    }
+    (fullest, n)
 }
