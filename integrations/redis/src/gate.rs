@@ -2,7 +2,8 @@
 //! or from blocks booked in Redis (lease mode), with a keeper thread that
 //! reconnects, writes bookings back after a restart and returns leases.
 
-use crate::config::{Config, FaultPolicy, Mode};
+use crate::config::{Config, FaultPolicy, Mode, OnEviction};
+use crate::fault::{self, Failure};
 use crate::restart::Ledger;
 use crate::script::{Calls, Reply, Status};
 use crate::Error;
@@ -141,6 +142,8 @@ struct Inner<const N: usize> {
     epoch: RwLock<String>,
     ledger: Ledger<N>,
     lease: Mutex<Lease>,
+    /// The evicting `maxmemory-policy` the latest fresh connection read.
+    evicting: Mutex<Option<String>>,
     /// Signalled when a refill ends.
     lease_cv: Condvar,
     /// Ended leases' unused permits, given back by the keeper thread (off
@@ -239,6 +242,7 @@ impl<const N: usize> RedisGate<N> {
             up: AtomicBool::new(false),
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
+            evicting: Mutex::new(None),
             lease_cv: Condvar::new(),
             returns: Mutex::new(Vec::new()),
             fallback,
@@ -252,6 +256,22 @@ impl<const N: usize> RedisGate<N> {
             round_trips: AtomicU64::new(0),
             keeper_round_trips: AtomicU64::new(0),
         });
+        // A first connection now (bounded by the timeout), so that an
+        // evicting maxmemory-policy is an error of `open`; if Redis cannot
+        // be reached, the keeper connects later (and checks the policy).
+        match inner.fresh() {
+            Ok(con) => {
+                inner.put(con);
+                inner.up.store(true, Relaxed);
+            }
+            Err(_) => {
+                if let Some(policy) = lock(&inner.evicting).clone() {
+                    if inner.cfg.on_evicting == OnEviction::Refuse {
+                        return Err(Error::Evicting(policy));
+                    }
+                }
+            }
+        }
         let k = Arc::clone(&inner);
         let keeper = std::thread::Builder::new()
             .name("leaparray-redis-keeper".into())
@@ -438,20 +458,24 @@ impl<const N: usize> Inner<N> {
         lock(&self.pool).push(c);
     }
 
-    /// A call failed. A connection fault (I/O, timeout, refused, dropped)
-    /// takes the process offline ([`Self::broken`]); any other error (a
-    /// script or decode error, for one request) drops only this connection
-    /// and is refused.
-    fn failed(&self, e: &redis::RedisError, n: u64) -> Decision {
-        if e.is_io_error()
-            || e.is_timeout()
-            || e.is_connection_dropped()
-            || e.is_connection_refusal()
-        {
-            self.broken();
-            self.fault(n)
-        } else {
-            Decision::Refused
+    /// A call on `con` failed: what it means is [`fault::classify`]'s.
+    /// Offline: the process goes offline (the keeper reconnects) and the
+    /// fault policy decides; unbooked (Redis could not write, e.g. `OOM`):
+    /// the fault policy decides, the connection is kept; any other error
+    /// (a script or decode error, for one request) drops only this
+    /// connection and is refused.
+    fn failed(&self, e: &redis::RedisError, n: u64, con: Connection) -> Decision {
+        match fault::classify(e) {
+            Failure::Offline => {
+                drop(con);
+                self.broken();
+                self.fault(n)
+            }
+            Failure::Unbooked => {
+                self.put(con);
+                self.fault(n)
+            }
+            Failure::Request => Decision::Refused,
         }
     }
 
@@ -503,7 +527,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    return self.failed(&e, n);
+                    return self.failed(&e, n, con);
                 }
             };
             if at.is_none() {
@@ -604,7 +628,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    return self.failed(&e, n);
+                    return self.failed(&e, n, con);
                 }
             };
             self.learn(local, &r);
@@ -694,9 +718,11 @@ impl<const N: usize> Inner<N> {
         counter.fetch_add(1, Relaxed);
         match r {
             Ok(_) => self.put(con),
-            Err(e) => {
-                let _ = self.failed(&e, 0);
-            }
+            Err(e) => match fault::classify(&e) {
+                Failure::Offline => self.broken(),
+                Failure::Unbooked => self.put(con),
+                Failure::Request => {}
+            },
         }
     }
 
@@ -781,10 +807,43 @@ impl<const N: usize> Inner<N> {
         let r = self.calls.check(con, &known, fresh)?;
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
+        if let Some(policy) = r.policy.as_deref() {
+            self.eviction(policy)?;
+        }
         if r.status == Status::Stale {
             self.restore(con, &r, &self.keeper_round_trips)?;
         }
         self.flush(con, r.now)
+    }
+
+    /// A fresh connection's `maxmemory-policy`: anything but `noeviction`
+    /// (or no answer) can evict the limit's keys. [`OnEviction::Refuse`]:
+    /// the connection is refused (an error: the process stays offline and
+    /// the fault policy decides); [`OnEviction::Warn`]: a `log` warning.
+    fn eviction(&self, policy: &str) -> RedisResult<()> {
+        if policy.is_empty() || policy == "noeviction" {
+            *lock(&self.evicting) = None;
+            return Ok(());
+        }
+        let first = lock(&self.evicting).replace(policy.to_owned()).is_none();
+        match self.cfg.on_evicting {
+            OnEviction::Refuse => {
+                if first {
+                    log::error!("leaparray-redis {}: Redis's maxmemory-policy is {policy}, which can evict the limit's keys: not used (set noeviction, or Config::on_evicting(OnEviction::Warn))", self.cfg.name);
+                }
+                Err((
+                    redis::ErrorKind::ClientError,
+                    "leaparray-redis: Redis's maxmemory-policy can evict the limit's keys",
+                )
+                    .into())
+            }
+            OnEviction::Warn => {
+                if first {
+                    log::warn!("leaparray-redis {}: Redis's maxmemory-policy is {policy}, which can evict the limit's keys (an evicted key can let the fleet pass the limit)", self.cfg.name);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// The keeper thread: reconnects with backoff, beats, returns ended leases.

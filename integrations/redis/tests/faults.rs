@@ -342,3 +342,103 @@ fn over2(merged: &BTreeMap<u64, u64>, limit: u64) -> (u64, usize) {
     }
     (fullest, n)
 }
+
+/// Redis at `maxmemory` (`noeviction`: writes fail with OOM): a decision
+/// Redis could not book is the fault policy's (`Unavailable` under
+/// `Refuse`, the local share under `Local`), not a refusal by the limit;
+/// when memory is back, decisions are Redis's again.
+#[test]
+fn full_maxmemory_is_a_fault_not_a_refusal() {
+    let _g = serial();
+    let server = Server::start();
+    let (w, limit) = (Duration::from_secs(1), 10u64);
+    let refuse = RedisGate::<2>::open(quick(Config::new(server.url(), "oom", w, limit))).unwrap();
+    let local = RedisGate::<2>::open(
+        quick(Config::new(server.url(), "oom", w, limit))
+            .on_fault(leaparray_redis::FaultPolicy::Local { share: 2 }),
+    )
+    .unwrap();
+    connected(&refuse);
+    connected(&local);
+    std::thread::sleep(Duration::from_millis(100)); // past the first fence
+    let mut ledger = BTreeMap::new();
+    let mut record = |d: leaparray_redis::Decision| {
+        if let Some(win) = d.window() {
+            *ledger.entry(win).or_insert(0u64) += 1;
+        }
+        d
+    };
+    assert!(record(refuse.try_acquire(1)).is_admitted());
+    let mut con = server.con();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
+    let d = record(refuse.try_acquire(1));
+    assert_eq!(
+        d,
+        leaparray_redis::Decision::Unavailable,
+        "Redis could not book: a fault"
+    );
+    let l: Vec<_> = (0..3).map(|_| record(local.try_acquire(1))).collect();
+    assert!(
+        matches!(
+            l[..],
+            [
+                leaparray_redis::Decision::AdmittedLocally { .. },
+                leaparray_redis::Decision::AdmittedLocally { .. },
+                leaparray_redis::Decision::Unavailable
+            ]
+        ),
+        "the local share of 2, then unavailable: {l:?}"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    let t = Instant::now();
+    while !record(refuse.try_acquire(1)).is_admitted() {
+        assert!(t.elapsed() < Duration::from_secs(5), "never admitted again");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (fullest, n_over) = over2(&ledger, limit);
+    println!("fault-table | maxmemory | fullest interval {fullest} of {limit} | intervals over: {n_over} | OOM decision: {d:?}");
+    assert_eq!(n_over, 0, "{ledger:?}");
+}
+
+/// A `maxmemory-policy` that can evict the limit's keys (`allkeys-*`,
+/// `volatile-*`) is refused by `open` (read with `INFO memory`), or used
+/// with a warning under `OnEviction::Warn`; `noeviction` is used.
+#[test]
+fn an_evicting_maxmemory_policy_is_refused_at_open() {
+    let _g = serial();
+    for policy in ["allkeys-lru", "volatile-ttl"] {
+        let server = Server::start_with(&["--maxmemory-policy", policy]);
+        let cfg = quick(Config::new(
+            server.url(),
+            "evict",
+            Duration::from_secs(1),
+            10,
+        ));
+        match RedisGate::<2>::open(cfg.clone()) {
+            Err(leaparray_redis::Error::Evicting(p)) => assert_eq!(p, policy),
+            other => panic!("{policy} accepted: {other:?}"),
+        }
+        let warned =
+            RedisGate::<2>::open(cfg.on_evicting(leaparray_redis::OnEviction::Warn)).unwrap();
+        assert!(warned.is_connected(), "{policy}: Warn uses it");
+    }
+    let server = Server::start_with(&["--maxmemory-policy", "noeviction"]);
+    let gate = RedisGate::<2>::open(quick(Config::new(
+        server.url(),
+        "evict",
+        Duration::from_secs(1),
+        10,
+    )))
+    .unwrap();
+    assert!(gate.is_connected());
+}
