@@ -130,7 +130,7 @@ pub struct Config {
     /// The longest wait between reconnection attempts (they start at
     /// 10 ms and double). 100 ms.
     pub max_backoff: Duration,
-    /// After Redis comes back empty, fresh bookings are refused this long
+    /// After Redis restarts (a new epoch), fresh bookings are refused this long
     /// so that every live process can write its bookings back first
     /// (capped at the interval; the interval makes a restart exact even
     /// for the bookings of processes that died). Must be at least
@@ -218,7 +218,7 @@ impl Config {
         self
     }
 
-    /// How long fresh bookings wait after Redis comes back empty.
+    /// How long fresh bookings wait after Redis restarts.
     ///
     /// ```
     /// # use std::time::Duration;

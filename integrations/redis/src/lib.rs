@@ -10,7 +10,8 @@
 //!   window and admits from it locally; unused permits go back at the
 //!   window's end.
 //! * Faults: a [`FaultPolicy`] while Redis is away, reconnection with
-//!   backoff in a keeper thread, and after Redis restarts empty, every
+//!   backoff in a keeper thread, and after Redis restarts (empty, from a
+//!   snapshot or AOF, or a replica promoted: a new `run_id`), every
 //!   process writes its own bookings back before fresh ones are admitted
 //!   (the protocol is argued in the module `restart`, `src/restart.rs`).
 //!
