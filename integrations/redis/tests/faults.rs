@@ -102,20 +102,22 @@ fn redis_now(con: &mut redis::Connection) -> u64 {
     s * 1_000_000 + us
 }
 
-/// Waits until a window after `after` holds the whole limit in Redis (so
-/// the intervals after it have no room: a fleet that forgets it passes the
+/// Waits until the interval ending at the current window holds the whole
+/// limit, with bookings in that window, a window after `after` (so the
+/// intervals after it have no room: a fleet that forgets it passes the
 /// limit). Returns that window.
 fn full_window_after(server: &Server, name: &str, after: u64) -> u64 {
     let mut con = server.con();
     let t = Instant::now();
     loop {
         let cur = redis_now(&mut con) / WINDOW_US;
-        let n: Option<u64> = redis::cmd("HGET")
+        let got: Vec<Option<u64>> = redis::cmd("HMGET")
             .arg(format!("{{{name}}}"))
-            .arg(cur)
+            .arg((cur + 1 - N..=cur).collect::<Vec<u64>>())
             .query(&mut con)
             .unwrap();
-        if cur > after && n.unwrap_or(0) >= LIMIT {
+        let load: u64 = got.iter().map(|n| n.unwrap_or(0)).sum();
+        if cur > after && got[N as usize - 1].unwrap_or(0) > 0 && load >= LIMIT {
             return cur;
         }
         if t.elapsed() > Duration::from_secs(3) {
@@ -123,7 +125,7 @@ fn full_window_after(server: &Server, name: &str, after: u64) -> u64 {
                 .arg(format!("{{{name}}}"))
                 .query(&mut con)
                 .unwrap();
-            panic!("premise: no window after {after} took the whole limit (now {cur}): {all:?}");
+            panic!("premise: no interval ending after {after} took the whole limit (now {cur}): {all:?}");
         }
         std::thread::sleep(Duration::from_millis(2));
     }
