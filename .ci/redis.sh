@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # leaparray-redis against a real Redis: its tests start their own
 # redis-server processes on free loopback ports (and kill them, a restart
-# included), so this script only makes sure redis-server is installed.
+# included, and the fault tests of tests/faults.rs: RDB and AOF restarts,
+# FLUSHALL, SIGSTOP, maxmemory, an evicting policy, a caller's clock ahead),
+# so this script only makes sure redis-server is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null; then

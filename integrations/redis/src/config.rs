@@ -63,6 +63,36 @@ pub enum FaultPolicy {
     },
 }
 
+/// What [`RedisGate::open`](crate::RedisGate::open) and every new
+/// connection do when Redis's `maxmemory-policy` (read with `INFO memory`,
+/// which managed Redis allows where it blocks `CONFIG`) is not
+/// `noeviction`: an evicted key of the limit lets the fleet pass it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnEviction {
+    /// Refuse (the default): `open` returns
+    /// [`Error::Evicting`](crate::Error::Evicting) if it reaches Redis;
+    /// otherwise every connection to that Redis is refused (the process
+    /// stays offline, the fault policy decides) and `log::error!` says why.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, OnEviction};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 100);
+    /// assert_eq!(c.on_evicting, OnEviction::Refuse);
+    /// ```
+    Refuse,
+    /// Use it, with a `log::warn!` once.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, OnEviction};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 100)
+    ///     .on_evicting(OnEviction::Warn);
+    /// assert_eq!(c.on_evicting, OnEviction::Warn);
+    /// ```
+    Warn,
+}
+
 /// A limit shared through Redis, and how to reach it.
 ///
 /// `limit` permits per interval of `N` windows of `window` (`N` is the
@@ -100,7 +130,7 @@ pub struct Config {
     /// The longest wait between reconnection attempts (they start at
     /// 10 ms and double). 100 ms.
     pub max_backoff: Duration,
-    /// After Redis comes back empty, fresh bookings are refused this long
+    /// After Redis restarts (a new epoch), fresh bookings are refused this long
     /// so that every live process can write its bookings back first
     /// (capped at the interval; the interval makes a restart exact even
     /// for the bookings of processes that died). Must be at least
@@ -108,6 +138,9 @@ pub struct Config {
     /// [`crate::Error::Config`]): a fence shorter than that can end before a
     /// live process has written its bookings back. 500 ms.
     pub restart_grace: Duration,
+    /// What to do when Redis's `maxmemory-policy` can evict the limit's
+    /// keys. [`OnEviction::Refuse`].
+    pub on_evicting: OnEviction,
 }
 
 impl Config {
@@ -138,6 +171,7 @@ impl Config {
             heartbeat: Duration::from_millis(50),
             max_backoff: Duration::from_millis(100),
             restart_grace: Duration::from_millis(500),
+            on_evicting: OnEviction::Refuse,
         }
     }
 
@@ -184,7 +218,7 @@ impl Config {
         self
     }
 
-    /// How long fresh bookings wait after Redis comes back empty.
+    /// How long fresh bookings wait after Redis restarts.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -195,6 +229,21 @@ impl Config {
     #[must_use]
     pub fn restart_grace(mut self, grace: Duration) -> Self {
         self.restart_grace = grace;
+        self
+    }
+
+    /// What to do when Redis's `maxmemory-policy` can evict the limit's keys.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, OnEviction};
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_secs(1), 100)
+    ///     .on_evicting(OnEviction::Warn);
+    /// assert_eq!(c.on_evicting, OnEviction::Warn);
+    /// ```
+    #[must_use]
+    pub fn on_evicting(mut self, on: OnEviction) -> Self {
+        self.on_evicting = on;
         self
     }
 

@@ -2,7 +2,8 @@
 //! or from blocks booked in Redis (lease mode), with a keeper thread that
 //! reconnects, writes bookings back after a restart and returns leases.
 
-use crate::config::{Config, FaultPolicy, Mode};
+use crate::config::{Config, FaultPolicy, Mode, OnEviction};
+use crate::fault::{self, Failure};
 use crate::restart::Ledger;
 use crate::script::{Calls, Reply, Status};
 use crate::Error;
@@ -141,6 +142,8 @@ struct Inner<const N: usize> {
     epoch: RwLock<String>,
     ledger: Ledger<N>,
     lease: Mutex<Lease>,
+    /// The evicting `maxmemory-policy` the latest fresh connection read.
+    evicting: Mutex<Option<String>>,
     /// Signalled when a refill ends.
     lease_cv: Condvar,
     /// Ended leases' unused permits, given back by the keeper thread (off
@@ -239,6 +242,7 @@ impl<const N: usize> RedisGate<N> {
             up: AtomicBool::new(false),
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
+            evicting: Mutex::new(None),
             lease_cv: Condvar::new(),
             returns: Mutex::new(Vec::new()),
             fallback,
@@ -252,6 +256,22 @@ impl<const N: usize> RedisGate<N> {
             round_trips: AtomicU64::new(0),
             keeper_round_trips: AtomicU64::new(0),
         });
+        // A first connection now (bounded by the timeout), so that an
+        // evicting maxmemory-policy is an error of `open`; if Redis cannot
+        // be reached, the keeper connects later (and checks the policy).
+        match inner.fresh() {
+            Ok(con) => {
+                inner.put(con);
+                inner.up.store(true, Relaxed);
+            }
+            Err(_) => {
+                if let Some(policy) = lock(&inner.evicting).clone() {
+                    if inner.cfg.on_evicting == OnEviction::Refuse {
+                        return Err(Error::Evicting(policy));
+                    }
+                }
+            }
+        }
         let k = Arc::clone(&inner);
         let keeper = std::thread::Builder::new()
             .name("leaparray-redis-keeper".into())
@@ -287,9 +307,10 @@ impl<const N: usize> RedisGate<N> {
     /// differ by less than `N - 1` windows (the hash expires `N + 1`
     /// windows of Redis time after its last booking; see the README's
     /// "The clock"). A time above [`crate::MAX_CALLER_TIME_US`] is
-    /// [`Decision::Refused`] without a call to Redis. Use one time source per gate: its
-    /// ledger of bookings (written back after a Redis restart) keeps the
-    /// newest `N` windows of whichever clock it is given.
+    /// [`Decision::Refused`] without a call to Redis. Its ledger of bookings
+    /// (written back after a Redis restart) keeps every window booked in the
+    /// last `2N` windows of this process's monotonic time, whichever clock
+    /// named it (Redis's, or any caller's within the skew bound).
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -408,7 +429,7 @@ impl<const N: usize> Inner<N> {
         if let Some(c) = lock(&self.pool).pop() {
             return Some(c);
         }
-        match self.connect() {
+        match self.fresh() {
             Ok(c) => Some(c),
             Err(_) => {
                 self.broken();
@@ -424,24 +445,37 @@ impl<const N: usize> Inner<N> {
         Ok(c)
     }
 
+    /// A new connection, checked before any use: its first call asks
+    /// whether Redis's epoch was made by this redis-server process (see the
+    /// module `restart`), and writes this process's bookings back if not.
+    fn fresh(&self) -> RedisResult<Connection> {
+        let mut c = self.connect()?;
+        self.beat(&mut c, true)?;
+        Ok(c)
+    }
+
     fn put(&self, c: Connection) {
         lock(&self.pool).push(c);
     }
 
-    /// A call failed. A connection fault (I/O, timeout, refused, dropped)
-    /// takes the process offline ([`Self::broken`]); any other error (a
-    /// script or decode error, for one request) drops only this connection
-    /// and is refused.
-    fn failed(&self, e: &redis::RedisError, n: u64) -> Decision {
-        if e.is_io_error()
-            || e.is_timeout()
-            || e.is_connection_dropped()
-            || e.is_connection_refusal()
-        {
-            self.broken();
-            self.fault(n)
-        } else {
-            Decision::Refused
+    /// A call on `con` failed: what it means is [`fault::classify`]'s.
+    /// Offline: the process goes offline (the keeper reconnects) and the
+    /// fault policy decides; unbooked (Redis could not write, e.g. `OOM`):
+    /// the fault policy decides, the connection is kept; any other error
+    /// (a script or decode error, for one request) drops only this
+    /// connection and is refused.
+    fn failed(&self, e: &redis::RedisError, n: u64, con: Connection) -> Decision {
+        match fault::classify(e) {
+            Failure::Offline => {
+                drop(con);
+                self.broken();
+                self.fault(n)
+            }
+            Failure::Unbooked => {
+                self.put(con);
+                self.fault(n)
+            }
+            Failure::Request => Decision::Refused,
         }
     }
 
@@ -493,7 +527,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    return self.failed(&e, n);
+                    return self.failed(&e, n, con);
                 }
             };
             if at.is_none() {
@@ -501,7 +535,7 @@ impl<const N: usize> Inner<N> {
             }
             match r.status {
                 Status::Done => {
-                    self.ledger.book(r.window, r.booked);
+                    self.ledger.book(r.window, r.booked, self.clock.now());
                     drop(epoch);
                     self.put(con);
                     return Decision::Admitted { window: r.window };
@@ -594,13 +628,13 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    return self.failed(&e, n);
+                    return self.failed(&e, n, con);
                 }
             };
             self.learn(local, &r);
             match r.status {
                 Status::Done => {
-                    self.ledger.book(r.window, r.booked);
+                    self.ledger.book(r.window, r.booked, self.clock.now());
                     drop(epoch);
                     self.put(con);
                     let mut lease = lock(&self.lease);
@@ -684,9 +718,11 @@ impl<const N: usize> Inner<N> {
         counter.fetch_add(1, Relaxed);
         match r {
             Ok(_) => self.put(con),
-            Err(e) => {
-                let _ = self.failed(&e, 0);
-            }
+            Err(e) => match fault::classify(&e) {
+                Failure::Offline => self.broken(),
+                Failure::Unbooked => self.put(con),
+                Failure::Request => {}
+            },
         }
     }
 
@@ -702,7 +738,7 @@ impl<const N: usize> Inner<N> {
             // The ledger only: it cannot grow while the epoch is stale (no
             // booking succeeds), so a retry after a lost reply, skipped by
             // the script as already applied, loses nothing.
-            let windows = self.ledger.live(now);
+            let windows = self.ledger.live(self.clock.now());
             let r = self.calls.restore(con, &target, &self.process, &windows)?;
             counter.fetch_add(1, Relaxed);
             if r.status == Status::Stale {
@@ -740,7 +776,7 @@ impl<const N: usize> Inner<N> {
         match r {
             Ok(r) if r.status == Status::Done => {
                 for (w, n) in pending {
-                    self.ledger.book(w, n);
+                    self.ledger.book(w, n, self.clock.now());
                 }
                 Ok(())
             }
@@ -763,17 +799,51 @@ impl<const N: usize> Inner<N> {
     }
 
     /// One heartbeat: check the epoch (restore if it changed), flush
-    /// pending admissions. Used to reconnect too.
-    fn beat(&self, con: &mut Connection) -> RedisResult<()> {
+    /// pending admissions. `fresh`: the first call of a new connection,
+    /// which also checks the redis-server process (see [`Self::fresh`]).
+    fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<()> {
         let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
         let local = self.clock.now();
-        let r = self.calls.check(con, &known)?;
+        let r = self.calls.check(con, &known, fresh)?;
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
+        if let Some(policy) = r.policy.as_deref() {
+            self.eviction(policy)?;
+        }
         if r.status == Status::Stale {
             self.restore(con, &r, &self.keeper_round_trips)?;
         }
         self.flush(con, r.now)
+    }
+
+    /// A fresh connection's `maxmemory-policy`: anything but `noeviction`
+    /// (or no answer) can evict the limit's keys. [`OnEviction::Refuse`]:
+    /// the connection is refused (an error: the process stays offline and
+    /// the fault policy decides); [`OnEviction::Warn`]: a `log` warning.
+    fn eviction(&self, policy: &str) -> RedisResult<()> {
+        if policy.is_empty() || policy == "noeviction" {
+            *lock(&self.evicting) = None;
+            return Ok(());
+        }
+        let first = lock(&self.evicting).replace(policy.to_owned()).is_none();
+        match self.cfg.on_evicting {
+            OnEviction::Refuse => {
+                if first {
+                    log::error!("leaparray-redis {}: Redis's maxmemory-policy is {policy}, which can evict the limit's keys: not used (set noeviction, or Config::on_evicting(OnEviction::Warn))", self.cfg.name);
+                }
+                Err((
+                    redis::ErrorKind::ClientError,
+                    "leaparray-redis: Redis's maxmemory-policy can evict the limit's keys",
+                )
+                    .into())
+            }
+            OnEviction::Warn => {
+                if first {
+                    log::warn!("leaparray-redis {}: Redis's maxmemory-policy is {policy}, which can evict the limit's keys (an evicted key can let the fleet pass the limit)", self.cfg.name);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// The keeper thread: reconnects with backoff, beats, returns ended leases.
@@ -798,15 +868,12 @@ impl<const N: usize> Inner<N> {
                 let Some(mut con) = lock(&self.pool).pop() else {
                     continue;
                 };
-                match self.beat(&mut con) {
+                match self.beat(&mut con, false) {
                     Ok(()) => self.put(con),
                     Err(_) => self.broken(),
                 }
             } else {
-                match self
-                    .connect()
-                    .and_then(|mut con| self.beat(&mut con).map(|()| con))
-                {
+                match self.fresh() {
                     Ok(con) => {
                         self.put(con);
                         self.up.store(true, Relaxed);

@@ -10,7 +10,8 @@
 //!   window and admits from it locally; unused permits go back at the
 //!   window's end.
 //! * Faults: a [`FaultPolicy`] while Redis is away, reconnection with
-//!   backoff in a keeper thread, and after Redis restarts empty, every
+//!   backoff in a keeper thread, and after Redis restarts (empty, from a
+//!   snapshot or AOF, or a replica promoted: a new `run_id`), every
 //!   process writes its own bookings back before fresh ones are admitted
 //!   (the protocol is argued in the module `restart`, `src/restart.rs`).
 //!
@@ -34,11 +35,12 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod fault;
 mod gate;
 mod restart;
 mod script;
 
-pub use config::{Config, FaultPolicy, Mode};
+pub use config::{Config, FaultPolicy, Mode, OnEviction};
 pub use gate::{Decision, RedisGate, Stats};
 
 /// The Lua script every operation runs (check and book, restore, give
@@ -85,6 +87,10 @@ pub enum Error {
     Config(String),
     /// The Redis URL is invalid.
     Redis(redis::RedisError),
+    /// Redis's `maxmemory-policy` (the value) can evict the limit's keys
+    /// (anything but `noeviction`), and [`Config::on_evicting`] is
+    /// [`OnEviction::Refuse`] (the default).
+    Evicting(String),
 }
 
 impl std::fmt::Display for Error {
@@ -92,6 +98,7 @@ impl std::fmt::Display for Error {
         match self {
             Error::Config(why) => write!(f, "leaparray-redis: invalid configuration: {why}"),
             Error::Redis(e) => write!(f, "leaparray-redis: {e}"),
+            Error::Evicting(p) => write!(f, "leaparray-redis: Redis's maxmemory-policy is {p}, which can evict the limit's keys; set noeviction (or Config::on_evicting(OnEviction::Warn))"),
         }
     }
 }
@@ -100,7 +107,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Redis(e) => Some(e),
-            Error::Config(_) => None,
+            Error::Config(_) | Error::Evicting(_) => None,
         }
     }
 }

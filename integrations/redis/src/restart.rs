@@ -1,15 +1,20 @@
-//! Redis restarted empty: how the fleet keeps its limit.
+//! Redis restarted (empty, or from a snapshot or AOF that may miss
+//! bookings, or a replica took over): how the fleet keeps its limit.
 //!
 //! # The protocol
 //!
-//! Every process keeps its own bookings per Redis window in a
-//! [`LeapArray`] (the *ledger*: what it booked in Redis, less what it gave
+//! Every process keeps its own bookings per window in a
+//! map by window id (the *ledger*: what it booked in Redis, less what it gave
 //! back, plus what its fault policy admitted locally). Redis holds an
-//! *epoch* token (`{name}:epoch`, never expiring), and every call names the
-//! epoch its caller knows. The script, atomically:
+//! *epoch* token (`{name}:epoch`, never expiring) and the `run_id` of the
+//! redis-server process that made it (`{name}:run`), and every call names
+//! the epoch its caller knows. The script, atomically:
 //!
-//! 1. if the epoch key is missing (Redis is empty: a first start or a
-//!    restart), creates a new epoch and a *fence* key that expires after
+//! 1. if the epoch key is missing (Redis is empty: a first start, a
+//!    restart without persistence, `FLUSHALL`), or, on the first call of a
+//!    fresh connection, if `{name}:run` is not this redis-server's
+//!    `run_id` (`INFO server`: new at every start, its own on a promoted
+//!    replica), creates a new epoch and a *fence* key that expires after
 //!    the restart grace;
 //! 2. refuses any operation that names another epoch (*stale*): nothing is
 //!    booked;
@@ -22,6 +27,18 @@
 //! the epoch's read lock from its call until its ledger entry; a restore
 //! holds the write lock from reading the ledger until it has adopted the
 //! new epoch.
+//!
+//! The rule for a restart that kept data: a restart or a failover always
+//! breaks every connection, and every new connection's first call is that
+//! check, before any booking on it; so the first process to reach the new
+//! redis-server (a new process too) makes the new epoch. What the
+//! persisted data holds stays counted (bookings of the snapshot counted
+//! again by the write-back: refused more, never over). Cost: one `INFO
+//! server` and one `INFO memory` inside the script per new connection;
+//! nothing per decision (a booking reads neither `{name}:run` nor `INFO`).
+//! A proxy that keeps the client's connection across a restart of the
+//! redis-server behind it (twemproxy, Envoy) hides the restart: connect
+//! to Redis itself (or through Sentinel, which reconnects).
 //!
 //! # The race it prevents
 //!
@@ -58,45 +75,65 @@
 //!   made by the fault policy is not idempotent (a reply lost to a timeout
 //!   may count them twice: under, never over, the limit).
 
-use leaparray::LeapArray;
 use std::collections::BTreeMap;
-use std::num::NonZeroU64;
 use std::sync::Mutex;
 
 /// One process's bookings per Redis window.
 #[derive(Debug)]
 pub(crate) struct Ledger<const N: usize> {
     window_us: u64,
-    /// Bookings present in Redis under the current epoch (and before it).
-    booked: LeapArray<N, 1>,
+    /// Bookings present in Redis under the current epoch (and before it):
+    /// window id -> (permits, local time of its latest booking, µs).
+    booked: Mutex<BTreeMap<u64, (u64, u64)>>,
     /// Admissions of the local fault policy not yet written to Redis.
     pending: Mutex<BTreeMap<u64, u64>>,
 }
 
+fn guard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl<const N: usize> Ledger<N> {
     pub fn new(window_us: u64) -> Self {
-        let w = NonZeroU64::new(window_us).unwrap_or(NonZeroU64::MIN);
         Self {
             window_us,
-            booked: LeapArray::new(w),
+            booked: Mutex::new(BTreeMap::new()),
             pending: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// Records `n` permits booked in Redis window `id`. A window already
-    /// retired from the ledger is past every live interval: dropped.
-    pub fn book(&self, id: u64, n: u64) {
-        let _ = self.booked.add(id.saturating_mul(self.window_us), 0, n);
+    /// How long (local µs) a window is kept after its latest booking:
+    /// `2N` windows. Whichever clock named the window (Redis's, or a
+    /// caller's within the skew bound of `N - 1` windows), every clock is
+    /// past its last interval `2N - 1` windows after it was booked.
+    fn keep_us(&self) -> u64 {
+        self.window_us.saturating_mul(2 * N as u64)
+    }
+
+    /// Records `n` permits booked in Redis window `id` at local time
+    /// `local_us`. Windows kept longer than [`Self::keep_us`] are dropped
+    /// when the ledger holds more than `4N`.
+    pub fn book(&self, id: u64, n: u64, local_us: u64) {
+        let mut b = guard(&self.booked);
+        let e = b.entry(id).or_insert((0, local_us));
+        e.0 = e.0.saturating_add(n);
+        e.1 = e.1.max(local_us);
+        if b.len() > 4 * N {
+            let keep = self.keep_us();
+            b.retain(|_, &mut (_, t)| local_us.saturating_sub(t) < keep);
+        }
     }
 
     /// Records `n` permits of window `id` given back.
     pub fn give_back(&self, id: u64, n: u64) {
-        let _ = self.booked.sub(id.saturating_mul(self.window_us), 0, n);
+        if let Some(e) = guard(&self.booked).get_mut(&id) {
+            e.0 = e.0.saturating_sub(n);
+        }
     }
 
     /// Records `n` permits admitted by the fault policy in window `id`.
     pub fn admit_pending(&self, id: u64, n: u64) {
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = guard(&self.pending);
         *p.entry(id).or_insert(0) += n;
         let oldest = id.saturating_sub(N as u64);
         p.retain(|&w, _| w > oldest);
@@ -105,7 +142,7 @@ impl<const N: usize> Ledger<N> {
     /// Takes the pending admissions still live at `now_us`.
     pub fn take_pending(&self, now_us: u64) -> Vec<(u64, u64)> {
         let cur = now_us / self.window_us;
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = guard(&self.pending);
         let out = p
             .iter()
             .filter(|(&w, _)| w + N as u64 > cur)
@@ -117,19 +154,20 @@ impl<const N: usize> Ledger<N> {
 
     /// Puts back pending admissions that could not be written.
     pub fn untake_pending(&self, windows: &[(u64, u64)]) {
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = guard(&self.pending);
         for &(w, n) in windows {
             *p.entry(w).or_insert(0) += n;
         }
     }
 
-    /// The booked windows live at `now_us` (window id, permits).
-    pub fn live(&self, now_us: u64) -> Vec<(u64, u64)> {
-        self.booked
-            .windows(now_us)
+    /// Every booked window that can still be inside an interval at local
+    /// time `local_us`, whichever clock named it (window id, permits).
+    pub fn live(&self, local_us: u64) -> Vec<(u64, u64)> {
+        let keep = self.keep_us();
+        guard(&self.booked)
             .iter()
-            .filter(|w| w.counts[0] > 0)
-            .map(|w| (w.start / self.window_us, w.counts[0]))
+            .filter(|(_, &(n, t))| n > 0 && local_us.saturating_sub(t) < keep)
+            .map(|(&id, &(n, _))| (id, n))
             .collect()
     }
 }
@@ -139,14 +177,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn live_windows_are_the_interval_of_now() {
-        let l = Ledger::<4>::new(100);
-        l.book(7, 5);
-        l.book(9, 3);
-        l.give_back(9, 1);
-        l.book(10, 4);
-        assert_eq!(l.live(1_050), vec![(7, 5), (9, 2), (10, 4)]);
-        assert_eq!(l.live(1_150), vec![(9, 2), (10, 4)]);
+    fn live_windows_are_those_booked_in_the_last_2n_windows_of_local_time() {
+        let l = Ledger::<2>::new(100);
+        // Window ids of any clock: Redis's (10), a caller's ahead (12), a
+        // test's (1_000_000), booked at local times 0, 50 and 250.
+        l.book(10, 5, 0);
+        l.book(12, 3, 50);
+        l.give_back(12, 1);
+        l.book(1_000_000, 4, 250);
+        assert_eq!(l.live(399), vec![(10, 5), (12, 2), (1_000_000, 4)]);
+        assert_eq!(l.live(400), vec![(12, 2), (1_000_000, 4)]);
+        assert_eq!(l.live(649), vec![(1_000_000, 4)]);
+        assert_eq!(l.live(650), vec![]);
     }
 
     #[test]

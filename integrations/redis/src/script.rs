@@ -29,13 +29,16 @@ pub(crate) struct Reply {
     pub booked: u64,
     /// `book` only: room left in the fullest interval holding the window.
     pub room: u64,
+    /// `check` of a fresh connection only: Redis's `maxmemory-policy`
+    /// (empty if `INFO` does not say).
+    pub policy: Option<String>,
 }
 
 /// The keys and fixed arguments of one limit.
 #[derive(Debug)]
 pub(crate) struct Calls {
     script: Script,
-    keys: [String; 4],
+    keys: [String; 5],
     window_us: u64,
     n_windows: u64,
     grace_us: u64,
@@ -50,6 +53,7 @@ impl Calls {
                 format!("{{{name}}}:epoch"),
                 format!("{{{name}}}:fence"),
                 format!("{{{name}}}:restored"),
+                format!("{{{name}}}:run"),
             ],
             window_us,
             n_windows,
@@ -99,9 +103,14 @@ impl Calls {
         )
     }
 
-    /// Is `epoch` still Redis's epoch? (creates a new one if Redis is empty)
-    pub fn check(&self, con: &mut Connection, epoch: &str) -> RedisResult<Reply> {
-        self.invoke(con, "check", epoch, &[])
+    /// Is `epoch` still Redis's epoch? (creates a new one if Redis is
+    /// empty). With `fresh` (a new connection's first call): also makes a
+    /// new epoch if the epoch was made by another redis-server process (a
+    /// restart from persisted data, a failover), and reads the
+    /// `maxmemory-policy`.
+    pub fn check(&self, con: &mut Connection, epoch: &str, fresh: bool) -> RedisResult<Reply> {
+        let fresh = if fresh { "1" } else { "" };
+        self.invoke(con, "check", epoch, &[fresh.to_owned()])
     }
 
     /// Adds `windows` (id, permits) under `epoch`, once per `process` and
@@ -157,6 +166,10 @@ fn decode(v: &[redis::Value]) -> RedisResult<Reply> {
         Some(x) => redis::from_redis_value::<String>(x)?,
         None => return Err((redis::ErrorKind::TypeError, "leaparray-redis: short reply").into()),
     };
+    let policy = match v.get(6) {
+        Some(x) => Some(redis::from_redis_value::<String>(x)?),
+        None => None,
+    };
     Ok(Reply {
         status,
         now: int(1)?,
@@ -164,5 +177,6 @@ fn decode(v: &[redis::Value]) -> RedisResult<Reply> {
         window: int(3)?,
         booked: int(4)?,
         room: int(5)?,
+        policy,
     })
 }

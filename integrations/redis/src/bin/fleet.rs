@@ -8,7 +8,9 @@
 //!   round trips per decision, shortfall.
 //! * `fleet worker url=... name=... ledger=PATH ...`: one process (what
 //!   `run`, `bench` and the tests launch); writes `window count` lines to
-//!   `PATH`, latencies to `PATH.lat` with `lat=1`, and a summary line.
+//!   `PATH` (at the end; with `live=1`, one line per admission as it is
+//!   made, so a killed worker's admissions are there too), latencies to
+//!   `PATH.lat` with `lat=1`, and a summary line.
 //!
 //! Intervals are 4 windows (`RedisGate<4>`).
 use leaparray_redis::{Config, RedisGate};
@@ -76,6 +78,15 @@ fn worker(a: &Args) {
     let pace = Duration::from_micros(arg(a, "pace_us", 200));
     let record_latency = arg::<u8>(a, "lat", 0) == 1;
     let ledger: String = arg(a, "ledger", String::new());
+    // `live=1`: each admission is appended as it is made (O_APPEND, one
+    // short write per line), so a killed worker's admissions count.
+    let live = (arg::<u8>(a, "live", 0) == 1 && !ledger.is_empty()).then(|| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&ledger)
+            .unwrap_or_else(|e| fail(&format!("{ledger}: {e}")))
+    });
     let connected = Instant::now();
     while !gate.is_connected() && connected.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(5));
@@ -98,7 +109,13 @@ fn worker(a: &Args) {
                         lat.push(u32::try_from(t.elapsed().as_nanos()).unwrap_or(u32::MAX));
                     }
                     match d.window() {
-                        Some(w) => *mine.entry(w).or_insert(0) += 1,
+                        Some(w) => {
+                            if let Some(mut f) = live.as_ref() {
+                                f.write_all(format!("{w} 1\n").as_bytes())
+                                    .unwrap_or_else(|e| fail(&format!("ledger: {e}")));
+                            }
+                            *mine.entry(w).or_insert(0) += 1;
+                        }
                         None => std::thread::sleep(pace),
                     }
                 }
@@ -117,7 +134,7 @@ fn worker(a: &Args) {
     let elapsed = start.elapsed();
     let stats = gate.stats();
     drop(gate); // returns the live lease
-    if !ledger.is_empty() {
+    if !ledger.is_empty() && live.is_none() {
         let mut f =
             std::fs::File::create(&ledger).unwrap_or_else(|e| fail(&format!("{ledger}: {e}")));
         for (w, n) in windows.lock().unwrap().iter() {

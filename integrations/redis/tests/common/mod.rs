@@ -18,16 +18,38 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 pub struct Server {
     pub port: u16,
     pub child: Option<Child>,
+    /// Its working directory (RDB and AOF files), removed on drop.
+    pub dir: std::path::PathBuf,
+    /// Options after the defaults (`--save '' --appendonly no`), which they override.
+    pub extra: Vec<String>,
 }
 
 impl Server {
+    /// A server that persists nothing.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server with `extra` options (e.g. `--appendonly yes`); it keeps
+    /// its files in its own directory, so a restart loads them.
+    pub fn start_with(extra: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut s = Server { port, child: None };
+        let dir = std::env::temp_dir().join(format!(
+            "leaparray-redis-server-{}-{port}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut s = Server {
+            port,
+            child: None,
+            dir,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
+        };
         s.restart();
         s
     }
@@ -43,7 +65,10 @@ impl Server {
                 "",
                 "--appendonly",
                 "no",
+                "--dir",
+                &self.dir.display().to_string(),
             ])
+            .args(&self.extra)
             .stdout(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
@@ -64,6 +89,24 @@ impl Server {
         }
     }
 
+    /// Sends `sig` (`-STOP`, `-CONT`, `-KILL`) to the server.
+    pub fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        assert!(Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
+    /// A connection of the test's own (not the gate's).
+    pub fn con(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
@@ -79,5 +122,6 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
