@@ -23,8 +23,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::process::ExitCode;
 
-use leaparray::system::AdaptiveRule;
 use leaparray::stats::{ConcurrencyGuard, StatisticNode};
+use leaparray::system::AdaptiveRule;
 
 const WORKERS: usize = 50;
 const SERVICE_MS: u64 = 100;

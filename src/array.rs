@@ -21,8 +21,8 @@ use crate::bucket::{Bucket, CellOp, Retired, WriterCells};
 use crate::error::AddError;
 pub use crate::error::SpanError;
 use crate::sync::{array_of, const_fn_unless_loom};
-use crate::window::add_counts;
 pub use crate::view::ReadOnlyArray;
+use crate::window::add_counts;
 pub use crate::window::Window;
 pub use crate::word::{Narrow, Wide, Width};
 

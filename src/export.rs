@@ -72,8 +72,8 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::metric::{Access, Metric, MetricWindow};
 use crate::event::Event;
+use crate::metric::{Access, Metric, MetricWindow};
 
 /// Why an export was refused. Nothing was written.
 ///

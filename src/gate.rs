@@ -86,8 +86,8 @@ use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
-pub use crate::set::Member;
 use crate::decision::Decision;
+pub use crate::set::Member;
 
 /// What [`Gate::try_acquire_prioritized`] decided: a [`Decision`], or a
 /// wait for a future window whose permits are already booked. Ignoring it
@@ -588,7 +588,12 @@ impl<const N: usize> Gate<N> {
     /// assert_eq!((stats.pass(0), stats.block(0)), (1, 1));
     /// ```
     #[must_use = "a Pass has already booked its permits"]
-    pub fn try_acquire_metered<const M: usize>(&self, metric: &Metric<M>, now: u64, n: u64) -> Decision {
+    pub fn try_acquire_metered<const M: usize>(
+        &self,
+        metric: &Metric<M>,
+        now: u64,
+        n: u64,
+    ) -> Decision {
         let d = self.try_acquire(now, n);
         let event = match d {
             Decision::Pass => Event::Pass,

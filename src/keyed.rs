@@ -138,8 +138,8 @@ use core::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
-use crate::divide::Divisor;
 use crate::decision::Decision;
+use crate::divide::Divisor;
 use crate::packed::{self, Fast, Layout, Outcome};
 use crate::sync::{
     const_fn_unless_loom, AtomicU64,

@@ -123,8 +123,8 @@ pub use array::LeapArray;
 pub use decision::Decision;
 pub use error::AddError;
 pub use gate::Gate;
-pub use set::GateSet;
 pub use keyed::KeyedGate;
+pub use set::GateSet;
 #[cfg(leaparray_loom)]
 #[doc(hidden)]
 pub use word::LoomTinyGen;

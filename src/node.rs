@@ -424,7 +424,12 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
     /// n.add_waiting_request(0, 500, 2).unwrap();
     /// assert_eq!(n.waiting(0), 2);
     /// ```
-    pub fn add_waiting_request(&self, now: u64, future: u64, n: u64) -> Result<(), crate::borrow::WaitingError> {
+    pub fn add_waiting_request(
+        &self,
+        now: u64,
+        future: u64,
+        n: u64,
+    ) -> Result<(), crate::borrow::WaitingError> {
         self.second.add_waiting(now, future, n)
     }
 

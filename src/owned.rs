@@ -89,11 +89,11 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
+use crate::decision::Decision;
 use crate::keyed::{
     at, decide, grace, home_of, layout_of, max_limit_of, probe_len, recyclable, remaining_from,
     retry_after_from, KeyedError, Overflow, Stats, DEFAULT_SEED, USED,
 };
-use crate::decision::Decision;
 use crate::packed::{self, Layout};
 
 /// How far ahead a burst prefetches: request `i + AHEAD`'s home slot as

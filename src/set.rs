@@ -37,8 +37,8 @@
 //! does not hold for it. (`GateSet::new` is `const` and cannot compare the
 //! references: a check would cost every decision.)
 
-use crate::gate::Gate;
 use crate::decision::Decision;
+use crate::gate::Gate;
 use crate::packed::Outcome;
 
 mod private {

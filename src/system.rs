@@ -119,8 +119,8 @@
 //! a compare, the same decision while the limit is current.
 
 use crate::decision::Decision;
-use crate::node::{ConcurrencyGuard, StatisticNode};
 use crate::event::Event;
+use crate::node::{ConcurrencyGuard, StatisticNode};
 
 /// Sentinel's adaptive system rule (`checkBbr`), in the node's ticks,
 /// with a windowed max and min over the minute (see the [module

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use leaparray::gate::{PriorityDecision, Shape};
-use leaparray::{Decision, Gate};
 use leaparray::stats::{Event, Metric};
+use leaparray::{Decision, Gate};
 use proptest::prelude::*;
 
 // The model shared with fuzz/ (its `gate` target).
@@ -76,19 +76,32 @@ fn all_or_nothing_and_edge_sizes() {
         assert_eq!(g.count(0), 0, "nothing booked");
         assert_eq!(g.try_acquire(0, limit + 1), Decision::Block);
         assert_eq!(g.try_acquire(0, u64::MAX), Decision::Block);
-        assert_eq!(g.try_acquire_prioritized(0, limit + 1), PriorityDecision::Block);
-        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), PriorityDecision::Block);
+        assert_eq!(
+            g.try_acquire_prioritized(0, limit + 1),
+            PriorityDecision::Block
+        );
+        assert_eq!(
+            g.try_acquire_prioritized(0, u64::MAX),
+            PriorityDecision::Block
+        );
         assert_eq!(g.try_acquire(0, 1), Decision::Pass);
         assert_eq!(
             g.try_acquire(0, u64::MAX),
             Decision::Block,
             "not 1 + MAX wrapped"
         );
-        assert_eq!(g.try_acquire_prioritized(0, u64::MAX), PriorityDecision::Block);
+        assert_eq!(
+            g.try_acquire_prioritized(0, u64::MAX),
+            PriorityDecision::Block
+        );
         // Sizes the one-word fast path takes (below 2^63) and the rest.
         for n in [limit + 1, 1 << 62, (1 << 63) - 1, 1 << 63, u64::MAX - limit] {
             assert_eq!(g.try_acquire(0, n), Decision::Block, "{n}");
-            assert_eq!(g.try_acquire_prioritized(0, n), PriorityDecision::Block, "{n}");
+            assert_eq!(
+                g.try_acquire_prioritized(0, n),
+                PriorityDecision::Block,
+                "{n}"
+            );
         }
         assert_eq!(g.try_acquire(0, limit - 1), Decision::Pass);
         assert_eq!(g.try_acquire(0, 1), Decision::Block);
@@ -192,10 +205,16 @@ fn occupy_timeout_bounds_the_wait() {
         PriorityDecision::Block,
         "300 ticks >= 200"
     );
-    assert_eq!(g.try_acquire_prioritized(850, 5), PriorityDecision::Wait(150));
+    assert_eq!(
+        g.try_acquire_prioritized(850, 5),
+        PriorityDecision::Wait(150)
+    );
     let never = Gate::<2>::new(nz(500), 10).with_occupy_timeout(0);
     assert_eq!(never.try_acquire(0, 10), Decision::Pass);
-    assert_eq!(never.try_acquire_prioritized(400, 1), PriorityDecision::Block);
+    assert_eq!(
+        never.try_acquire_prioritized(400, 1),
+        PriorityDecision::Block
+    );
 }
 
 /// Sentinel's statistics, recorded by the caller's metric.
@@ -206,7 +225,10 @@ fn metered_decisions_record_sentinels_statistics() {
     assert_eq!(g.try_acquire_metered(&m, 100, 7), Decision::Pass);
     assert_eq!(g.try_acquire_metered(&m, 600, 3), Decision::Pass);
     assert_eq!(g.try_acquire_metered(&m, 700, 5), Decision::Block);
-    assert_eq!(g.try_acquire_prioritized_metered(&m, 700, 5), PriorityDecision::Wait(300));
+    assert_eq!(
+        g.try_acquire_prioritized_metered(&m, 700, 5),
+        PriorityDecision::Wait(300)
+    );
     assert_eq!(m.total(700, Event::Pass), 10);
     assert_eq!(m.block(700), 5);
     assert_eq!((m.occupied_pass(700), m.waiting(700)), (5, 5));

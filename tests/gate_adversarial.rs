@@ -15,8 +15,8 @@
 use std::num::NonZeroU64;
 
 use leaparray::gate::{PriorityDecision, Shape};
-use leaparray::{Decision, Gate};
 use leaparray::AddError;
+use leaparray::{Decision, Gate};
 use proptest::prelude::*;
 
 #[allow(dead_code)]

@@ -280,7 +280,10 @@ fn retry_after_is_a_time_every_member_admits_after_a_borrow() {
     let a = Gate::<1>::new(nz(100), 10);
     let b = Gate::<1>::new(nz(100), 1);
     assert_eq!(a.try_acquire(1_000, 9), Decision::Pass);
-    assert_eq!(a.try_acquire_prioritized(1_050, 10), PriorityDecision::Wait(50));
+    assert_eq!(
+        a.try_acquire_prioritized(1_050, 10),
+        PriorityDecision::Wait(50)
+    );
     assert_eq!(b.try_acquire(1_000, 1), Decision::Pass);
     let set = GateSet::new([&a as &dyn Member, &b]);
     assert_eq!(set.retry_after(1_050, 1), Some(150));

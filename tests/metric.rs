@@ -101,10 +101,19 @@ fn bad_input_is_refused_or_saturates() {
     );
     assert_eq!(m.max_concurrency(1_000), MAX_COUNT);
     // Borrowing: only windows after now's and at most N ahead.
-    assert_eq!(m.add_waiting(1_000, 1_000, 1), Err(WaitingError::OutOfRange));
+    assert_eq!(
+        m.add_waiting(1_000, 1_000, 1),
+        Err(WaitingError::OutOfRange)
+    );
     assert_eq!(m.add_waiting(1_000, 900, 1), Err(WaitingError::OutOfRange));
-    assert_eq!(m.add_waiting(1_000, 2_500, 1), Err(WaitingError::OutOfRange));
-    assert_eq!(m.add_waiting(1_000, u64::MAX, 1), Err(WaitingError::OutOfRange));
+    assert_eq!(
+        m.add_waiting(1_000, 2_500, 1),
+        Err(WaitingError::OutOfRange)
+    );
+    assert_eq!(
+        m.add_waiting(1_000, u64::MAX, 1),
+        Err(WaitingError::OutOfRange)
+    );
     m.add_waiting(1_000, 2_499, 1).unwrap(); // window 4: N = 2 windows ahead
     assert_eq!(m.waiting(1_000), 1);
     assert_eq!(

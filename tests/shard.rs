@@ -4,7 +4,7 @@
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use leaparray::shard::{ClaimError, SharedAddError, Sharded};
+use leaparray::shard::{ClaimError, Sharded, SharedAddError};
 use leaparray::{AddError, LeapArray, MAX_COUNT};
 use proptest::prelude::*;
 

@@ -15,7 +15,7 @@
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use leaparray::shard::{ClaimError, SharedAddError, Sharded};
+use leaparray::shard::{ClaimError, Sharded, SharedAddError};
 use leaparray::{LeapArray, MAX_COUNT};
 use proptest::prelude::*;
 

@@ -4,8 +4,8 @@
 use core::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use leaparray::system::{DeliveryEstimate, AdaptiveRule};
 use leaparray::stats::StatisticNode;
+use leaparray::system::{AdaptiveRule, DeliveryEstimate};
 use leaparray::Decision;
 use proptest::prelude::*;
 

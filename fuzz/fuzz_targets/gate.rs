@@ -26,9 +26,9 @@ use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
 use leaparray::gate::Shape;
-use leaparray::{Decision, Gate};
 use leaparray::stats::Metric;
 use leaparray::MAX_COUNT;
+use leaparray::{Decision, Gate};
 use leaparray_fuzz::gate::GateModel;
 use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;

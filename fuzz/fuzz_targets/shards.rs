@@ -8,8 +8,8 @@
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::shard::{ClaimError, ShardWriter, SharedAddError, Sharded};
 use leaparray::array::{Wide, Window};
+use leaparray::shard::{ClaimError, ShardWriter, Sharded, SharedAddError};
 use leaparray::AddError;
 use leaparray_fuzz::array::{ArrayModel, Op};
 use leaparray_fuzz::input::{Count, Counter, Move, Time, WindowLen};
@@ -108,7 +108,9 @@ fuzz_target!(|input: Input| {
                     .find(|&j| states[j] != State::Claimed);
                 let want = match target {
                     None => Err(SharedAddError::NoFreeShard),
-                    Some(j) => arrays[j].update(t, c, Op::Add(n.value())).map_err(SharedAddError::Add),
+                    Some(j) => arrays[j]
+                        .update(t, c, Op::Add(n.value()))
+                        .map_err(SharedAddError::Add),
                 };
                 assert_eq!(s.add(hint, t, c, n.value()), want, "shared add at {t}");
             }

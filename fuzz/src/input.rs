@@ -5,9 +5,9 @@
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
+use leaparray::array::{Narrow, Wide, Width};
 use leaparray::gate::Shape;
 use leaparray::Gate;
-use leaparray::array::{Narrow, Wide, Width};
 use leaparray::MAX_COUNT;
 
 /// A time: an edge or anything.

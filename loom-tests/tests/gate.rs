@@ -45,9 +45,9 @@
 use std::collections::BTreeMap;
 
 use leaparray::gate::{Member, Shape};
-use leaparray::{Decision, Gate, GateSet};
 use leaparray::stats::{Event, Metric};
 use leaparray::MAX_COUNT;
+use leaparray::{Decision, Gate, GateSet};
 use leaparray_loom_tests::{final_counts, spawn, Seen, W};
 use loom::sync::Arc;
 

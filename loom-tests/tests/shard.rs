@@ -4,7 +4,7 @@
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release`
 #![cfg(leaparray_loom)]
 
-use leaparray::shard::{ClaimError, SharedAddError, Sharded};
+use leaparray::shard::{ClaimError, Sharded, SharedAddError};
 use leaparray::AddError;
 use leaparray_loom_tests::{spawn, Seen, W};
 use loom::sync::atomic::AtomicUsize;

@@ -11,9 +11,9 @@ use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use leaparray::clock::Clock;
 use leaparray::gate::Member;
-use leaparray::{Gate, GateSet};
 use leaparray::keyed::{KeyHasher, Quota};
 use leaparray::Decision;
+use leaparray::{Gate, GateSet};
 
 use crate::clock::LayerClock;
 use crate::config::{AdmittedFields, Key, Mode, Policy, Table, WINDOWS};
@@ -343,8 +343,8 @@ pub(crate) fn window_of(p: &Policy) -> NonZeroU64 {
 mod tests {
     use std::time::Duration;
 
-    use leaparray::Gate;
     use leaparray::keyed::KeyHasher;
+    use leaparray::Gate;
 
     use super::{seconds_up, window_of, PerKey, Shared};
     use crate::config::{make_table, AdmittedFields, Key, Mode, Policy};

@@ -7,8 +7,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
-use leaparray::Gate;
 use leaparray::keyed::{KeyHasher, Quota};
+use leaparray::Gate;
 use tower::{Layer, Service};
 
 use crate::clock::LayerClock;
