@@ -44,15 +44,15 @@
 
 use std::collections::BTreeMap;
 
-use leaparray::gate::{Member, Shape};
+use leaparray::gate::{Member, PriorityDecision, Shape};
 use leaparray::stats::{Event, Metric};
 use leaparray::MAX_COUNT;
 use leaparray::{Decision, Gate, GateSet};
 use leaparray_loom_tests::{final_counts, spawn, Seen, W};
 use loom::sync::Arc;
 
-fn passed(d: Decision) -> u64 {
-    u64::from(d == Decision::Pass)
+fn passed(d: impl Into<PriorityDecision>) -> u64 {
+    u64::from(d.into() == PriorityDecision::Pass)
 }
 
 // ---------------------------------------------------------------------------
@@ -148,9 +148,9 @@ fn occupy_racing_the_roll_over_into_the_borrowed_window() {
         // thread has created window 2 the borrower is a late caller,
         // booked into window 2: it never passes in window 1.
         let (late, borrowed) = match d_borrow {
-            Decision::Pass => (1, 0),
-            Decision::Wait(5) => (0, 1),
-            Decision::Block => (0, 0),
+            PriorityDecision::Pass => (1, 0),
+            PriorityDecision::Wait(5) => (0, 1),
+            PriorityDecision::Block => (0, 0),
             other => panic!("unexpected {other:?}"),
         };
         let direct = 2 * passed(d_direct);
@@ -240,11 +240,11 @@ const fn prio(at: u64, n: u64) -> Call {
 }
 
 impl Call {
-    fn on(self, g: &Gate<2>) -> Decision {
+    fn on(self, g: &Gate<2>) -> PriorityDecision {
         if self.prioritized {
             g.try_acquire_prioritized(self.at, self.n)
         } else {
-            g.try_acquire(self.at, self.n)
+            g.try_acquire(self.at, self.n).into()
         }
     }
 }
@@ -317,11 +317,11 @@ impl Spec {
         *self.counts.entry(w).or_insert(0) += n;
     }
 
-    fn acquire(&mut self, call: Call) -> Decision {
+    fn acquire(&mut self, call: Call) -> PriorityDecision {
         let b = self.booking_window(call.at / W.get());
         if self.peak(b, b) + call.n <= self.limit {
             self.book(b, call.n, b);
-            return Decision::Pass;
+            return PriorityDecision::Pass;
         }
         if call.prioritized {
             for ahead in 1..=FUTURE {
@@ -332,11 +332,11 @@ impl Spec {
                 }
                 if self.peak(w, b) + call.n <= self.limit {
                     self.book(w, call.n, b);
-                    return Decision::Wait(wait);
+                    return PriorityDecision::Wait(wait);
                 }
             }
         }
-        Decision::Block
+        PriorityDecision::Block
     }
 
     /// `Gate::count` at `now`.
@@ -383,7 +383,7 @@ fn replay(
     pre: &[Call],
     calls: &[Call],
     order: &[usize],
-    got: &[Decision],
+    got: &[PriorityDecision],
     seen: &[(u64, u64, u64)],
 ) -> Option<Spec> {
     let mut s = Spec::new(limit);
@@ -416,7 +416,7 @@ fn orders(k: usize) -> Vec<Vec<usize>> {
 
 /// The outcome of one schedule: the decisions, in call order, and the
 /// windows holding passes, e.g. `Pass Block | w0=2`.
-fn outcome(got: &[Decision], s: &Spec) -> String {
+fn outcome(got: &[PriorityDecision], s: &Spec) -> String {
     let ds: Vec<_> = got.iter().map(|d| format!("{d:?}")).collect();
     format!("{} | {}", ds.join(" "), s.windows())
 }
@@ -432,7 +432,7 @@ fn word_model(
     limit: u64,
     pre: &[Call],
     calls: &[Call],
-    check: fn(&Gate<2>, &[Decision]),
+    check: fn(&Gate<2>, &[PriorityDecision]),
     expect: &'static [&'static str],
 ) {
     let seen = Seen::new();
@@ -442,7 +442,7 @@ fn word_model(
         let g = Arc::new(Gate::<2>::new(W, limit));
         assert!(matches!(g.shape(), Shape::Word64 { .. }), "{:?}", g.shape());
         for &c in &pre {
-            assert_eq!(c.on(&g), Decision::Pass, "setup {c:?}");
+            assert_eq!(c.on(&g), PriorityDecision::Pass, "setup {c:?}");
         }
         let threads: Vec<_> = (calls.iter())
             .map(|&c| {
@@ -702,7 +702,11 @@ fn word_borrowed_permits_racing_a_plain_acquire() {
         &[plain(5, 1)],
         &[prio(15, 2), plain(15, 1)],
         |g, d| {
-            let borrowed = if d[0] == Decision::Wait(5) { 2 } else { 0 };
+            let borrowed = if d[0] == PriorityDecision::Wait(5) {
+                2
+            } else {
+                0
+            };
             assert_eq!(g.count(15), 1 + passed(d[1]), "(0, 1]");
             assert_eq!(g.count(25), passed(d[1]) + borrowed, "(1, 2]");
         },

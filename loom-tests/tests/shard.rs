@@ -5,7 +5,6 @@
 #![cfg(leaparray_loom)]
 
 use leaparray::shard::{ClaimError, Sharded, SharedAddError};
-use leaparray::AddError;
 use leaparray_loom_tests::{spawn, Seen, W};
 use loom::sync::atomic::AtomicUsize;
 use loom::sync::atomic::Ordering::SeqCst;
