@@ -29,14 +29,16 @@
 //!
 //! | state | [`try_acquire`](CircuitBreaker::try_acquire) | [`report`](CircuitBreaker::report) |
 //! |---|---|---|
-//! | [`State::Closed`] | admits (a plain permit) | a permit of the current closed period: adds the outcome to the window of the report's `now` (not counted if that window is already retired: see [`uncounted_reports`](CircuitBreaker::uncounted_reports)); trips to `Open` when the strategy's condition holds over the period's windows live at the newest window the statistics hold |
+//! | [`State::Closed`] | admits (a plain permit) | a permit of the current closed period: adds the outcome to the window of the report's `now` (unless that window cannot count: see "Times"); trips to `Open` when the strategy's condition holds over the period's windows live at the newest window the statistics hold |
 //! | [`State::Open`] | refuses until the recovery timeout has passed since the trip; then the first caller moves it to `HalfOpen` and is the first probe | nothing (stale permits are ignored) |
 //! | [`State::HalfOpen`] | admits until `k` probes have been granted in this half-open period, then refuses; if all `k` were granted and none has been granted for the probe timeout (a probe never reported), the caller moves it back to `Open` | a probe of this period: a bad outcome reopens it at once; when all `k` probes have reported good, it closes |
 //!
 //! So **all `k` probes must be good to close, and any bad one reopens**
 //! ("bad": slower than the RT threshold for the slow-request strategy, an
 //! error for the error strategies). A reopened breaker waits the full
-//! recovery timeout again, from the time of the report that reopened it.
+//! recovery timeout again. Every deadline (a trip's, a reopen's) counts
+//! from the latest time the breaker has seen (see "Times"), never from an
+//! older `now` of a caller that stalled.
 //!
 //! The trip condition, over the windows of the current closed period (at
 //! most the last `N`, and none before the window in which it closed), with
@@ -157,8 +159,8 @@
 //! whose add comes last reads every add of the period still live, so if the
 //! counts over those windows meet the condition after the last report, that
 //! report trips the breaker (the array's adds and reads are `SeqCst`). The
-//! bound: a report whose window is already retired (its `now` more than `N`
-//! windows behind the newest) is not counted at all, and says so in
+//! bound: a report whose window cannot count (see "Times") is not counted
+//! at all, and says so in
 //! [`uncounted_reports`](CircuitBreaker::uncounted_reports).
 //!
 //! # Closed periods, and what is not one step
@@ -167,33 +169,52 @@
 //! that nothing resets: a closed period reads only the windows from the
 //! one in which it closed (Sentinel resets its bucket instead). A recovery
 //! timeout of at least one window ([`Config::recovery_timeout`], checked)
-//! keeps the reports of earlier periods out of that window: they were made
-//! at or before the trip, at least one recovery timeout before the close
-//! (unless the deadline saturated at `u64::MAX`: a trip in the last
-//! recovery timeout of time).
+//! keeps the reports of earlier periods out of that window: their `now`s
+//! are at most the latest time the breaker had seen when it tripped, and
+//! the close comes at least one recovery timeout after that time (unless
+//! the deadline saturated at `u64::MAX`: a trip in the last recovery
+//! timeout of time).
 //!
-//! A plain report reads the word, then adds to the windows. If the breaker
-//! moves on in between (trips, half-opens and closes again while the
-//! report is stalled), the add lands in the window of the report's own
-//! `now`, and counts in the new period only if that `now` lies in or after
-//! the window in which it closed. The close comes at least one recovery
-//! timeout (at least one window) after the trip, so this needs a `now` in
-//! a later window than the tripping report's `now`: a caller that read its
-//! clock after the trip's, loaded the word before the trip's swap and
-//! stalled through the whole open and half-open time. A stalled report
-//! whose `now` is in the trip's window or earlier never counts in a later
-//! period. One such add per stalled report at most.
+//! A plain report records its `now`, reads the word, then adds to the
+//! windows. If the breaker moves on in between (trips, half-opens and
+//! closes again while the report is stalled), the add lands in the window
+//! of the report's own `now`, and counts in the new period only if that
+//! `now` lies in or after the window in which it closed. That needs a
+//! `now` the trip did not see (its record came after the trip read the
+//! latest time) and at least one recovery timeout later than every time
+//! it did see: a caller that read its clock after the trip's, loaded the
+//! word before the trip's swap and stalled through the whole open and
+//! half-open time. One such add per stalled report at most.
 //!
 //! # Times
 //!
 //! Every `now` is the caller's clock in ticks; they need not arrive in
-//! order, but the statistics follow the newest: a report whose `now` is
-//! more than `N` windows behind the newest `now` any report used finds its
-//! window retired and is not counted. So one report far ahead (a clock
-//! step, a glitch) stops tripping until the real time catches up; every
-//! report dropped so is counted in
-//! [`uncounted_reports`](CircuitBreaker::uncounted_reports), so it is never
-//! silent.
+//! order (a caller reads its clock, then stalls), but the breaker follows
+//! the latest time it has seen: the latest `now` of any report, the time
+//! of its close and of its latest probe grant.
+//!
+//! - **Deadlines.** A trip or reopen opens the breaker for the recovery
+//!   timeout from that latest time (or from the reporting `now` if it is
+//!   later). A report with an older `now` neither shortens the open time
+//!   nor lets the next closed period start in a window that holds reports
+//!   of the one before the trip.
+//! - **A closed period's start** is the later of the closing probe's `now`
+//!   and the latest probe grant: a time the breaker has seen, never a
+//!   time derived from one.
+//! - **Which reports count.** A plain report of the current closed period
+//!   counts only if its window is the period's first window or later and
+//!   one of the `N` windows ending at the newest window the statistics
+//!   hold (by window id, not distance: with `N = 1` and windows of 10, a
+//!   report at 9 after one at 10 is a window behind, and does not count).
+//!   Every other report of the period is counted in
+//!   [`uncounted_reports`](CircuitBreaker::uncounted_reports), always: no
+//!   report is dropped silently.
+//!
+//! So one time far ahead (a clock step, a glitch: a report, or a probe
+//! grant that closes the breaker from it) stops tripping until the real
+//! time catches up, and every report at the real time meanwhile is counted
+//! in `uncounted_reports`; a trip or reopen in that time opens the breaker
+//! until the far time plus the recovery timeout.
 //!
 //! # Transitions
 //!
@@ -216,7 +237,7 @@ use core::num::NonZeroU64;
 use crate::array::LeapArray;
 use crate::error::AddError;
 use crate::sync::{
-    atomic_u64, const_fn_unless_loom, AtomicU64,
+    atomic_u64, const_fn_unless_loom, loom_sc_order, AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},
     SlotWord,
 };
@@ -374,6 +395,35 @@ pub enum Strategy {
 /// use leaparray::breaker::{Config, Strategy};
 /// let c = Config::new(Strategy::ErrorCount { max_errors: 3 }, 1_000, 5_000);
 /// assert_eq!((c.min_requests, c.probes, c.probe_timeout), (5, 1, 5_000));
+/// ```
+///
+/// # `u64::MAX` means never
+///
+/// These are valid, and each means "never" (the one place this is said):
+///
+/// | field | at `u64::MAX` |
+/// |---|---|
+/// | `min_requests` | never trips (the interval's total would have to reach `u64::MAX`, and each window counts at most [`MAX_COUNT`](crate::MAX_COUNT) = 2^47 - 1 reports: never for `N` below 2^17) |
+/// | `Strategy::ErrorCount { max_errors }` | never trips |
+/// | `recovery_timeout` | once tripped, stays open until a `now` of `u64::MAX` |
+/// | `probe_timeout` | a lost probe (never reported) is never taken as bad: with all `k` probes granted and one lost, the breaker stays half-open and refuses every request until a `now` of `u64::MAX` |
+///
+/// A deadline saturates at `u64::MAX` (a recovery or probe timeout that
+/// would end after it ends there), and `u64::MAX` is the only `now` that
+/// reaches it. A permit dropped without a report is a lost probe: with a
+/// probe timeout of `u64::MAX`, report every probe (a drop guard).
+///
+/// ```
+/// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy};
+/// let b = CircuitBreaker::<1>::new(
+///     Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10)
+///         .with_min_requests(1)
+///         .with_probe_timeout(u64::MAX),
+/// );
+/// let _ = b.report(0, b.try_acquire(0).unwrap(), 1, Outcome::Error); // open until 10
+/// drop(b.try_acquire(10).unwrap()); // the only probe, lost
+/// assert!(b.try_acquire(u64::MAX - 1).is_none());
+/// assert_eq!(b.state(), State::HalfOpen); // never reopens
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -614,8 +664,9 @@ pub struct Status {
     pub transitions: u32,
     /// `Closed`: when it closed (the closing report's `now`, or the latest
     /// probe grant if that was later; 0 for a new breaker), the start of
-    /// its statistics; `Open`: when it may half-open; `HalfOpen`: when its
-    /// latest probe was granted.
+    /// its statistics; `Open`: when it may half-open (the recovery timeout
+    /// after the latest time the breaker had seen, saturating at
+    /// `u64::MAX`); `HalfOpen`: when its latest probe was granted.
     pub time: u64,
     /// `HalfOpen`: probes granted in this period (0 otherwise).
     pub probes_granted: u16,
@@ -789,10 +840,14 @@ pub struct CircuitBreaker<const N: usize> {
     word: SlotWord,
     /// Every report of a closed period: counters `BAD` and `TOTAL`.
     stats: LeapArray<N, 2>,
-    /// Plain reports of a current closed period that were not counted
-    /// because their window was already retired (a `now` more than `N`
-    /// windows behind the newest report's). Only ever incremented.
+    /// Plain reports of a current closed period that were not counted:
+    /// their window was before the period's first window, or not among the
+    /// `N` windows ending at the newest window the statistics hold. Only
+    /// ever incremented.
     uncounted: AtomicU64,
+    /// The latest `now` any report used: with the word's time, what every
+    /// deadline counts from. Only ever raised.
+    latest: AtomicU64,
     config: Config,
     /// `stat_interval / N` (1 for a misconfigured breaker).
     window: u64,
@@ -845,6 +900,7 @@ impl<const N: usize> CircuitBreaker<N> {
                 word: SlotWord::new(0),
                 stats: LeapArray::new(nonzero),
                 uncounted: atomic_u64(0),
+                latest: atomic_u64(0),
                 config,
                 window: nonzero.get(),
                 error,
@@ -986,13 +1042,15 @@ impl<const N: usize> CircuitBreaker<N> {
         self.window
     }
 
-    /// How many reports of a current closed period were **not counted**
-    /// because their `now` lies in a window the statistics had already
-    /// retired: more than `N` windows behind the newest `now` any report
-    /// used. One report with a `now` far ahead (a clock step, a glitch)
-    /// makes every report at the real time uncounted until the real time
-    /// catches up, so no trip can happen meanwhile: a rising count here
-    /// says so. Times must stay within the `N` windows of the newest one.
+    /// How many reports of a current closed period were **not counted**:
+    /// their window was before the period's first window (the window of
+    /// its close), or not among the `N` windows ending at the newest window
+    /// the statistics hold (by window id), right after their add. One time
+    /// far ahead (a clock step, a glitch) makes every report at the real
+    /// time uncounted until the real time catches up, so no trip can
+    /// happen meanwhile: a rising count here says so. Times must stay
+    /// within the `N` windows of the newest one. See "Times" in the
+    /// [module docs](self).
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Strategy};
@@ -1000,6 +1058,10 @@ impl<const N: usize> CircuitBreaker<N> {
     /// let _ = b.report(3_600_000, b.try_acquire(0).unwrap(), 1, Outcome::Success); // a clock glitch
     /// let _ = b.report(20, b.try_acquire(20).unwrap(), 1, Outcome::Error);
     /// assert_eq!(b.uncounted_reports(), 1); // the error at 20 was not counted
+    /// // By window id: one window of 10, a report at 3,599,999 after one at
+    /// // 3,600,000 is a window behind.
+    /// let _ = b.report(3_599_999, b.try_acquire(0).unwrap(), 1, Outcome::Error);
+    /// assert_eq!(b.uncounted_reports(), 2);
     /// ```
     #[must_use]
     pub fn uncounted_reports(&self) -> u64 {
@@ -1157,6 +1219,14 @@ impl<const N: usize> CircuitBreaker<N> {
         if self.error.is_some() || !core::ptr::eq(permit.breaker, self) {
             return None;
         }
+        // Before the word is loaded: a trip or reopen that reads `latest`
+        // after this report's add (the array's `SeqCst` adds and reads
+        // order it) sees this `now` (see "Times" in the module docs).
+        // ORDERING: Relaxed; the adds and reads of the windows, and the
+        // word's swaps, carry the order.
+        if now > self.latest.load(Relaxed) {
+            self.latest.fetch_max(now, Relaxed);
+        }
         let bad = match self.config.strategy {
             Strategy::SlowRequestRatio { max_rt, .. } => rt > max_rt,
             Strategy::ErrorRatio { .. } | Strategy::ErrorCount { .. } => outcome == Outcome::Error,
@@ -1176,25 +1246,41 @@ impl<const N: usize> CircuitBreaker<N> {
         if w.state != State::Closed || w.seq != period {
             return None;
         }
+        // A report counts only in its period's first window or later, and
+        // only in the `N` windows ending at the newest window the
+        // statistics hold (window ids, not distances): anything else is
+        // left out of every trip check, so it is not added and is counted
+        // in `uncounted` instead.
+        let own = now / self.window;
+        if own < w.time / self.window || self.behind(own, self.stats.newest_from(own)) {
+            return self.uncount();
+        }
         // TOTAL before BAD, read in the other order (see `BAD`): a
         // concurrent reader may miss this bad outcome (this report's own
         // read sees it) but never counts it without its request. A `Stale`
         // add (the report's window already retired) is not counted, and
         // counted in `uncounted`; `Saturated` keeps the count at its bound.
         if self.stats.add(now, TOTAL, 1) == Err(AddError::Stale) {
-            // ORDERING: a statistic on its own, ordered with nothing.
-            self.uncounted.fetch_add(1, Relaxed);
-            return None;
+            return self.uncount();
         }
         if bad {
             let _ = self.stats.add(now, BAD, 1);
         }
+        // The adds and the reads below are `SeqCst`: of two reports in
+        // different windows, the one whose read comes last in their total
+        // order sees both adds. Loom models `SeqCst` as acquire/release:
+        // this fence stands for the total order there (nothing elsewhere).
+        loom_sc_order();
         // Read the windows live at the newest window the array holds, not
         // only at this report's `now`: a report whose `now` is older than
         // another's (a stalled caller) still reads every add of the period
-        // that is live (see "No trip is missed").
-        let own = now / self.window;
+        // that is live (see "No trip is missed"). If the newest window moved
+        // past this one's reach between the check above and the add, this
+        // report is not in its own check: counted in `uncounted`.
         let newest = self.stats.newest_from(own);
+        if self.behind(own, newest) {
+            return self.uncount();
+        }
         let at = if newest > own {
             newest.saturating_mul(self.window)
         } else {
@@ -1214,6 +1300,19 @@ impl<const N: usize> CircuitBreaker<N> {
             Ok(_) => self.announce(w, next, now),
             Err(_) => None,
         }
+    }
+
+    /// Whether window `own` is older than the `N` windows ending at
+    /// `newest`.
+    const fn behind(&self, own: u64, newest: u64) -> bool {
+        newest > own && newest - own >= N as u64
+    }
+
+    /// A plain report not counted: counted in `uncounted`.
+    fn uncount(&self) -> Option<Transition> {
+        // ORDERING: a statistic on its own, ordered with nothing.
+        self.uncounted.fetch_add(1, Relaxed);
+        None
     }
 
     /// A probe's report: counts towards closing its half-open period, or
@@ -1250,11 +1349,22 @@ impl<const N: usize> CircuitBreaker<N> {
         }
     }
 
-    /// The word of the `Open` period that follows `w` at `now`.
-    const fn reopened(&self, w: Word, now: u64) -> Word {
+    /// The word of the `Open` period that follows `w` (closed or half-open)
+    /// at `now`: open for the recovery timeout from the latest time the
+    /// breaker has seen (`now`, the word's time: the close or the latest
+    /// probe grant, and the latest `now` of any report), never from an
+    /// older `now` alone (a stalled caller's).
+    fn reopened(&self, w: Word, now: u64) -> Word {
+        // ORDERING: Relaxed; what this must see of other reports' `now`s
+        // is ordered by the array's `SeqCst` adds and reads (see `report`).
+        let latest = self.latest.load(Relaxed);
+        let mut from = if now > w.time { now } else { w.time };
+        if latest > from {
+            from = latest;
+        }
         w.next(
             State::Open,
-            now.saturating_add(self.config.recovery_timeout),
+            from.saturating_add(self.config.recovery_timeout),
         )
     }
 

@@ -470,14 +470,20 @@ fn threads_racing_through_half_open_get_exactly_k_probes() {
 // The property test against the sequential model.
 // ---------------------------------------------------------------------------
 
+/// `dt` moves the callers' common clock forward; `jitter` (in hundredths
+/// of `N` windows, -100 to 100) is how far this caller's own clock is from
+/// it: a caller that read its clock and stalled (behind), or one whose
+/// clock runs ahead.
 #[derive(Debug, Clone)]
 enum Op {
     Acquire {
         dt: u64,
+        jitter: i64,
     },
     Report {
         pick: usize,
         dt: u64,
+        jitter: i64,
         rt: u64,
         error: bool,
     },
@@ -492,11 +498,16 @@ fn dt() -> impl proptest::strategy::Strategy<Value = u64> {
     prop_oneof![3 => 0u64..4, 1 => 0u64..60]
 }
 
+/// Mostly in time, sometimes up to `N` windows behind or ahead.
+fn jitter() -> impl proptest::strategy::Strategy<Value = i64> {
+    prop_oneof![2 => Just(0i64), 1 => -100i64..=100]
+}
+
 fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     prop_oneof![
-        3 => dt().prop_map(|dt| Op::Acquire { dt }),
-        4 => (any::<usize>(), dt(), 0u64..20, any::<bool>())
-            .prop_map(|(pick, dt, rt, error)| Op::Report { pick, dt, rt, error }),
+        3 => (dt(), jitter()).prop_map(|(dt, jitter)| Op::Acquire { dt, jitter }),
+        4 => (any::<usize>(), dt(), jitter(), 0u64..20, any::<bool>())
+            .prop_map(|(pick, dt, jitter, rt, error)| Op::Report { pick, dt, jitter, rt, error }),
         1 => any::<usize>().prop_map(|pick| Op::Lose { pick }),
     ]
 }
@@ -538,8 +549,9 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// Every decision, report, transition, status and count of the breaker
-    /// is the model's, one call at a time, times never going back.
+    /// Every decision, report, transition, status, count and uncounted
+    /// report of the breaker is the model's, one call at a time, with each
+    /// caller's time up to `N` windows behind or ahead of the others'.
     #[test]
     fn the_breaker_is_its_model(
         config in config(),
@@ -547,12 +559,20 @@ proptest! {
     ) {
         let b = CircuitBreaker::<2>::try_new(config).unwrap();
         let mut m = BreakerModel::<2>::new(config);
-        let mut now = 0u64;
+        // Two windows: `N * window` ticks is `stat_interval`.
+        let span = config.stat_interval as i64;
+        let mut clock = 0u64;
+        // The latest time any call used: `counts` is compared there (the
+        // model keeps no retired window, so no older time).
+        let mut hi = 0u64;
         let mut held: Vec<(Permit<_>, ModelPermit)> = Vec::new();
         for op in ops {
+            let at = |clock: u64, jitter: i64| clock.saturating_add_signed(jitter * span / 100);
             match op {
-                Op::Acquire { dt } => {
-                    now += dt;
+                Op::Acquire { dt, jitter } => {
+                    clock += dt;
+                    let now = at(clock, jitter);
+                    hi = hi.max(now);
                     let got = b.try_acquire(now);
                     let (want, _) = m.try_acquire(now);
                     prop_assert_eq!(got.as_ref().map(Permit::is_probe), want.map(|p| p.probe));
@@ -560,8 +580,10 @@ proptest! {
                         held.push((g, w));
                     }
                 }
-                Op::Report { pick, dt, rt, error } if !held.is_empty() => {
-                    now += dt;
+                Op::Report { pick, dt, jitter, rt, error } if !held.is_empty() => {
+                    clock += dt;
+                    let now = at(clock, jitter);
+                    hi = hi.max(now);
                     let (p, mp) = held.swap_remove(pick % held.len());
                     let outcome = if error { Outcome::Error } else { Outcome::Success };
                     let got = b.report(now, p, rt, outcome);
@@ -578,7 +600,8 @@ proptest! {
                 (s.state, s.transitions, s.time, s.probes_granted, s.probes_good),
                 (m.state, m.transitions, m.time, m.granted, m.good)
             );
-            prop_assert_eq!(b.counts(now), m.counts(now));
+            prop_assert_eq!(b.counts(hi), m.counts(hi));
+            prop_assert_eq!(b.uncounted_reports(), m.uncounted);
             if s.state == State::HalfOpen {
                 prop_assert!(s.probes_good <= s.probes_granted && s.probes_granted <= config.probes);
             }
@@ -749,4 +772,192 @@ fn a_lagging_probe_report_never_reaches_back_before_the_half_open() {
     assert_eq!(b.counts(99), (0, 0)); // window [0, 50) holds the old errors
     let p = b.try_acquire(99).unwrap();
     assert_eq!(b.report(99, p, 1, Outcome::Success), None);
+}
+
+// Regression tests from tracker issue 36: reports out of time order (a
+// caller that read its clock, then stalled), each seen red before the fix.
+
+/// Issue 36, reproducer 1: a stalled tripping report (an error at 60,
+/// reported after one at 120) set the deadline from its own `now` (110,
+/// already past): a probe at 120 closed the breaker in the window of the
+/// error at 120, which then counted in the new closed period. The deadline
+/// counts from the latest time the breaker has seen.
+#[test]
+fn a_stalled_tripping_report_opens_for_the_full_recovery_time() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    let (p, q) = (b.try_acquire(60).unwrap(), b.try_acquire(60).unwrap());
+    assert_eq!(b.report(120, p, 1, Outcome::Error), None);
+    let t = b
+        .report(60, q, 1, Outcome::Error)
+        .expect("2 errors > 1: trips");
+    assert_eq!((t.from, t.to), (State::Closed, State::Open));
+    assert_eq!(b.status().time, 170, "open from the latest time seen (120)");
+    assert!(b.try_acquire(120).is_none(), "opened with no recovery time");
+    let probe = b.try_acquire(170).unwrap();
+    assert_eq!(
+        b.report(171, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(
+        b.counts(171),
+        (0, 0),
+        "the error at 120 counts after the close"
+    );
+    let p = b.try_acquire(172).unwrap();
+    assert_eq!(b.report(172, p, 1, Outcome::Error), None);
+    assert_eq!((b.state(), b.counts(172)), (State::Closed, (1, 1)));
+}
+
+/// Issue 36, reproducer 2a: an error 3 windows behind the newest report
+/// (`N` = 2) was added into a bucket no one reused and left out of every
+/// trip check: neither counted nor in `uncounted_reports`.
+#[test]
+fn a_report_behind_the_live_windows_is_counted_as_uncounted() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10).with_min_requests(1),
+    );
+    for t in [0, 50] {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Success), None);
+    }
+    let p = b.try_acquire(20).unwrap();
+    assert_eq!(b.report(20, p, 1, Outcome::Error), None);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(
+        b.uncounted_reports(),
+        1,
+        "the error at 20 vanished silently"
+    );
+    assert_eq!(b.counts(50), (1, 0));
+}
+
+/// Trips a breaker of two windows of 10 (open for 10) with an error at 0.
+fn tripped_at_zero() -> CircuitBreaker<2> {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10).with_min_requests(1),
+    );
+    let p = b.try_acquire(0).unwrap();
+    assert_eq!(
+        b.report(0, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    b
+}
+
+/// Issue 36, reproducer 2b: a probe granted at a far-future `now` and
+/// reported at 60 closes the breaker from the grant's time; 20 errors at
+/// 60 to 79 lie before the period's first window: not counted, and said so.
+#[test]
+fn reports_before_a_far_future_probe_grant_are_counted_as_uncounted() {
+    let b = tripped_at_zero();
+    let probe = b.try_acquire(3_600_000).unwrap();
+    assert_eq!(
+        b.report(60, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    for t in 60..80 {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+    }
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.uncounted_reports(), 20, "20 errors dropped silently");
+}
+
+/// Issue 36, reproducer 2c: the same with the far-future time on the
+/// probe's report (the module docs' "one report far ahead").
+#[test]
+fn reports_before_a_far_future_close_are_counted_as_uncounted() {
+    let b = tripped_at_zero();
+    let probe = b.try_acquire(10).unwrap();
+    assert_eq!(
+        b.report(3_600_000, probe, 1, Outcome::Success)
+            .map(|t| t.to),
+        Some(State::Closed)
+    );
+    for t in 60..80 {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+    }
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.uncounted_reports(), 20, "20 errors dropped silently");
+}
+
+/// Issue 36, reproducer 3: a bad probe reported with a lagging `now` (10,
+/// granted at 99) reopened until 60, already past: the next caller got a
+/// probe at once. The reopen counts from the latest time seen (the grant).
+#[test]
+fn a_lagging_bad_probe_reopens_for_the_full_recovery_time() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    for t in [45, 49] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.status().time, 99); // tripped at 49
+    let probe = b.try_acquire(99).unwrap();
+    let t = b.report(10, probe, 1, Outcome::Error).unwrap(); // a lagging clock
+    assert_eq!((t.from, t.to), (State::HalfOpen, State::Open));
+    assert_eq!(b.status().time, 149, "reopened from the grant at 99");
+    assert!(
+        b.try_acquire(99).is_none(),
+        "reopened with no recovery time"
+    );
+}
+
+/// Whether a report is too far behind is decided by window id, not by
+/// distance: with one window of 10, a report at 9 after one at 10 is in
+/// an older window (0 against 1), already retired.
+#[test]
+fn too_far_behind_is_decided_by_window_id() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 5 }, 10, 10).with_min_requests(1),
+    );
+    let (p, q) = (b.try_acquire(9).unwrap(), b.try_acquire(9).unwrap());
+    let _ = b.report(10, p, 1, Outcome::Success);
+    let _ = b.report(9, q, 1, Outcome::Error);
+    assert_eq!((b.uncounted_reports(), b.counts(10)), (1, (1, 0)));
+}
+
+/// Issue 36: the parameters at `u64::MAX` mean "never" (`Config`'s docs):
+/// no trip at `u64::MAX` errors or requests, open until a `now` of
+/// `u64::MAX`, a lost probe never reopens.
+#[test]
+fn u64_max_parameters_mean_never() {
+    let never_trips = [
+        Config::new(
+            Strategy::ErrorCount {
+                max_errors: u64::MAX,
+            },
+            10,
+            10,
+        )
+        .with_min_requests(1),
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(u64::MAX),
+    ];
+    for c in never_trips {
+        let b = CircuitBreaker::<1>::new(c);
+        for t in 0..100 {
+            let p = b.try_acquire(t).unwrap();
+            assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+        }
+    }
+    let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, u64::MAX)
+        .with_min_requests(1)
+        .with_probe_timeout(u64::MAX);
+    let b = CircuitBreaker::<1>::new(cfg);
+    let _ = b.report(5, b.try_acquire(5).unwrap(), 1, Outcome::Error);
+    assert_eq!((b.state(), b.status().time), (State::Open, u64::MAX));
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    assert!(b.try_acquire(u64::MAX).unwrap().is_probe()); // the end of time
+    let b = CircuitBreaker::<1>::new(Config {
+        recovery_timeout: 10,
+        ..cfg
+    });
+    let _ = b.report(5, b.try_acquire(5).unwrap(), 1, Outcome::Error);
+    drop(b.try_acquire(15).unwrap()); // lost
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    assert_eq!(b.state(), State::HalfOpen);
 }
