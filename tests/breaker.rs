@@ -68,7 +68,7 @@ fn sentinel_response_time_max_slow_ratio_threshold() {
     assert!(entry_and_sleep_for(&b, &mut now, 20));
     assert!(entry_and_sleep_for(&b, &mut now, 20));
     // 3 of 3 slower than 10 ms: tripped at 60, open until 5,060.
-    assert_eq!(b.status().time, 5_060);
+    assert_eq!(b.snapshot().time, 5_060);
     assert!(!entry_and_sleep_for(&b, &mut now, 20));
     now += 1_000;
     assert!(!entry_and_sleep_for(&b, &mut now, 20));
@@ -76,7 +76,7 @@ fn sentinel_response_time_max_slow_ratio_threshold() {
     assert_eq!(now, 5_060);
     assert!(entry_and_sleep_for(&b, &mut now, 20)); // the probe, 20 ms: slow
     assert_eq!(b.state(), State::Open);
-    assert_eq!(b.status().time, 5_080 + 5_000);
+    assert_eq!(b.snapshot().time, 5_080 + 5_000);
 }
 
 /// Sentinel `.../degrade/circuitbreaker/ExceptionCircuitBreakerTest.java`,
@@ -102,7 +102,7 @@ fn sentinel_exception_record_error_or_success() {
     assert!(entry_and_sleep_for(&b, &mut now, 10));
     assert!(entry_with_error(&b, &mut now)); // -> open (1 of 2 failed)
     assert_eq!(
-        (b.state(), b.status().time),
+        (b.state(), b.snapshot().time),
         (State::Open, 17 + retry_timeout)
     );
     assert!(!entry_with_error(&b, &mut now));
@@ -123,7 +123,7 @@ fn sentinel_exception_record_error_or_success() {
     assert!(entry_with_error(&b, &mut now)); // 1 of 7: not over 0.2
     assert!(entry_and_sleep_for(&b, &mut now, 100));
     assert_eq!((b.state(), b.counts(now)), (State::Closed, (8, 1)));
-    assert_eq!(b.status().transitions, 5);
+    assert_eq!(b.snapshot().transitions, 5);
 }
 
 fn error_count(max_errors: u64, k: u16) -> Config {
@@ -139,7 +139,7 @@ fn trip<const N: usize>(b: &CircuitBreaker<N>, now: u64) -> u64 {
         let p = b.try_acquire(now).unwrap();
         let _ = b.report(now, p, 1, Outcome::Error);
     }
-    b.status().time
+    b.snapshot().time
 }
 
 #[test]
@@ -165,7 +165,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
     let p: Vec<Permit<_>> = (0..3).map(|i| b.try_acquire(at + i).unwrap()).collect();
     assert!(p.iter().all(Permit::is_probe));
     assert!(b.try_acquire(at + 3).is_none()); // exactly k
-    let s = b.status();
+    let s = b.snapshot();
     assert_eq!(
         (s.state, s.probes_granted, s.probes_good),
         (State::HalfOpen, 3, 0)
@@ -179,7 +179,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
         b.report(at + 6, p.next().unwrap(), 1, Outcome::Success),
         None
     );
-    assert_eq!(b.status().probes_good, 2);
+    assert_eq!(b.snapshot().probes_good, 2);
     let t = b
         .report(at + 7, p.next().unwrap(), 1, Outcome::Success)
         .unwrap();
@@ -198,7 +198,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
         .report(at + 2, p.next().unwrap(), 1, Outcome::Error)
         .unwrap();
     assert_eq!((t.from, t.to), (State::HalfOpen, State::Open));
-    assert_eq!(b.status().time, at + 2 + 100);
+    assert_eq!(b.snapshot().time, at + 2 + 100);
     // The third probe's report is stale now.
     assert_eq!(
         b.report(at + 3, p.next().unwrap(), 1, Outcome::Success),
@@ -218,7 +218,7 @@ fn a_lost_probe_reopens_after_the_probe_timeout() {
     assert!(b.try_acquire(at + 39).is_none());
     assert_eq!(b.state(), State::HalfOpen);
     assert!(b.try_acquire(at + 40).is_none()); // 30 since the latest grant: reopens
-    let s = b.status();
+    let s = b.snapshot();
     assert_eq!((s.state, s.time), (State::Open, at + 140));
 }
 
@@ -242,7 +242,7 @@ fn permits_of_earlier_periods_change_nothing() {
     let q = b.try_acquire(0).unwrap();
     let _ = b.report(1, p, 1, Outcome::Error);
     let _ = b.report(1, q, 1, Outcome::Error);
-    let at = b.status().time;
+    let at = b.snapshot().time;
     let probe = b.try_acquire(at).unwrap();
     let _ = b.report(at, probe, 1, Outcome::Success);
     assert_eq!(b.state(), State::Closed);
@@ -285,7 +285,7 @@ fn a_closed_period_starts_with_no_reports() {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, outcome);
     }
-    assert_eq!(b.status().time, 99); // tripped at 49
+    assert_eq!(b.snapshot().time, 99); // tripped at 49
     let probe = b.try_acquire(99).unwrap();
     let _ = b.report(99, probe, 1, Outcome::Success);
     assert_eq!(b.state(), State::Closed);
@@ -313,11 +313,14 @@ fn every_transition_is_observed_once_in_order() {
     let p = B.try_acquire(at + 100).unwrap(); // half-open
     let _ = B.report(at + 100, p, 1, Outcome::Success); // closed
     assert_eq!(SEEN.load(Ordering::Relaxed), 5);
-    assert_eq!(B.status().transitions, 5);
+    assert_eq!(B.snapshot().transitions, 5);
 }
 
+/// Every refused configuration: `try_new` and `validate` return the
+/// reason, `new` panics with it (a compile error in a `static`: the
+/// `compile_fail` example of `CircuitBreaker::new`).
 #[test]
-fn bad_configurations_are_errors_not_panics() {
+fn bad_configurations_are_errors_from_try_new_and_panics_from_new() {
     let ok = Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 100);
     let ratio = |r| Config::new(Strategy::ErrorRatio { max_ratio: r }, 100, 100);
     let slow = |r| {
@@ -375,10 +378,18 @@ fn bad_configurations_are_errors_not_panics() {
     ];
     for (config, error) in cases {
         assert_eq!(CircuitBreaker::<2>::try_new(config).unwrap_err(), error);
-        let b = CircuitBreaker::<2>::new(config);
-        assert_eq!(b.error(), Some(error));
-        assert!(b.try_acquire(0).is_none());
-        assert!(b.try_acquire(u64::MAX).is_none());
+        assert_eq!(CircuitBreaker::<2>::validate(&config), Err(error));
+        let panic = std::panic::catch_unwind(|| CircuitBreaker::<2>::new(config))
+            .expect_err("new built a breaker from a refused configuration");
+        let message = match (panic.downcast_ref::<String>(), panic.downcast_ref::<&str>()) {
+            (Some(s), _) => s.clone(),
+            (None, Some(s)) => (*s).to_owned(),
+            (None, None) => String::new(),
+        };
+        assert!(
+            message.starts_with("invalid CircuitBreaker configuration: "),
+            "{message:?}"
+        );
         assert!(!error.to_string().is_empty());
     }
     assert!(CircuitBreaker::<2>::try_new(ok.with_probes(MAX_PROBES)).is_ok());
@@ -399,13 +410,12 @@ fn extreme_times_and_rts() {
         )
         .with_min_requests(1),
     );
-    assert_eq!(b.error(), None);
     let p = b.try_acquire(u64::MAX - 1).unwrap();
     assert_eq!(b.report(u64::MAX, p, u64::MAX - 1, Outcome::Error), None); // not slow
     let p = b.try_acquire(u64::MAX).unwrap();
     let t = b.report(u64::MAX, p, u64::MAX, Outcome::Success).unwrap(); // slow
     assert_eq!(t.to, State::Open);
-    assert_eq!(b.status().time, u64::MAX); // the deadline saturates
+    assert_eq!(b.snapshot().time, u64::MAX); // the deadline saturates
     assert!(b.try_acquire(u64::MAX - 1).is_none());
     let probe = b.try_acquire(u64::MAX).unwrap();
     assert!(probe.is_probe());
@@ -452,11 +462,11 @@ fn threads_racing_through_half_open_get_exactly_k_probes() {
             // Lost probes: the probe timeout reopens it.
             now = at + 100;
             assert!(b.try_acquire(now).is_none());
-            now = b.status().time;
+            now = b.snapshot().time;
             let p = b.try_acquire(now).unwrap();
             let _ = b.report(now, p, 1, Outcome::Error);
             assert_eq!(b.state(), State::Open);
-            now = b.status().time;
+            now = b.snapshot().time;
             for _ in 0..k {
                 let p = b.try_acquire(now).unwrap();
                 let _ = b.report(now, p, 1, Outcome::Success);
@@ -549,7 +559,7 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// Every decision, report, transition, status, count and uncounted
+    /// Every decision, report, transition, snapshot, count and uncounted
     /// report of the breaker is the model's, one call at a time, with each
     /// caller's time up to `N` windows behind or ahead of the others'.
     #[test]
@@ -595,7 +605,7 @@ proptest! {
                 }
                 _ => {}
             }
-            let s = b.status();
+            let s = b.snapshot();
             prop_assert_eq!(
                 (s.state, s.transitions, s.time, s.probes_granted, s.probes_good),
                 (m.state, m.transitions, m.time, m.granted, m.good)
@@ -631,11 +641,11 @@ fn old_errors_never_retrip_a_freshly_closed_breaker() {
         Some(BreakerError::RecoveryShorterThanWindow { window: 20_000 })
     );
     // The review's scenario with the recovery timeout raised to one window.
-    let b = CircuitBreaker::<1>::new(Config {
+    let b = CircuitBreaker::<1>::try_new(Config {
         recovery_timeout: 20_000,
         ..sentinel_like
-    });
-    assert_eq!(b.error(), None);
+    })
+    .unwrap();
     for t in 1_000..1_005 {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, Outcome::Error);
@@ -741,7 +751,7 @@ fn the_probe_timeout_waits_for_all_k_probes_granted() {
     let first = b.try_acquire(at).unwrap();
     let second = b.try_acquire(at + 1_000).expect("a probe left: granted");
     assert!(second.is_probe());
-    let s = b.status();
+    let s = b.snapshot();
     assert_eq!(
         (s.state, s.probes_granted, s.time),
         (State::HalfOpen, 2, at + 1_000)
@@ -765,10 +775,10 @@ fn a_lagging_probe_report_never_reaches_back_before_the_half_open() {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, Outcome::Error);
     }
-    assert_eq!(b.status().time, 99); // tripped at 49
+    assert_eq!(b.snapshot().time, 99); // tripped at 49
     let probe = b.try_acquire(99).unwrap();
     let t = b.report(10, probe, 1, Outcome::Success).unwrap(); // a lagging clock
-    assert_eq!((t.to, b.status().time), (State::Closed, 99));
+    assert_eq!((t.to, b.snapshot().time), (State::Closed, 99));
     assert_eq!(b.counts(99), (0, 0)); // window [0, 50) holds the old errors
     let p = b.try_acquire(99).unwrap();
     assert_eq!(b.report(99, p, 1, Outcome::Success), None);
@@ -793,7 +803,11 @@ fn a_stalled_tripping_report_opens_for_the_full_recovery_time() {
         .report(60, q, 1, Outcome::Error)
         .expect("2 errors > 1: trips");
     assert_eq!((t.from, t.to), (State::Closed, State::Open));
-    assert_eq!(b.status().time, 170, "open from the latest time seen (120)");
+    assert_eq!(
+        b.snapshot().time,
+        170,
+        "open from the latest time seen (120)"
+    );
     assert!(b.try_acquire(120).is_none(), "opened with no recovery time");
     let probe = b.try_acquire(170).unwrap();
     assert_eq!(
@@ -896,11 +910,11 @@ fn a_lagging_bad_probe_reopens_for_the_full_recovery_time() {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, Outcome::Error);
     }
-    assert_eq!(b.status().time, 99); // tripped at 49
+    assert_eq!(b.snapshot().time, 99); // tripped at 49
     let probe = b.try_acquire(99).unwrap();
     let t = b.report(10, probe, 1, Outcome::Error).unwrap(); // a lagging clock
     assert_eq!((t.from, t.to), (State::HalfOpen, State::Open));
-    assert_eq!(b.status().time, 149, "reopened from the grant at 99");
+    assert_eq!(b.snapshot().time, 149, "reopened from the grant at 99");
     assert!(
         b.try_acquire(99).is_none(),
         "reopened with no recovery time"
@@ -949,7 +963,7 @@ fn u64_max_parameters_mean_never() {
         .with_probe_timeout(u64::MAX);
     let b = CircuitBreaker::<1>::new(cfg);
     let _ = b.report(5, b.try_acquire(5).unwrap(), 1, Outcome::Error);
-    assert_eq!((b.state(), b.status().time), (State::Open, u64::MAX));
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, u64::MAX));
     assert!(b.try_acquire(u64::MAX - 1).is_none());
     assert!(b.try_acquire(u64::MAX).unwrap().is_probe()); // the end of time
     let b = CircuitBreaker::<1>::new(Config {
@@ -960,4 +974,16 @@ fn u64_max_parameters_mean_never() {
     drop(b.try_acquire(15).unwrap()); // lost
     assert!(b.try_acquire(u64::MAX - 1).is_none());
     assert_eq!(b.state(), State::HalfOpen);
+}
+
+/// Issue 30: `new` at run time panics with the reason (in a `static`, the
+/// same panic is a compile error: `CircuitBreaker::new`'s `compile_fail`
+/// example).
+#[test]
+#[should_panic(
+    expected = "invalid CircuitBreaker configuration: the statistics interval is not a whole number"
+)]
+fn new_panics_with_the_reason_at_run_time() {
+    let c = Config::new(Strategy::ErrorCount { max_errors: 1 }, 1_000, 1_000);
+    let _ = CircuitBreaker::<3>::new(c); // 1,000 ticks are not 3 windows
 }

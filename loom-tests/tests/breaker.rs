@@ -72,13 +72,13 @@ fn tripped(k: u16) -> &'static CircuitBreaker<1> {
     b
 }
 
-/// The observer saw transitions numbered exactly `1..=status().transitions`,
+/// The observer saw transitions numbered exactly `1..=snapshot().transitions`,
 /// once each, and every transition the calls returned is one of them.
 fn each_transition_once(b: &CircuitBreaker<1>, returned: &[Option<Transition>]) {
     let observed = OBSERVED.with(|o| o.borrow().clone());
     let mut numbers: Vec<u32> = observed.iter().map(|t| t.number).collect();
     numbers.sort_unstable();
-    let expected: Vec<u32> = (1..=b.status().transitions).collect();
+    let expected: Vec<u32> = (1..=b.snapshot().transitions).collect();
     assert_eq!(numbers, expected, "transitions not observed once each");
     for t in returned.iter().flatten() {
         assert!(observed.contains(t), "{t:?} returned but not observed");
@@ -108,7 +108,7 @@ fn one_probe_two_threads() {
         );
         assert!(p1.is_none() || probe(&p1));
         assert!(p2.is_none() || probe(&p2));
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!(
             (s.state, s.transitions, s.probes_granted),
             (State::HalfOpen, 2, 1)
@@ -140,7 +140,7 @@ fn two_probes_three_threads() {
         let ps: Vec<Option<Permit<1>>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         assert_eq!(ps.iter().filter(|p| probe(p)).count(), 2, "{ps:?}");
         assert!(ps.iter().all(|p| p.is_none() || probe(p)));
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!(
             (s.state, s.transitions, s.probes_granted),
             (State::HalfOpen, 2, 2)
@@ -187,7 +187,7 @@ fn probes_report_while_others_acquire() {
             "{kinds:?}"
         );
         assert_eq!(b.state(), State::Closed);
-        assert_eq!(b.status().transitions, 3);
+        assert_eq!(b.snapshot().transitions, 3);
         each_transition_once(b, &[r1, rs[0].1, rs[1].1]);
         // The other: refused, or a plain permit after the close.
         let other = kinds.iter().find(|k| **k != Some(true)).unwrap();
@@ -216,7 +216,7 @@ fn a_bad_probe_reopens_whatever_the_good_one_does() {
             b2.report(16, p, 1, Outcome::Error)
         });
         let ((got1, r1), r2) = (t1.join().unwrap(), t2.join().unwrap());
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!((s.state, s.transitions, s.time), (State::Open, 3, 26));
         let r2 = r2.expect("the bad probe reopens");
         assert_eq!((r2.from, r2.to), (State::HalfOpen, State::Open));
@@ -249,7 +249,7 @@ fn a_probe_report_races_the_probe_timeout() {
             )
         });
         let (r1, (admitted, r2)) = (t1.join().unwrap(), t2.join().unwrap());
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!(s.transitions, 3, "{s:?}");
         if admitted {
             assert_eq!(s.state, State::Closed);
@@ -291,11 +291,11 @@ fn a_report_from_before_the_trip_never_decides_half_open() {
         let t2 = spawn(move || {
             // The state just before the report: the schedules that matter
             // are the report while half-open (2) and before the trip (0).
-            let before = b2.status().transitions;
+            let before = b2.snapshot().transitions;
             (before, b2.report(2, a, 1, Outcome::Success))
         });
         let (r1, (before, r2)) = (t1.join().unwrap(), t2.join().unwrap());
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!((s.state, s.transitions), (State::Open, 3), "{s:?}");
         // Thread 2's read may see thread 1's error and trip first (the
         // condition holds over the windows, whoever reads it); it never
@@ -436,7 +436,7 @@ fn a_stalled_report_counts_in_a_later_period_only_from_after_the_trip() {
             });
             t1.join().unwrap();
             t2.join().unwrap();
-            let s = b.status();
+            let s = b.snapshot();
             if (s.state, s.transitions) == (State::Closed, 3) {
                 let counts = b.counts(29);
                 assert!(
@@ -487,7 +487,7 @@ fn a_stalled_tripping_report_never_shortens_the_open_time() {
         });
         let (r1, r2, (probed, r3)) = (t1.join().unwrap(), t2.join().unwrap(), t3.join().unwrap());
         assert!(!probed, "a probe at 27: opened with less than 10 ticks");
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!((s.state, s.transitions, s.time), (State::Open, 1, 35));
         let observed = OBSERVED.with(|o| o.borrow().clone());
         let mut numbers: Vec<u32> = observed.iter().map(|t| t.number).collect();
