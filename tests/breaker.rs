@@ -68,7 +68,7 @@ fn sentinel_response_time_max_slow_ratio_threshold() {
     assert!(entry_and_sleep_for(&b, &mut now, 20));
     assert!(entry_and_sleep_for(&b, &mut now, 20));
     // 3 of 3 slower than 10 ms: tripped at 60, open until 5,060.
-    assert_eq!(b.status().time, 5_060);
+    assert_eq!(b.snapshot().time, 5_060);
     assert!(!entry_and_sleep_for(&b, &mut now, 20));
     now += 1_000;
     assert!(!entry_and_sleep_for(&b, &mut now, 20));
@@ -76,7 +76,7 @@ fn sentinel_response_time_max_slow_ratio_threshold() {
     assert_eq!(now, 5_060);
     assert!(entry_and_sleep_for(&b, &mut now, 20)); // the probe, 20 ms: slow
     assert_eq!(b.state(), State::Open);
-    assert_eq!(b.status().time, 5_080 + 5_000);
+    assert_eq!(b.snapshot().time, 5_080 + 5_000);
 }
 
 /// Sentinel `.../degrade/circuitbreaker/ExceptionCircuitBreakerTest.java`,
@@ -102,7 +102,7 @@ fn sentinel_exception_record_error_or_success() {
     assert!(entry_and_sleep_for(&b, &mut now, 10));
     assert!(entry_with_error(&b, &mut now)); // -> open (1 of 2 failed)
     assert_eq!(
-        (b.state(), b.status().time),
+        (b.state(), b.snapshot().time),
         (State::Open, 17 + retry_timeout)
     );
     assert!(!entry_with_error(&b, &mut now));
@@ -123,7 +123,7 @@ fn sentinel_exception_record_error_or_success() {
     assert!(entry_with_error(&b, &mut now)); // 1 of 7: not over 0.2
     assert!(entry_and_sleep_for(&b, &mut now, 100));
     assert_eq!((b.state(), b.counts(now)), (State::Closed, (8, 1)));
-    assert_eq!(b.status().transitions, 5);
+    assert_eq!(b.snapshot().transitions, 5);
 }
 
 fn error_count(max_errors: u64, k: u16) -> Config {
@@ -139,7 +139,7 @@ fn trip<const N: usize>(b: &CircuitBreaker<N>, now: u64) -> u64 {
         let p = b.try_acquire(now).unwrap();
         let _ = b.report(now, p, 1, Outcome::Error);
     }
-    b.status().time
+    b.snapshot().time
 }
 
 #[test]
@@ -165,7 +165,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
     let p: Vec<Permit<_>> = (0..3).map(|i| b.try_acquire(at + i).unwrap()).collect();
     assert!(p.iter().all(Permit::is_probe));
     assert!(b.try_acquire(at + 3).is_none()); // exactly k
-    let s = b.status();
+    let s = b.snapshot();
     assert_eq!(
         (s.state, s.probes_granted, s.probes_good),
         (State::HalfOpen, 3, 0)
@@ -179,7 +179,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
         b.report(at + 6, p.next().unwrap(), 1, Outcome::Success),
         None
     );
-    assert_eq!(b.status().probes_good, 2);
+    assert_eq!(b.snapshot().probes_good, 2);
     let t = b
         .report(at + 7, p.next().unwrap(), 1, Outcome::Success)
         .unwrap();
@@ -198,7 +198,7 @@ fn k_probes_all_good_close_any_bad_reopens() {
         .report(at + 2, p.next().unwrap(), 1, Outcome::Error)
         .unwrap();
     assert_eq!((t.from, t.to), (State::HalfOpen, State::Open));
-    assert_eq!(b.status().time, at + 2 + 100);
+    assert_eq!(b.snapshot().time, at + 2 + 100);
     // The third probe's report is stale now.
     assert_eq!(
         b.report(at + 3, p.next().unwrap(), 1, Outcome::Success),
@@ -218,7 +218,7 @@ fn a_lost_probe_reopens_after_the_probe_timeout() {
     assert!(b.try_acquire(at + 39).is_none());
     assert_eq!(b.state(), State::HalfOpen);
     assert!(b.try_acquire(at + 40).is_none()); // 30 since the latest grant: reopens
-    let s = b.status();
+    let s = b.snapshot();
     assert_eq!((s.state, s.time), (State::Open, at + 140));
 }
 
@@ -242,7 +242,7 @@ fn permits_of_earlier_periods_change_nothing() {
     let q = b.try_acquire(0).unwrap();
     let _ = b.report(1, p, 1, Outcome::Error);
     let _ = b.report(1, q, 1, Outcome::Error);
-    let at = b.status().time;
+    let at = b.snapshot().time;
     let probe = b.try_acquire(at).unwrap();
     let _ = b.report(at, probe, 1, Outcome::Success);
     assert_eq!(b.state(), State::Closed);
@@ -285,7 +285,7 @@ fn a_closed_period_starts_with_no_reports() {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, outcome);
     }
-    assert_eq!(b.status().time, 99); // tripped at 49
+    assert_eq!(b.snapshot().time, 99); // tripped at 49
     let probe = b.try_acquire(99).unwrap();
     let _ = b.report(99, probe, 1, Outcome::Success);
     assert_eq!(b.state(), State::Closed);
@@ -313,11 +313,14 @@ fn every_transition_is_observed_once_in_order() {
     let p = B.try_acquire(at + 100).unwrap(); // half-open
     let _ = B.report(at + 100, p, 1, Outcome::Success); // closed
     assert_eq!(SEEN.load(Ordering::Relaxed), 5);
-    assert_eq!(B.status().transitions, 5);
+    assert_eq!(B.snapshot().transitions, 5);
 }
 
+/// Every refused configuration: `try_new` and `validate` return the
+/// reason, `new` panics with it (a compile error in a `static`: the
+/// `compile_fail` example of `CircuitBreaker::new`).
 #[test]
-fn bad_configurations_are_errors_not_panics() {
+fn bad_configurations_are_errors_from_try_new_and_panics_from_new() {
     let ok = Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 100);
     let ratio = |r| Config::new(Strategy::ErrorRatio { max_ratio: r }, 100, 100);
     let slow = |r| {
@@ -375,10 +378,18 @@ fn bad_configurations_are_errors_not_panics() {
     ];
     for (config, error) in cases {
         assert_eq!(CircuitBreaker::<2>::try_new(config).unwrap_err(), error);
-        let b = CircuitBreaker::<2>::new(config);
-        assert_eq!(b.error(), Some(error));
-        assert!(b.try_acquire(0).is_none());
-        assert!(b.try_acquire(u64::MAX).is_none());
+        assert_eq!(CircuitBreaker::<2>::validate(&config), Err(error));
+        let panic = std::panic::catch_unwind(|| CircuitBreaker::<2>::new(config))
+            .expect_err("new built a breaker from a refused configuration");
+        let message = match (panic.downcast_ref::<String>(), panic.downcast_ref::<&str>()) {
+            (Some(s), _) => s.clone(),
+            (None, Some(s)) => (*s).to_owned(),
+            (None, None) => String::new(),
+        };
+        assert!(
+            message.starts_with("invalid CircuitBreaker configuration: "),
+            "{message:?}"
+        );
         assert!(!error.to_string().is_empty());
     }
     assert!(CircuitBreaker::<2>::try_new(ok.with_probes(MAX_PROBES)).is_ok());
@@ -399,13 +410,12 @@ fn extreme_times_and_rts() {
         )
         .with_min_requests(1),
     );
-    assert_eq!(b.error(), None);
     let p = b.try_acquire(u64::MAX - 1).unwrap();
     assert_eq!(b.report(u64::MAX, p, u64::MAX - 1, Outcome::Error), None); // not slow
     let p = b.try_acquire(u64::MAX).unwrap();
     let t = b.report(u64::MAX, p, u64::MAX, Outcome::Success).unwrap(); // slow
     assert_eq!(t.to, State::Open);
-    assert_eq!(b.status().time, u64::MAX); // the deadline saturates
+    assert_eq!(b.snapshot().time, u64::MAX); // the deadline saturates
     assert!(b.try_acquire(u64::MAX - 1).is_none());
     let probe = b.try_acquire(u64::MAX).unwrap();
     assert!(probe.is_probe());
@@ -452,11 +462,11 @@ fn threads_racing_through_half_open_get_exactly_k_probes() {
             // Lost probes: the probe timeout reopens it.
             now = at + 100;
             assert!(b.try_acquire(now).is_none());
-            now = b.status().time;
+            now = b.snapshot().time;
             let p = b.try_acquire(now).unwrap();
             let _ = b.report(now, p, 1, Outcome::Error);
             assert_eq!(b.state(), State::Open);
-            now = b.status().time;
+            now = b.snapshot().time;
             for _ in 0..k {
                 let p = b.try_acquire(now).unwrap();
                 let _ = b.report(now, p, 1, Outcome::Success);
@@ -470,14 +480,20 @@ fn threads_racing_through_half_open_get_exactly_k_probes() {
 // The property test against the sequential model.
 // ---------------------------------------------------------------------------
 
+/// `dt` moves the callers' common clock forward; `jitter` (in hundredths
+/// of `N` windows, -100 to 100) is how far this caller's own clock is from
+/// it: a caller that read its clock and stalled (behind), or one whose
+/// clock runs ahead.
 #[derive(Debug, Clone)]
 enum Op {
     Acquire {
         dt: u64,
+        jitter: i64,
     },
     Report {
         pick: usize,
         dt: u64,
+        jitter: i64,
         rt: u64,
         error: bool,
     },
@@ -492,11 +508,16 @@ fn dt() -> impl proptest::strategy::Strategy<Value = u64> {
     prop_oneof![3 => 0u64..4, 1 => 0u64..60]
 }
 
+/// Mostly in time, sometimes up to `N` windows behind or ahead.
+fn jitter() -> impl proptest::strategy::Strategy<Value = i64> {
+    prop_oneof![2 => Just(0i64), 1 => -100i64..=100]
+}
+
 fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     prop_oneof![
-        3 => dt().prop_map(|dt| Op::Acquire { dt }),
-        4 => (any::<usize>(), dt(), 0u64..20, any::<bool>())
-            .prop_map(|(pick, dt, rt, error)| Op::Report { pick, dt, rt, error }),
+        3 => (dt(), jitter()).prop_map(|(dt, jitter)| Op::Acquire { dt, jitter }),
+        4 => (any::<usize>(), dt(), jitter(), 0u64..20, any::<bool>())
+            .prop_map(|(pick, dt, jitter, rt, error)| Op::Report { pick, dt, jitter, rt, error }),
         1 => any::<usize>().prop_map(|pick| Op::Lose { pick }),
     ]
 }
@@ -538,8 +559,9 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// Every decision, report, transition, status and count of the breaker
-    /// is the model's, one call at a time, times never going back.
+    /// Every decision, report, transition, snapshot, count and uncounted
+    /// report of the breaker is the model's, one call at a time, with each
+    /// caller's time up to `N` windows behind or ahead of the others'.
     #[test]
     fn the_breaker_is_its_model(
         config in config(),
@@ -547,12 +569,20 @@ proptest! {
     ) {
         let b = CircuitBreaker::<2>::try_new(config).unwrap();
         let mut m = BreakerModel::<2>::new(config);
-        let mut now = 0u64;
+        // Two windows: `N * window` ticks is `stat_interval`.
+        let span = config.stat_interval as i64;
+        let mut clock = 0u64;
+        // The latest time any call used: `counts` is compared there (the
+        // model keeps no retired window, so no older time).
+        let mut hi = 0u64;
         let mut held: Vec<(Permit<_>, ModelPermit)> = Vec::new();
         for op in ops {
+            let at = |clock: u64, jitter: i64| clock.saturating_add_signed(jitter * span / 100);
             match op {
-                Op::Acquire { dt } => {
-                    now += dt;
+                Op::Acquire { dt, jitter } => {
+                    clock += dt;
+                    let now = at(clock, jitter);
+                    hi = hi.max(now);
                     let got = b.try_acquire(now);
                     let (want, _) = m.try_acquire(now);
                     prop_assert_eq!(got.as_ref().map(Permit::is_probe), want.map(|p| p.probe));
@@ -560,8 +590,10 @@ proptest! {
                         held.push((g, w));
                     }
                 }
-                Op::Report { pick, dt, rt, error } if !held.is_empty() => {
-                    now += dt;
+                Op::Report { pick, dt, jitter, rt, error } if !held.is_empty() => {
+                    clock += dt;
+                    let now = at(clock, jitter);
+                    hi = hi.max(now);
                     let (p, mp) = held.swap_remove(pick % held.len());
                     let outcome = if error { Outcome::Error } else { Outcome::Success };
                     let got = b.report(now, p, rt, outcome);
@@ -573,12 +605,13 @@ proptest! {
                 }
                 _ => {}
             }
-            let s = b.status();
+            let s = b.snapshot();
             prop_assert_eq!(
                 (s.state, s.transitions, s.time, s.probes_granted, s.probes_good),
                 (m.state, m.transitions, m.time, m.granted, m.good)
             );
-            prop_assert_eq!(b.counts(now), m.counts(now));
+            prop_assert_eq!(b.counts(hi), m.counts(hi));
+            prop_assert_eq!(b.uncounted_reports(), m.uncounted);
             if s.state == State::HalfOpen {
                 prop_assert!(s.probes_good <= s.probes_granted && s.probes_granted <= config.probes);
             }
@@ -608,11 +641,11 @@ fn old_errors_never_retrip_a_freshly_closed_breaker() {
         Some(BreakerError::RecoveryShorterThanWindow { window: 20_000 })
     );
     // The review's scenario with the recovery timeout raised to one window.
-    let b = CircuitBreaker::<1>::new(Config {
+    let b = CircuitBreaker::<1>::try_new(Config {
         recovery_timeout: 20_000,
         ..sentinel_like
-    });
-    assert_eq!(b.error(), None);
+    })
+    .unwrap();
     for t in 1_000..1_005 {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, Outcome::Error);
@@ -718,7 +751,7 @@ fn the_probe_timeout_waits_for_all_k_probes_granted() {
     let first = b.try_acquire(at).unwrap();
     let second = b.try_acquire(at + 1_000).expect("a probe left: granted");
     assert!(second.is_probe());
-    let s = b.status();
+    let s = b.snapshot();
     assert_eq!(
         (s.state, s.probes_granted, s.time),
         (State::HalfOpen, 2, at + 1_000)
@@ -742,11 +775,215 @@ fn a_lagging_probe_report_never_reaches_back_before_the_half_open() {
         let p = b.try_acquire(t).unwrap();
         let _ = b.report(t, p, 1, Outcome::Error);
     }
-    assert_eq!(b.status().time, 99); // tripped at 49
+    assert_eq!(b.snapshot().time, 99); // tripped at 49
     let probe = b.try_acquire(99).unwrap();
     let t = b.report(10, probe, 1, Outcome::Success).unwrap(); // a lagging clock
-    assert_eq!((t.to, b.status().time), (State::Closed, 99));
+    assert_eq!((t.to, b.snapshot().time), (State::Closed, 99));
     assert_eq!(b.counts(99), (0, 0)); // window [0, 50) holds the old errors
     let p = b.try_acquire(99).unwrap();
     assert_eq!(b.report(99, p, 1, Outcome::Success), None);
+}
+
+// Regression tests from tracker issue 36: reports out of time order (a
+// caller that read its clock, then stalled), each seen red before the fix.
+
+/// Issue 36, reproducer 1: a stalled tripping report (an error at 60,
+/// reported after one at 120) set the deadline from its own `now` (110,
+/// already past): a probe at 120 closed the breaker in the window of the
+/// error at 120, which then counted in the new closed period. The deadline
+/// counts from the latest time the breaker has seen.
+#[test]
+fn a_stalled_tripping_report_opens_for_the_full_recovery_time() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    let (p, q) = (b.try_acquire(60).unwrap(), b.try_acquire(60).unwrap());
+    assert_eq!(b.report(120, p, 1, Outcome::Error), None);
+    let t = b
+        .report(60, q, 1, Outcome::Error)
+        .expect("2 errors > 1: trips");
+    assert_eq!((t.from, t.to), (State::Closed, State::Open));
+    assert_eq!(
+        b.snapshot().time,
+        170,
+        "open from the latest time seen (120)"
+    );
+    assert!(b.try_acquire(120).is_none(), "opened with no recovery time");
+    let probe = b.try_acquire(170).unwrap();
+    assert_eq!(
+        b.report(171, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(
+        b.counts(171),
+        (0, 0),
+        "the error at 120 counts after the close"
+    );
+    let p = b.try_acquire(172).unwrap();
+    assert_eq!(b.report(172, p, 1, Outcome::Error), None);
+    assert_eq!((b.state(), b.counts(172)), (State::Closed, (1, 1)));
+}
+
+/// Issue 36, reproducer 2a: an error 3 windows behind the newest report
+/// (`N` = 2) was added into a bucket no one reused and left out of every
+/// trip check: neither counted nor in `uncounted_reports`.
+#[test]
+fn a_report_behind_the_live_windows_is_counted_as_uncounted() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10).with_min_requests(1),
+    );
+    for t in [0, 50] {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Success), None);
+    }
+    let p = b.try_acquire(20).unwrap();
+    assert_eq!(b.report(20, p, 1, Outcome::Error), None);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(
+        b.uncounted_reports(),
+        1,
+        "the error at 20 vanished silently"
+    );
+    assert_eq!(b.counts(50), (1, 0));
+}
+
+/// Trips a breaker of two windows of 10 (open for 10) with an error at 0.
+fn tripped_at_zero() -> CircuitBreaker<2> {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10).with_min_requests(1),
+    );
+    let p = b.try_acquire(0).unwrap();
+    assert_eq!(
+        b.report(0, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    b
+}
+
+/// Issue 36, reproducer 2b: a probe granted at a far-future `now` and
+/// reported at 60 closes the breaker from the grant's time; 20 errors at
+/// 60 to 79 lie before the period's first window: not counted, and said so.
+#[test]
+fn reports_before_a_far_future_probe_grant_are_counted_as_uncounted() {
+    let b = tripped_at_zero();
+    let probe = b.try_acquire(3_600_000).unwrap();
+    assert_eq!(
+        b.report(60, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    for t in 60..80 {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+    }
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.uncounted_reports(), 20, "20 errors dropped silently");
+}
+
+/// Issue 36, reproducer 2c: the same with the far-future time on the
+/// probe's report (the module docs' "one report far ahead").
+#[test]
+fn reports_before_a_far_future_close_are_counted_as_uncounted() {
+    let b = tripped_at_zero();
+    let probe = b.try_acquire(10).unwrap();
+    assert_eq!(
+        b.report(3_600_000, probe, 1, Outcome::Success)
+            .map(|t| t.to),
+        Some(State::Closed)
+    );
+    for t in 60..80 {
+        let p = b.try_acquire(t).unwrap();
+        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+    }
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.uncounted_reports(), 20, "20 errors dropped silently");
+}
+
+/// Issue 36, reproducer 3: a bad probe reported with a lagging `now` (10,
+/// granted at 99) reopened until 60, already past: the next caller got a
+/// probe at once. The reopen counts from the latest time seen (the grant).
+#[test]
+fn a_lagging_bad_probe_reopens_for_the_full_recovery_time() {
+    let b = CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
+    );
+    for t in [45, 49] {
+        let p = b.try_acquire(t).unwrap();
+        let _ = b.report(t, p, 1, Outcome::Error);
+    }
+    assert_eq!(b.snapshot().time, 99); // tripped at 49
+    let probe = b.try_acquire(99).unwrap();
+    let t = b.report(10, probe, 1, Outcome::Error).unwrap(); // a lagging clock
+    assert_eq!((t.from, t.to), (State::HalfOpen, State::Open));
+    assert_eq!(b.snapshot().time, 149, "reopened from the grant at 99");
+    assert!(
+        b.try_acquire(99).is_none(),
+        "reopened with no recovery time"
+    );
+}
+
+/// Whether a report is too far behind is decided by window id, not by
+/// distance: with one window of 10, a report at 9 after one at 10 is in
+/// an older window (0 against 1), already retired.
+#[test]
+fn too_far_behind_is_decided_by_window_id() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 5 }, 10, 10).with_min_requests(1),
+    );
+    let (p, q) = (b.try_acquire(9).unwrap(), b.try_acquire(9).unwrap());
+    let _ = b.report(10, p, 1, Outcome::Success);
+    let _ = b.report(9, q, 1, Outcome::Error);
+    assert_eq!((b.uncounted_reports(), b.counts(10)), (1, (1, 0)));
+}
+
+/// Issue 36: the parameters at `u64::MAX` mean "never" (`Config`'s docs):
+/// no trip at `u64::MAX` errors or requests, open until a `now` of
+/// `u64::MAX`, a lost probe never reopens.
+#[test]
+fn u64_max_parameters_mean_never() {
+    let never_trips = [
+        Config::new(
+            Strategy::ErrorCount {
+                max_errors: u64::MAX,
+            },
+            10,
+            10,
+        )
+        .with_min_requests(1),
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(u64::MAX),
+    ];
+    for c in never_trips {
+        let b = CircuitBreaker::<1>::new(c);
+        for t in 0..100 {
+            let p = b.try_acquire(t).unwrap();
+            assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+        }
+    }
+    let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, u64::MAX)
+        .with_min_requests(1)
+        .with_probe_timeout(u64::MAX);
+    let b = CircuitBreaker::<1>::new(cfg);
+    let _ = b.report(5, b.try_acquire(5).unwrap(), 1, Outcome::Error);
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, u64::MAX));
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    assert!(b.try_acquire(u64::MAX).unwrap().is_probe()); // the end of time
+    let b = CircuitBreaker::<1>::new(Config {
+        recovery_timeout: 10,
+        ..cfg
+    });
+    let _ = b.report(5, b.try_acquire(5).unwrap(), 1, Outcome::Error);
+    drop(b.try_acquire(15).unwrap()); // lost
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    assert_eq!(b.state(), State::HalfOpen);
+}
+
+/// Issue 30: `new` at run time panics with the reason (in a `static`, the
+/// same panic is a compile error: `CircuitBreaker::new`'s `compile_fail`
+/// example).
+#[test]
+#[should_panic(
+    expected = "invalid CircuitBreaker configuration: the statistics interval is not a whole number"
+)]
+fn new_panics_with_the_reason_at_run_time() {
+    let c = Config::new(Strategy::ErrorCount { max_errors: 1 }, 1_000, 1_000);
+    let _ = CircuitBreaker::<3>::new(c); // 1,000 ticks are not 3 windows
 }

@@ -4,7 +4,8 @@
 //! timeout and a report from before the trip; two reports racing to trip
 //! a closed breaker (one transition, none missed); an error and a success
 //! under an error ratio (no trip on a torn read); probes and plain permits
-//! of earlier periods; a stalled plain report (what is not one step).
+//! of earlier periods; a stalled plain report (what is not one step); a
+//! stalled tripping report racing the close (issue 36).
 //!
 //! Every model checks that each transition is reported exactly once: the
 //! observer saw transitions numbered exactly 1 to the final transition
@@ -14,7 +15,7 @@
 //! Bounds: loom explores every interleaving (and the weak-memory outcomes
 //! it models) up to `LOOM_MAX_PREEMPTIONS` preemptions, 5 in CI: at most
 //! three threads, each making one or two calls; one statistics window of
-//! 10 ticks, a recovery timeout of 10 ticks. Loom has no 128-bit atomic:
+//! 10 ticks (two in the model of issue 36), a recovery timeout of 10 ticks. Loom has no 128-bit atomic:
 //! the breaker's word is a value behind a loom mutex, one critical section
 //! per load or compare-and-swap (as atomic as the instruction, with
 //! acquire/release: all the protocol uses).
@@ -71,13 +72,13 @@ fn tripped(k: u16) -> &'static CircuitBreaker<1> {
     b
 }
 
-/// The observer saw transitions numbered exactly `1..=status().transitions`,
+/// The observer saw transitions numbered exactly `1..=snapshot().transitions`,
 /// once each, and every transition the calls returned is one of them.
 fn each_transition_once(b: &CircuitBreaker<1>, returned: &[Option<Transition>]) {
     let observed = OBSERVED.with(|o| o.borrow().clone());
     let mut numbers: Vec<u32> = observed.iter().map(|t| t.number).collect();
     numbers.sort_unstable();
-    let expected: Vec<u32> = (1..=b.status().transitions).collect();
+    let expected: Vec<u32> = (1..=b.snapshot().transitions).collect();
     assert_eq!(numbers, expected, "transitions not observed once each");
     for t in returned.iter().flatten() {
         assert!(observed.contains(t), "{t:?} returned but not observed");
@@ -107,7 +108,7 @@ fn one_probe_two_threads() {
         );
         assert!(p1.is_none() || probe(&p1));
         assert!(p2.is_none() || probe(&p2));
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!(
             (s.state, s.transitions, s.probes_granted),
             (State::HalfOpen, 2, 1)
@@ -139,7 +140,7 @@ fn two_probes_three_threads() {
         let ps: Vec<Option<Permit<1>>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         assert_eq!(ps.iter().filter(|p| probe(p)).count(), 2, "{ps:?}");
         assert!(ps.iter().all(|p| p.is_none() || probe(p)));
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!(
             (s.state, s.transitions, s.probes_granted),
             (State::HalfOpen, 2, 2)
@@ -186,7 +187,7 @@ fn probes_report_while_others_acquire() {
             "{kinds:?}"
         );
         assert_eq!(b.state(), State::Closed);
-        assert_eq!(b.status().transitions, 3);
+        assert_eq!(b.snapshot().transitions, 3);
         each_transition_once(b, &[r1, rs[0].1, rs[1].1]);
         // The other: refused, or a plain permit after the close.
         let other = kinds.iter().find(|k| **k != Some(true)).unwrap();
@@ -215,7 +216,7 @@ fn a_bad_probe_reopens_whatever_the_good_one_does() {
             b2.report(16, p, 1, Outcome::Error)
         });
         let ((got1, r1), r2) = (t1.join().unwrap(), t2.join().unwrap());
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!((s.state, s.transitions, s.time), (State::Open, 3, 26));
         let r2 = r2.expect("the bad probe reopens");
         assert_eq!((r2.from, r2.to), (State::HalfOpen, State::Open));
@@ -248,7 +249,7 @@ fn a_probe_report_races_the_probe_timeout() {
             )
         });
         let (r1, (admitted, r2)) = (t1.join().unwrap(), t2.join().unwrap());
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!(s.transitions, 3, "{s:?}");
         if admitted {
             assert_eq!(s.state, State::Closed);
@@ -290,11 +291,11 @@ fn a_report_from_before_the_trip_never_decides_half_open() {
         let t2 = spawn(move || {
             // The state just before the report: the schedules that matter
             // are the report while half-open (2) and before the trip (0).
-            let before = b2.status().transitions;
+            let before = b2.snapshot().transitions;
             (before, b2.report(2, a, 1, Outcome::Success))
         });
         let (r1, (before, r2)) = (t1.join().unwrap(), t2.join().unwrap());
-        let s = b.status();
+        let s = b.snapshot();
         assert_eq!((s.state, s.transitions), (State::Open, 3), "{s:?}");
         // Thread 2's read may see thread 1's error and trip first (the
         // condition holds over the windows, whoever reads it); it never
@@ -413,8 +414,9 @@ fn a_plain_permit_of_an_old_closed_period_never_trips_a_new_one() {
 /// (closed period #3, from window [20, 30)); thread 2, holding a permit of
 /// closed period #0, reports an error at `stalled_now`. With `stalled_now`
 /// 19 (the trip's window) its add never counts in period #3; with 20 (a
-/// later window than the trip's) it can: loaded before the trip, added
-/// after the close. Pinned both ways.
+/// later window than the trip's) it can: loaded before the trip, its `now`
+/// recorded too late for the trip to see it (else open until 30: no close
+/// at 29), added after the close. Pinned both ways.
 #[test]
 fn a_stalled_report_counts_in_a_later_period_only_from_after_the_trip() {
     for (stalled_now, can_count) in [(19, false), (20, true)] {
@@ -434,7 +436,7 @@ fn a_stalled_report_counts_in_a_later_period_only_from_after_the_trip() {
             });
             t1.join().unwrap();
             t2.join().unwrap();
-            let s = b.status();
+            let s = b.snapshot();
             if (s.state, s.transitions) == (State::Closed, 3) {
                 let counts = b.counts(29);
                 assert!(
@@ -450,4 +452,52 @@ fn a_stalled_report_counts_in_a_later_period_only_from_after_the_trip() {
             seen.assert_all(&[(0, 0)]);
         }
     }
+}
+
+/// Issue 36: a stalled tripping report races the close. Two windows of 10
+/// (`N` = 2), open for 10, at most 1 error. Thread 1 reports an error at
+/// 25 (window [20, 30)); thread 2 reports an error with a stalled `now` of
+/// 12 (read before thread 1's); thread 3 tries to probe at 27 and closes
+/// the breaker if it gets one. Whichever report trips it (the one whose
+/// read sees both errors), the deadline counts from the latest time seen,
+/// 25, so it opens until 35 and thread 3 never probes: no close in window
+/// [20, 30), whose error would count in the new closed period. Kills
+/// "the deadline from the tripping report's own `now`" (open until 22:
+/// thread 3 probes at 27, closes, and the new period counts (1, 1)).
+#[test]
+fn a_stalled_tripping_report_never_shortens_the_open_time() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        OBSERVED.with(|o| o.borrow_mut().clear());
+        let b: &'static CircuitBreaker<2> = Box::leak(Box::new(
+            CircuitBreaker::new(
+                Config::new(Strategy::ErrorCount { max_errors: 1 }, 20, 10)
+                    .with_min_requests(1)
+                    .with_probe_timeout(100),
+            )
+            .with_observer(observe),
+        ));
+        let (p, q) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
+        let t1 = spawn(move || b.report(25, p, 1, Outcome::Error));
+        let t2 = spawn(move || b.report(12, q, 1, Outcome::Error));
+        let t3 = spawn(move || match b.try_acquire(27) {
+            Some(c) if c.is_probe() => (true, b.report(27, c, 1, Outcome::Success)),
+            _ => (false, None), // closed (before the trip): not reported
+        });
+        let (r1, r2, (probed, r3)) = (t1.join().unwrap(), t2.join().unwrap(), t3.join().unwrap());
+        assert!(!probed, "a probe at 27: opened with less than 10 ticks");
+        let s = b.snapshot();
+        assert_eq!((s.state, s.transitions, s.time), (State::Open, 1, 35));
+        let observed = OBSERVED.with(|o| o.borrow().clone());
+        let mut numbers: Vec<u32> = observed.iter().map(|t| t.number).collect();
+        numbers.sort_unstable();
+        assert_eq!(numbers, [1]);
+        for t in [r1, r2, r3].iter().flatten() {
+            assert!(observed.contains(t));
+        }
+        // Which report tripped it: both must happen.
+        record(r2.is_some());
+    });
+    seen.assert_all(&[true, false]);
 }

@@ -1,9 +1,13 @@
 //! The model of a `CircuitBreaker<N>`, the slow way: the state machine of
 //! the `breaker` module's documentation written out one step at a time,
 //! every period's probes and every closed period's reports kept in full
-//! (a map from window id to counts), no word, no packing. For callers whose
-//! times never go back (so every report lands in a live window: the
-//! array's exactness is `tests/model.rs`'s subject, not this one's).
+//! (a map from window id to counts), no word, no packing. Times may arrive
+//! in any order; the model follows the module docs' "Times": every
+//! deadline counts from the latest time the breaker has seen, and a plain
+//! report is counted only in its period's first window or later and in the
+//! `N` windows ending at the newest window counted so far (by window id),
+//! otherwise in `uncounted`. Sequential: one call at a time (the races are
+//! loom's subject, the array's exactness `tests/model.rs`'s).
 
 use std::collections::BTreeMap;
 
@@ -30,6 +34,12 @@ pub struct BreakerModel<const N: usize> {
     pub good: u16,
     /// The current closed period's reports: window id -> (total, bad).
     reports: BTreeMap<u64, (u64, u64)>,
+    /// The newest window any counted report landed in, in any period.
+    newest: Option<u64>,
+    /// The latest `now` of any report.
+    pub latest: u64,
+    /// Plain reports of a current closed period not counted.
+    pub uncounted: u64,
 }
 
 impl<const N: usize> BreakerModel<N> {
@@ -43,6 +53,9 @@ impl<const N: usize> BreakerModel<N> {
             granted: 0,
             good: 0,
             reports: BTreeMap::new(),
+            newest: None,
+            latest: 0,
+            uncounted: 0,
         }
     }
 
@@ -62,8 +75,12 @@ impl<const N: usize> BreakerModel<N> {
         t
     }
 
+    /// Open for the recovery timeout from the latest time seen: `now`,
+    /// the close or latest grant (`time`, closed or half-open) and every
+    /// report's `now`.
     fn open(&mut self, now: u64) -> Transition {
-        let until = now.saturating_add(self.config.recovery_timeout);
+        let from = now.max(self.time).max(self.latest);
+        let until = from.saturating_add(self.config.recovery_timeout);
         self.enter(State::Open, until, now)
     }
 
@@ -119,12 +136,16 @@ impl<const N: usize> BreakerModel<N> {
     }
 
     /// `(total, bad)` of the current closed period over the windows live at
-    /// `now`.
+    /// `now` (for a `now` no older than every report's).
     pub fn counts(&self, now: u64) -> (u64, u64) {
         if self.state != State::Closed {
             return (0, 0);
         }
-        let newest = now / self.window;
+        self.counts_at(now / self.window)
+    }
+
+    /// `(total, bad)` over the `N` windows ending at window `newest`.
+    fn counts_at(&self, newest: u64) -> (u64, u64) {
         let oldest = newest.saturating_sub(N as u64 - 1);
         let since = self.time / self.window;
         self.reports
@@ -158,6 +179,7 @@ impl<const N: usize> BreakerModel<N> {
         outcome: Outcome,
     ) -> Option<Transition> {
         let bad = self.is_bad(rt, outcome);
+        self.latest = self.latest.max(now);
         if permit.period != self.transitions {
             return None;
         }
@@ -177,10 +199,17 @@ impl<const N: usize> BreakerModel<N> {
         if self.state != State::Closed {
             return None;
         }
-        let c = self.reports.entry(now / self.window).or_default();
+        let own = now / self.window;
+        let newest = self.newest.map_or(own, |n| n.max(own));
+        if own < self.time / self.window || newest - own >= N as u64 {
+            self.uncounted += 1;
+            return None;
+        }
+        self.newest = Some(newest);
+        let c = self.reports.entry(own).or_default();
         c.0 += 1;
         c.1 += u64::from(bad);
-        let (total, bad) = self.counts(now);
+        let (total, bad) = self.counts_at(newest);
         if self.trips(total, bad) {
             return Some(self.open(now));
         }
