@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use leaparray::gate::Gate;
-use leaparray::keyed::{KeyHasher, Quota};
+use leaparray::keyed::{Headroom, KeyHasher};
 use tower::{Layer, Service};
 
 use crate::clock::LayerClock;
@@ -555,7 +555,7 @@ async fn admitted<S, B, ResBody>(
     shared: Arc<Shared>,
     key: Option<u64>,
     now: u64,
-    left: Option<Quota>,
+    left: Option<Headroom>,
 ) -> Result<Response<ResBody>, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
