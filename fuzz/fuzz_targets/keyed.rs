@@ -309,11 +309,7 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
         owned = owned.with_seed(seed);
     }
     assert_eq!(
-        (
-            owned.window(),
-            owned.limit(),
-            owned.overflow()
-        ),
+        (owned.window(), owned.limit(), owned.overflow()),
         (window, limit, policy)
     );
     // The owned table's reads match the checked table's while in range.
@@ -367,7 +363,11 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
                     2 => requests.len().saturating_sub(1),
                     _ => requests.len() / 2,
                 };
-                assert_eq!(twin.occupancy(now), h.t.occupancy(now), "the twin before the burst");
+                assert_eq!(
+                    twin.occupancy(now),
+                    h.t.occupancy(now),
+                    "the twin before the burst"
+                );
                 // A fill that marks what was not decided: a decision written
                 // past the decided ones differs from it with probability
                 // 1/2 (the keys' salt picks it).

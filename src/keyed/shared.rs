@@ -641,7 +641,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         (0..CAP)
             .filter(|&i| {
                 let s = self.slots[i].load(Acquire);
-                word(s) != 0 && key_of(s) == key
+                word(s) != 0 && super::slot::key_of(s) == key
             })
             .collect()
     }
