@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The AF_XDP packet path (examples/xdp): 3 s of UDP flows over a veth pair
 # between two private network namespaces, received through AF_XDP in copy
-# mode, counted in a shard and policed per flow by the queue's OwnedKeyedGate, then
+# mode, counted in a shard and policed per flow by the queue's LocalKeyedGate, then
 # by a shared KeyedGate. The example
 # checks exact counting and policing against its ledgers (`--check`, exit 1
 # on any violation); this script also checks that no namespace or veth is
@@ -18,7 +18,7 @@ cargo build --release --locked -p leaparray-xdp
 # Unit tests in debug: a release test build would compile criterion (the
 # benchmark's dev-dependency) in release, about 2.5 minutes from cold.
 cargo test --locked -p leaparray-xdp --lib
-# The queue's own OwnedKeyedGate (the default), then one shared KeyedGate.
+# The queue's own LocalKeyedGate (the default), then one shared KeyedGate.
 ./target/release/leaparray-xdp --duration 3 --check | tee /tmp/xdp.log
 grep -q "^verdict: OK" /tmp/xdp.log
 ./target/release/leaparray-xdp --duration 3 --check --shared-gate | tee /tmp/xdp.log

@@ -75,7 +75,7 @@ impl Keys {
                 set.push(k);
             }
         }
-        let s = gate.stats(0);
+        let s = gate.occupancy(0);
         eprintln!(
             "KeyedGate<2, {CAP}>: {} of the first {tried} keys found no room (load {:.3} after); \
              the {n} keys are the others",
@@ -109,11 +109,11 @@ impl Keys {
 ///
 /// If a key is refused, found no room or lost its slot.
 pub fn warm_gate<const CAP: usize>(gate: &KeyedGate<2, CAP>, keys: &Keys, now: u64) {
-    let before = gate.stats(now);
+    let before = gate.occupancy(now);
     for &k in &keys.set {
         assert_eq!(gate.try_acquire(k, now, 1), Decision::Pass);
     }
-    let s = gate.stats(now);
+    let s = gate.occupancy(now);
     assert_eq!(s.overflowed, before.overflowed, "a key found no room");
     assert_eq!(s.recycled, before.recycled, "a key lost its slot");
     assert_eq!(s.resident, keys.set.len(), "{s:?}");

@@ -97,7 +97,6 @@ pub mod gate;
 pub mod keyed;
 mod metric;
 mod node;
-pub mod owned;
 mod packed;
 mod set;
 pub mod shard;

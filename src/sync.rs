@@ -46,24 +46,29 @@ pub(crate) use portable_atomic::AtomicU128;
 )))]
 pub(crate) enum AtomicU128 {}
 
-/// The 128-bit word of a [`KeyedGate`](crate::keyed::KeyedGate) slot, on
-/// every target: portable-atomic's (lock-free on x86-64 and AArch64; on
-/// other targets see the `portable-atomic` dependency in `Cargo.toml`).
+/// A 128-bit atomic on every target: portable-atomic's (lock-free on
+/// x86-64 and AArch64; on other targets see the `portable-atomic`
+/// dependency in `Cargo.toml` and [`PORTABLE_U128_INTERRUPT_SAFE`]). Unlike
+/// [`AtomicU128`], which exists only where it is lock-free, this one
+/// always exists; a user that may run in an interrupt or signal handler
+/// checks [`PORTABLE_U128_INTERRUPT_SAFE`] at compile time. What its 128
+/// bits mean is its user's: the keyed tables' slots
+/// (`crate::keyed::slot::Slot`), the circuit breaker's state word.
 #[cfg(not(leaparray_loom))]
-pub(crate) use portable_atomic::AtomicU128 as SlotWord;
+pub(crate) use portable_atomic::AtomicU128 as PortableAtomicU128;
 
-/// Whether a [`SlotWord`] may be used where an interrupt or signal handler
-/// can interrupt its user: lock-free (x86-64, where portable-atomic uses
-/// `cmpxchg16b`, detected at run time; AArch64; any target where
-/// portable-atomic says so, which includes masking interrupts on
-/// single-core chips with `unsafe-assume-single-core`), a critical section
-/// on targets without CAS (`portable-atomic-critical-section`), or accepted
-/// by name with `portable-atomic-fallback-not-interrupt-safe`. Elsewhere it is
-/// portable-atomic's global spin lock, and `KeyedGate::new` does not
-/// compile.
+/// Whether a [`PortableAtomicU128`] may be used where an interrupt or
+/// signal handler can interrupt its user: lock-free (x86-64, where
+/// portable-atomic uses `cmpxchg16b`, detected at run time; AArch64; any
+/// target where portable-atomic says so, which includes masking interrupts
+/// on single-core chips with `unsafe-assume-single-core`), a critical
+/// section on targets without CAS (`portable-atomic-critical-section`), or
+/// accepted by name with `portable-atomic-fallback-not-interrupt-safe`.
+/// Elsewhere it is portable-atomic's global spin lock, and its users'
+/// constructors do not compile.
 #[cfg(not(leaparray_loom))]
-pub(crate) const SLOT_INTERRUPT_SAFE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
-        || SlotWord::is_always_lock_free()
+pub(crate) const PORTABLE_U128_INTERRUPT_SAFE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+        || PortableAtomicU128::is_always_lock_free()
         // No CAS at all: portable-atomic goes through `critical-section`
         // for every width (an interrupt-safe critical section, by that
         // crate's contract).
@@ -73,22 +78,23 @@ pub(crate) const SLOT_INTERRUPT_SAFE: bool = cfg!(any(target_arch = "x86_64", ta
         ))
         || cfg!(feature = "portable-atomic-fallback-not-interrupt-safe");
 
-/// Loom builds: the modelled slot holds no lock a handler could meet.
+/// Loom builds: the modelled word holds no lock a handler could meet.
 #[cfg(leaparray_loom)]
-pub(crate) const SLOT_INTERRUPT_SAFE: bool = true;
+pub(crate) const PORTABLE_U128_INTERRUPT_SAFE: bool = true;
 
-/// Loom builds: loom has no 128-bit atomic, so a slot is a word behind a
-/// loom mutex. Each operation is one critical section, so it is as atomic
-/// as a real compare-and-swap, and lock/unlock give it acquire/release: the
-/// keyed table's protocol (`crate::keyed`) needs no more than that, and
-/// loom explores every interleaving of these sections.
+/// Loom builds: loom has no 128-bit atomic, so [`PortableAtomicU128`] is a
+/// word behind a loom mutex. Each operation is one critical section, so it
+/// is as atomic as a real compare-and-swap, and lock/unlock give it
+/// acquire/release: the protocols built on it (`crate::keyed::slot`, the
+/// breaker) need no more than that, and loom explores every interleaving
+/// of these sections.
 #[cfg(leaparray_loom)]
-pub(crate) struct SlotWord(loom::sync::Mutex<u128>);
+pub(crate) struct PortableAtomicU128(loom::sync::Mutex<u128>);
 
 #[cfg(leaparray_loom)]
-impl SlotWord {
+impl PortableAtomicU128 {
     pub(crate) fn new(v: u128) -> Self {
-        SlotWord(loom::sync::Mutex::new(v))
+        PortableAtomicU128(loom::sync::Mutex::new(v))
     }
 
     pub(crate) fn load(&self, _: Ordering) -> u128 {

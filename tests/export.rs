@@ -525,7 +525,7 @@ mod prometheus {
             gate.remaining(now) as f64
         );
         assert_eq!(f("gate_remaining", "big", None), big.remaining(now) as f64);
-        let s = table.stats(now);
+        let s = table.occupancy(now);
         assert_eq!(f("keyed_resident", HOSTILE, None), s.resident as f64);
         assert_eq!(f("keyed_recyclable", HOSTILE, None), s.recyclable as f64);
         assert_eq!(f("keyed_recycled_total", HOSTILE, None), s.recycled as f64);

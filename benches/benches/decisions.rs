@@ -3,7 +3,7 @@
 //! Not criterion: a plain loop whose two burst functions the script
 //! counts.
 //!
-//! Bursts of 64 requests (`n` = 1) on an `OwnedKeyedGate<2, 2^15>` and a
+//! Bursts of 64 requests (`n` = 1) on a `LocalKeyedGate<2, 2^15>` and a
 //! `KeyedGate<2, 2^15>` (limit 16 per two windows of 50,000 ticks), in two
 //! regimes:
 //! - `hot`: 4,096 keys, the clock 400 ticks on per burst: a key comes back
@@ -19,7 +19,7 @@ use core::num::NonZeroU64;
 use std::hint::black_box;
 
 use leaparray::keyed::KeyedGate;
-use leaparray::owned::OwnedKeyedGate;
+use leaparray::keyed::LocalKeyedGate;
 use leaparray::Decision;
 
 const CAP: usize = 1 << 15;
@@ -28,7 +28,7 @@ const BURSTS: usize = 20_000;
 
 #[inline(never)]
 fn owned_burst(
-    g: &mut OwnedKeyedGate<2, CAP>,
+    g: &mut LocalKeyedGate<2, CAP>,
     now: u64,
     r: &[(u64, u64)],
     d: &mut [Decision],
@@ -46,7 +46,7 @@ fn main() {
     let cold = std::env::args().skip(1).any(|a| a == "cold");
     let (keys, step) = if cold { (15_000, 2_000) } else { (4_096, 400) };
     let window = NonZeroU64::new(50_000).expect("not zero");
-    let mut owned = Box::new(OwnedKeyedGate::<2, CAP>::new(window, 16));
+    let mut owned = Box::new(LocalKeyedGate::<2, CAP>::new(window, 16));
     let shared = Box::new(KeyedGate::<2, CAP>::new(window, 16));
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let keys: Vec<u64> = (0..keys)

@@ -89,7 +89,7 @@ fn main() {
         tried += 1;
     }
     let fill = t0.elapsed();
-    let s = TABLE.stats(0);
+    let s = TABLE.occupancy(0);
     let grown = rss().saturating_sub(base);
     let size = core::mem::size_of_val(&TABLE) as u64;
     rows.push(Row {
@@ -118,7 +118,7 @@ fn main() {
     }
     let took = t0.elapsed();
     let end = 1 + FLOOD / PER_TICK;
-    let after = TABLE.stats(end);
+    let after = TABLE.occupancy(end);
     let grown_flood = rss().saturating_sub(base);
     rows.push(Row {
         what: format!("the same after a flood of {FLOOD} new keys"),

@@ -41,7 +41,9 @@ use crossbeam_utils::CachePadded;
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 // The core's names, in one place.
-use leaparray::{gate::Shape, shard::Sharded, Decision, Gate, KeyedGate, LeapArray};
+use leaparray::gate::Shape;
+use leaparray::shard::Sharded;
+use leaparray::{Decision, Gate, KeyedGate, LeapArray};
 use leaparray_benches::{
     keyed_governor, leaked_keyed_gate, warm_gate, warm_governor, KeyedGovernor, Keys,
 };

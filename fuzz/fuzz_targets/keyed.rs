@@ -56,10 +56,10 @@
 //!   key recycled had all its permits slid out of its gate's interval (its
 //!   word was `2N` windows old), so its gate answers as a fresh one, as the
 //!   table does after it inserts the key again.
-//! - The owned table: an `OwnedKeyedGate` of the same parameters and seed
+//! - The local table: a `LocalKeyedGate` of the same parameters and seed
 //!   gets every call the checked table gets (bursts as bursts): while every
 //!   window id is in range (as above), each of its answers (decisions,
-//!   `remaining`, `retry_after`, `stats`) must be the `KeyedGate`'s; out of
+//!   `remaining`, `retry_after`, `occupancy`) must be the `KeyedGate`'s; out of
 //!   range it must not panic.
 #![no_main]
 
@@ -67,8 +67,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::keyed::{KeyedError, KeyedGate, Overflow, Stats, PROBE};
-use leaparray::{Decision, Gate, OwnedKeyedGate};
+use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate, Occupancy, Overflow, PROBE};
+use leaparray::{Decision, Gate};
 use leaparray_fuzz::input::{IdRange, Move, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
 
@@ -224,8 +224,6 @@ struct Harness<const N: usize, const CAP: usize> {
     len: NonZeroU64,
     limit: u64,
     policy: Overflow,
-    /// The limit does not fit: the table refuses everything.
-    bad: bool,
     forward: bool,
     range: Option<IdRange>,
     /// Every window id so far within range of every other.
@@ -236,7 +234,7 @@ struct Harness<const N: usize, const CAP: usize> {
     /// the table's high water, at least.
     high: u64,
     /// `stats` after the last call.
-    prev: Stats,
+    prev: Occupancy,
     /// With `forward`: each key's own gate, and the newest window of the
     /// slot word of each key ever inserted.
     gates: HashMap<u64, Gate<N>>,
@@ -268,27 +266,28 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
     } else {
         Overflow::Refuse
     };
-    let t = table::<N, CAP>(len, limit, policy, input.seed);
-    let error = t.error();
-    assert_eq!(
-        error,
-        (limit > max).then_some(KeyedError::LimitTooLarge { max })
-    );
+    // A limit that does not fit builds no table of either kind, and says
+    // which limit would.
+    let error = (limit > max).then_some(KeyedError::LimitTooLarge { max });
     assert_eq!(KeyedGate::<N, CAP>::try_new(len, limit).err(), error);
+    assert_eq!(LocalKeyedGate::<N, CAP>::try_new(len, limit).err(), error);
+    if error.is_some() {
+        return;
+    }
+    let t = table::<N, CAP>(len, limit, policy, input.seed);
     assert_eq!(
         (t.window(), t.limit(), t.capacity(), t.overflow()),
         (window, limit, CAP, policy)
     );
     let mut clock = input.start.ticks();
-    let prev = t.stats(clock);
-    assert_eq!(prev, Stats::default());
+    let prev = t.occupancy(clock);
+    assert_eq!(prev, Occupancy::default());
     let mut h = Harness {
         t,
         window,
         len,
         limit,
         policy,
-        bad: error.is_some(),
         forward: input.forward,
         range: None,
         in_range: true,
@@ -305,28 +304,23 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
     // bursts as bursts (`t` gets their requests one call each): it must
     // stay in `t`'s state.
     let twin = table::<N, CAP>(len, limit, policy, input.seed);
-    let mut owned = OwnedKeyedGate::<N, CAP>::new(len, limit).with_overflow(policy);
+    let mut owned = LocalKeyedGate::<N, CAP>::new(len, limit).with_overflow(policy);
     if let Some(seed) = input.seed {
         owned = owned.with_seed(seed);
     }
     assert_eq!(
-        (
-            owned.window(),
-            owned.limit(),
-            owned.error(),
-            owned.overflow()
-        ),
-        (window, limit, error, policy)
+        (owned.window(), owned.limit(), owned.overflow()),
+        (window, limit, policy)
     );
     // The owned table's reads match the checked table's while in range.
-    let same_reads = |owned: &OwnedKeyedGate<N, CAP>, t: &KeyedGate<N, CAP>, key, now, n| {
+    let same_reads = |owned: &LocalKeyedGate<N, CAP>, t: &KeyedGate<N, CAP>, key, now, n| {
         assert_eq!(owned.remaining(key, now), t.remaining(key, now), "owned");
         assert_eq!(
             owned.retry_after(key, now, n),
             t.retry_after(key, now, n),
             "owned"
         );
-        assert_eq!(owned.stats(now), t.stats(now), "owned stats");
+        assert_eq!(owned.occupancy(now), t.occupancy(now), "owned stats");
     };
 
     for (mv, op) in &input.steps {
@@ -369,20 +363,34 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
                     2 => requests.len().saturating_sub(1),
                     _ => requests.len() / 2,
                 };
-                assert_eq!(twin.stats(now), h.t.stats(now), "the twin before the burst");
-                // Never a decision of this table: marks what was not decided.
-                let untouched = Decision::Block; // a write of Pass past `decided` shows
-                let mut decisions = vec![untouched; size];
+                assert_eq!(
+                    twin.occupancy(now),
+                    h.t.occupancy(now),
+                    "the twin before the burst"
+                );
+                // A fill that marks what was not decided: a decision written
+                // past the decided ones differs from it with probability
+                // 1/2 (the keys' salt picks it).
+                let untouched: Vec<Decision> = (0..size)
+                    .map(|i| {
+                        if (input.salt >> (i % 64)) & 1 == 0 {
+                            Decision::Pass
+                        } else {
+                            Decision::Block
+                        }
+                    })
+                    .collect();
+                let mut decisions = untouched.clone();
                 let decided = twin.try_acquire_burst(now, &requests, &mut decisions);
                 assert_eq!(decided, size.min(requests.len()), "decided of {size}");
-                let mut mine = vec![untouched; size];
+                let mut mine = untouched.clone();
                 let mut hints = 0;
                 let d = owned.try_acquire_burst(now, &requests, &mut mine, |_| hints += 1);
                 assert_eq!((d, hints), (decided, decided), "owned: decided, prefetched");
                 if h.in_range {
                     assert_eq!(mine, decisions, "the owned table's burst");
                 }
-                assert!(decisions[decided..].iter().all(|&d| d == untouched));
+                assert_eq!(decisions[decided..], untouched[decided..]);
                 // Each as if alone, in order.
                 for (i, &(key, n)) in requests[..decided].iter().enumerate() {
                     let got = h.check(now, key, n, true);
@@ -393,7 +401,7 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
                     );
                 }
                 // The same keys in the same slots with the same words.
-                assert_eq!(twin.stats(now), h.t.stats(now), "after the burst");
+                assert_eq!(twin.occupancy(now), h.t.occupancy(now), "after the burst");
                 for &(key, n) in &requests {
                     assert_eq!(twin.remaining(key, now), h.t.remaining(key, now));
                     assert_eq!(twin.retry_after(key, now, n), h.t.retry_after(key, now, n));
@@ -429,20 +437,20 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
     fn check(&mut self, now: u64, key: u64, n: u64, acquire: bool) -> Option<Decision> {
         let n_ = Self::N_;
         let (t, window, limit, policy) = (&self.t, self.window, self.limit, self.policy);
-        let (bad, in_range, top) = (self.bad, self.in_range, self.top);
+        let (in_range, top) = (self.in_range, self.top);
         let c = now / window;
-        let exact = self.forward && in_range && !bad;
+        let exact = self.forward && in_range;
         // A probe is the whole table: room is a count.
         let whole = CAP <= PROBE;
 
         // The reads, which change nothing.
-        let before = t.stats(now);
+        let before = t.occupancy(now);
         let rem = t.remaining(key, now);
         let retry = t.retry_after(key, now, n);
-        assert_eq!(t.stats(now), before, "a read changed the table");
+        assert_eq!(t.occupancy(now), before, "a read changed the table");
         assert_eq!(t.remaining(key, now), rem);
 
-        // Stats, always.
+        // Occupancy, always.
         let prev = self.prev;
         assert!(before.resident <= CAP, "{before:?}");
         assert!(before.recyclable <= before.resident, "{before:?}");
@@ -451,11 +459,7 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         assert_eq!(before.overflowed, prev.overflowed, "a read overflowed");
 
         // The reads, always.
-        if bad {
-            assert_eq!(rem, 0);
-            assert_eq!(retry, (n == 0).then_some(0), "retry_after({n})");
-            assert_eq!(before, Stats::default());
-        } else {
+        {
             assert!(rem <= limit, "remaining {rem}, limit {limit}");
             if n == 0 {
                 assert_eq!(retry, Some(0), "retry_after(0)");
@@ -558,7 +562,7 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
             return None;
         }
         let got = t.try_acquire(key, now, n);
-        let after = t.stats(now);
+        let after = t.occupancy(now);
         self.prev = after;
         let rem_after = t.remaining(key, now);
         assert!(
@@ -576,7 +580,7 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         if recycled == 1 {
             self.high = self.high.max(c);
         }
-        if n == 0 || n > limit || bad {
+        if n == 0 || n > limit {
             // Nothing to book, or never admitted: no slot taken, no
             // overflow either.
             let want = if n == 0 {

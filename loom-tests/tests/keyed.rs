@@ -141,8 +141,8 @@ fn two_keys_race_for_the_last_free_slot() {
             matches!((d1, d2), (Ok(Some(0)), Err(())) | (Err(()), Ok(Some(0)))),
             "one gets the slot, the other overflows: {d1:?} {d2:?}"
         );
-        assert_eq!(t.stats(5).resident, 1);
-        assert_eq!(t.stats(5).overflowed, 1);
+        assert_eq!(t.occupancy(5).resident, 1);
+        assert_eq!(t.occupancy(5).overflowed, 1);
         record(d1.is_ok());
     });
     seen.assert_all(&[true, false]);

@@ -145,7 +145,7 @@ use crate::error::AddError;
 use crate::sync::{
     atomic_u64, const_fn_unless_loom, loom_sc_order, AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},
-    SlotWord,
+    PortableAtomicU128,
 };
 
 mod config;
@@ -364,7 +364,7 @@ pub struct CircuitBreaker<const N: usize> {
     /// The state word: see `Word` for the encoding. Invariants: `good <=
     /// granted <= probes` while half-open, both 0 otherwise; every change
     /// is one compare-and-swap from the word its caller decided on.
-    word: SlotWord,
+    word: PortableAtomicU128,
     /// Every report of a closed period: counters `BAD` and `TOTAL`.
     stats: LeapArray<N, 2>,
     /// Plain reports of a current closed period that were not counted:
@@ -412,7 +412,7 @@ impl<const N: usize> CircuitBreaker<N> {
             const {
                 assert!(N > 0, "CircuitBreaker<N> needs N >= 1");
                 assert!(
-                    crate::sync::SLOT_INTERRUPT_SAFE,
+                    crate::sync::PORTABLE_U128_INTERRUPT_SAFE,
                     "leaparray: on this target a CircuitBreaker's word (portable-atomic's \
                      AtomicU128) is a global spin lock, and a handler that uses the breaker while \
                      the code it interrupted holds the lock deadlocks. On a single-core chip \
@@ -431,7 +431,7 @@ impl<const N: usize> CircuitBreaker<N> {
                 None => panic!("unreachable: validate refuses a zero interval"),
             };
             CircuitBreaker {
-                word: SlotWord::new(0),
+                word: PortableAtomicU128::new(0),
                 stats: LeapArray::new(nonzero),
                 uncounted: atomic_u64(0),
                 latest: atomic_u64(0),

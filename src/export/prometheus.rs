@@ -271,7 +271,7 @@ impl Exposition {
     }
 
     /// Adds the keyed gate `table`, read at `now` (its
-    /// [`stats`](KeyedGate::stats): a scan of its slots), as the resource
+    /// [`occupancy`](KeyedGate::occupancy): a scan of its slots), as the resource
     /// `name`.
     ///
     /// ```
@@ -290,7 +290,7 @@ impl Exposition {
         table: &KeyedGate<N, CAP>,
         now: u64,
     ) -> Result<&mut Self, ExportError> {
-        let s = table.stats(now);
+        let s = table.occupancy(now);
         let sample = KeyedSample {
             limit: table.limit(),
             capacity: table.capacity() as u64,

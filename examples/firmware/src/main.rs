@@ -576,7 +576,7 @@ fn check_sources(end: u64) -> bool {
     }
     // More devices than slots: idle ones must have made room, and no
     // request may have found the table full.
-    let stats = PER_SOURCE.stats(end);
+    let stats = PER_SOURCE.occupancy(end);
     let keys = (KEYS.len() as u64 + key(DEVICE, last) - DEVICE_BASE + 1) as usize;
     let must_recycle = keys.saturating_sub(KEY_SLOTS) as u64;
     defmt::info!(

@@ -14,7 +14,7 @@
 //!   one `KeyedGate` decision per frame in bursts (`try_acquire_burst`);
 //! - `police_one_by_one`: the same decisions with one `try_acquire` per frame;
 //! - `count_and_police_owned`: `count_and_police` with the queue's own
-//!   `OwnedKeyedGate` (plain loads and stores) instead of the shared
+//!   `LocalKeyedGate` (plain loads and stores) instead of the shared
 //!   `KeyedGate`, each request's home slot prefetched 16 requests before
 //!   its decision (`try_acquire_burst` with `_mm_prefetch`);
 //! - `count_and_police_owned_prefetch_while_reading`: the same, with each
@@ -31,7 +31,7 @@
 //!   of the batch prefetched first: not leaparray, the floor (see `floor`).
 //!
 //! `1m_flows/*`: 1,000,000 flows, all resident in a `KeyedGate<2, 2^21>`
-//! and in an `OwnedKeyedGate<2, 2^21>` (32 MiB each, on transparent huge
+//! and in a `LocalKeyedGate<2, 2^21>` (32 MiB each, on transparent huge
 //! pages: `on_huge_pages`) before measuring. `4k_flows/*`: 4,096 flows,
 //! tables of 2^15 slots.
 //! The clock advances 25 µs (1M flows) or 400 µs (4,096 flows) per batch,
@@ -220,7 +220,7 @@ impl<const CAP: usize> Policer for NoPrefetch<'_, CAP> {
         self.0.try_acquire(key, now, n)
     }
     fn resident(&self, now: u64) -> usize {
-        self.0.stats(now).resident
+        self.0.occupancy(now).resident
     }
 }
 

@@ -6,7 +6,7 @@
 use std::num::NonZeroU64;
 
 use leaparray::keyed::KeyedGate;
-use leaparray::owned::OwnedKeyedGate;
+use leaparray::keyed::LocalKeyedGate;
 use leaparray::shard::{ShardWriter, Sharded};
 use leaparray::Decision;
 
@@ -51,11 +51,11 @@ pub const fn flow_gate<const CAP: usize>() -> FlowGate<CAP> {
 
 /// A per-flow gate that one receive queue owns (under receive-side scaling
 /// a flow always lands on the same queue): plain loads and stores.
-pub type OwnedFlowGate<const CAP: usize> = OwnedKeyedGate<GATE_N, CAP>;
+pub type OwnedFlowGate<const CAP: usize> = LocalKeyedGate<GATE_N, CAP>;
 
 /// A new owned per-flow gate.
 pub const fn owned_flow_gate<const CAP: usize>() -> OwnedFlowGate<CAP> {
-    OwnedKeyedGate::new(NonZeroU64::new(GATE_WINDOW_US).unwrap(), LIMIT)
+    LocalKeyedGate::new(NonZeroU64::new(GATE_WINDOW_US).unwrap(), LIMIT)
 }
 
 /// A shared per-flow gate on the heap, leaked (it lives as long as the
@@ -97,7 +97,7 @@ pub fn on_huge_pages<T: Send + 'static>(make: fn() -> T) -> Box<T> {
 
 /// The per-flow policer of a receive loop: one gate shared by every queue
 /// (`&KeyedGate`: a 128-bit compare-and-swap per decision) or one owned by
-/// this queue (`OwnedKeyedGate`: plain loads and stores, each request's
+/// this queue (`LocalKeyedGate`: plain loads and stores, each request's
 /// home slot prefetched 16 requests before its decision).
 pub trait Policer {
     /// One decision per request, in order, at `now`; returns how many.
@@ -124,7 +124,7 @@ impl<const CAP: usize> Policer for &FlowGate<CAP> {
         self.try_acquire(key, now, n)
     }
     fn resident(&self, now: u64) -> usize {
-        self.stats(now).resident
+        self.occupancy(now).resident
     }
 }
 
@@ -138,7 +138,7 @@ impl<const CAP: usize> Policer for OwnedFlowGate<CAP> {
         self.try_acquire(key, now, n)
     }
     fn resident(&self, now: u64) -> usize {
-        self.stats(now).resident
+        self.occupancy(now).resident
     }
     #[inline(always)]
     fn prefetch(&self, key: u64) {
@@ -165,7 +165,7 @@ impl<P: Policer + ?Sized> Policer for Box<P> {
 }
 
 /// A prefetch of the cache line at `p` into every cache level (x86-64;
-/// elsewhere nothing): the hint an `OwnedKeyedGate` burst asks for.
+/// elsewhere nothing): the hint a `LocalKeyedGate` burst asks for.
 #[inline(always)]
 pub fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]

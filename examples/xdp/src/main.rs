@@ -62,7 +62,7 @@ usage: leaparray-xdp [--duration SECONDS] [--flows N] [--shared-gate] [--disable
                  (default 4096); 16 of them are heavy (far over their limit)
   --shared-gate  police with one KeyedGate that every queue shares
                  (compare-and-swap) instead of the queue's own
-                 OwnedKeyedGate (plain loads and stores, prefetched)
+                 LocalKeyedGate (plain loads and stores, prefetched)
   --disable      the baseline: the same receive loop without leaparray
                  (no counting, no policing)
   --no-ledger    without the checks' bookkeeping (for rate measurements)
@@ -192,7 +192,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
             match (a.disable, a.shared_gate) {
                 (true, _) => "leaparray DISABLED (baseline)",
                 (false, true) => "counting + policing (one shared KeyedGate)",
-                (false, false) => "counting + policing (the queue's own OwnedKeyedGate)",
+                (false, false) => "counting + policing (the queue's own LocalKeyedGate)",
             },
             if a.ledger { ", with the checks' ledger" } else { "" },
         );

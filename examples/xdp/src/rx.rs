@@ -4,7 +4,7 @@
 //!
 //! Per batch of up to 64 descriptors: one clock read; the frames' packets
 //! and bytes into the queue's `ShardWriter`; one decision per flow frame
-//! from the queue's `OwnedKeyedGate` or the shared `KeyedGate`
+//! from the queue's `LocalKeyedGate` or the shared `KeyedGate`
 //! (`Policer::police`: a burst); the frames back to the fill ring.
 //! With `ledger`, the loop also keeps what the checks need, apart from
 //! leaparray: per window, the packets and bytes it took off the ring; per

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderName, Request};
-use leaparray::keyed::{KeyHasher, KeyedGate, Quota};
+use leaparray::keyed::{Headroom, KeyHasher, KeyedGate};
 use leaparray::Decision;
 
 /// Windows per interval, in every gate of the crate: a limit "per second"
@@ -340,7 +340,7 @@ impl Policy {
 /// A `KeyedGate` of some capacity, behind one type.
 pub(crate) trait Table: Send + Sync + fmt::Debug {
     fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision;
-    fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota);
+    fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom);
     fn remaining(&self, key: u64, now: u64) -> u64;
     fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
 }
@@ -349,8 +349,8 @@ impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
     fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
         KeyedGate::try_acquire(self, key, now, n)
     }
-    fn try_acquire_quota(&self, key: u64, now: u64, n: u64) -> (Decision, Quota) {
-        KeyedGate::try_acquire_quota(self, key, now, n)
+    fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
+        KeyedGate::try_acquire_headroom(self, key, now, n)
     }
     fn remaining(&self, key: u64, now: u64) -> u64 {
         KeyedGate::remaining(self, key, now)

@@ -11,7 +11,7 @@ use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use leaparray::clock::Clock;
 use leaparray::gate::Member;
-use leaparray::keyed::{KeyHasher, Quota};
+use leaparray::keyed::{Headroom, KeyHasher};
 use leaparray::Decision;
 use leaparray::{Gate, GateSet};
 
@@ -166,7 +166,7 @@ impl Shared {
     /// admission gives what the key's booking left (for its `RateLimit`
     /// field), if it has one.
     #[inline]
-    pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<Option<Quota>, u64> {
+    pub(crate) fn decide(&self, key: Option<u64>, now: u64) -> Result<Option<Headroom>, u64> {
         let refuse = || Err(self.retry_after(key, now));
         // Only with both kinds of limit can one refuse after the other
         // booked: then look before booking (a key alone, or the global set
@@ -189,8 +189,8 @@ impl Shared {
                     return refuse();
                 }
             } else {
-                match pk.table.try_acquire_quota(k, now, 1) {
-                    (Decision::Pass, quota) => left = Some(quota),
+                match pk.table.try_acquire_headroom(k, now, 1) {
+                    (Decision::Pass, headroom) => left = Some(headroom),
                     _ => return refuse(),
                 }
             }
@@ -232,7 +232,12 @@ impl Shared {
     /// policy's limit; a late caller's booking counts from the newest
     /// window, where it went). The key's numbers are `left`, what its
     /// booking left, if given; the rest are looks at the gates.
-    pub(crate) fn ratelimit(&self, key: Option<u64>, now: u64, left: Option<Quota>) -> HeaderValue {
+    pub(crate) fn ratelimit(
+        &self,
+        key: Option<u64>,
+        now: u64,
+        left: Option<Headroom>,
+    ) -> HeaderValue {
         FIELD.with(|buf| {
             let mut buf = buf.borrow_mut();
             // `"name";r=R;t=T` per policy, joined by ", ".
@@ -250,11 +255,11 @@ impl Shared {
                 buf.extend_from_slice(numbers.format(seconds_up(t.unwrap_or(0))).as_bytes());
             };
             if let (Some(k), Some(pk)) = (key, &self.per_key) {
-                let quota = left.unwrap_or_else(|| Quota {
+                let headroom = left.unwrap_or_else(|| Headroom {
                     remaining: pk.table.remaining(k, now),
                     reset: pk.table.retry_after(k, now, pk.policy.limit),
                 });
-                member(&pk.policy.name, quota.remaining, quota.reset);
+                member(&pk.policy.name, headroom.remaining, headroom.reset);
             }
             for (p, g) in &self.global {
                 member(&p.name, g.remaining(now), g.retry_after(now, p.limit));
@@ -271,7 +276,7 @@ impl Shared {
         &self,
         key: Option<u64>,
         now: u64,
-        left: Option<Quota>,
+        left: Option<Headroom>,
     ) -> Option<Fields> {
         let policy = match self.admitted_fields {
             AdmittedFields::None => return None,
@@ -394,9 +399,9 @@ mod tests {
         assert!(shared.decide(key, 1_500_000).is_ok());
         // ...then this one, whose reading (window 0) was taken earlier.
         let now = 900_000;
-        let quota = shared.decide(key, now).expect("admitted, into window 1");
+        let headroom = shared.decide(key, now).expect("admitted, into window 1");
         assert_eq!(
-            shared.ratelimit(key, now, quota),
+            shared.ratelimit(key, now, headroom),
             shared.ratelimit(key, now, None),
             "at {now} µs"
         );
@@ -456,7 +461,7 @@ mod tests {
     }
 
     /// The key's `r` and `t` of an admitted response come from its booking
-    /// (`try_acquire_quota`), not from a look at its gate: they must be
+    /// (`try_acquire_headroom`), not from a look at its gate: they must be
     /// what a look answers.
     #[test]
     fn an_admitted_t_is_the_gates_time_until_the_whole_quota_is_back() {

@@ -7,7 +7,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
-use leaparray::keyed::{KeyHasher, Quota};
+use leaparray::keyed::{Headroom, KeyHasher};
 use leaparray::Gate;
 use tower::{Layer, Service};
 
@@ -555,7 +555,7 @@ async fn admitted<S, B, ResBody>(
     shared: Arc<Shared>,
     key: Option<u64>,
     now: u64,
-    left: Option<Quota>,
+    left: Option<Headroom>,
 ) -> Result<Response<ResBody>, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,

@@ -6,8 +6,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 
-use leaparray::keyed::{KeyedError, KeyedGate, Overflow};
-use leaparray::owned::OwnedKeyedGate;
+use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate, Overflow};
 use leaparray::Decision;
 use proptest::prelude::*;
 
@@ -34,7 +33,7 @@ enum Op {
 
 /// Runs `steps` (`(dt, back, op)`: the clock moves `dt` ahead, and the call
 /// is made `back` ticks before the clock: late callers) on an
-/// `OwnedKeyedGate<2, CAP>` and a `KeyedGate<2, CAP>` of the same seed and
+/// `LocalKeyedGate<2, CAP>` and a `KeyedGate<2, CAP>` of the same seed and
 /// policy: every decision, and before each step `remaining`, `retry_after`
 /// and `stats`, agree.
 fn matches_a_keyed_gate<const CAP: usize>(
@@ -48,7 +47,7 @@ fn matches_a_keyed_gate<const CAP: usize>(
     let shared = KeyedGate::<2, CAP>::new(nz(window), limit)
         .with_seed(seed)
         .with_overflow(overflow);
-    let mut owned = OwnedKeyedGate::<2, CAP>::new(nz(window), limit)
+    let mut owned = LocalKeyedGate::<2, CAP>::new(nz(window), limit)
         .with_seed(seed)
         .with_overflow(overflow);
     let mut clock = 0u64;
@@ -101,7 +100,7 @@ fn matches_a_keyed_gate<const CAP: usize>(
                 }
             }
         }
-        prop_assert_eq!(owned.stats(now), shared.stats(now));
+        prop_assert_eq!(owned.occupancy(now), shared.occupancy(now));
     }
     Ok(())
 }
@@ -153,7 +152,7 @@ proptest! {
         limit in 1u64..8,
         steps in prop::collection::vec((0u64..40, 0u64..30, 1u64..4), 1..max_steps(400)),
     ) {
-        let mut t = OwnedKeyedGate::<2, 8>::new(nz(window), limit);
+        let mut t = LocalKeyedGate::<2, 8>::new(nz(window), limit);
         // Per key: admitted permits per window.
         let mut ledger: HashMap<u64, HashMap<u64, u64>> = HashMap::new();
         let mut now = 0;
@@ -178,7 +177,7 @@ proptest! {
                     // Refused only if the ledger had no room, or the key
                     // found no slot (30 keys, 8 slots).
                     if before + n <= limit {
-                        prop_assert!(t.stats(now).overflowed > 0 || n > limit);
+                        prop_assert!(t.occupancy(now).overflowed > 0 || n > limit);
                     }
                 }
             }
@@ -191,7 +190,7 @@ proptest! {
 /// lives in when it is alone there.
 #[test]
 fn the_burst_prefetches_each_home_slot_before_deciding() {
-    let mut t = OwnedKeyedGate::<2, 1024>::new(nz(100), 5);
+    let mut t = LocalKeyedGate::<2, 1024>::new(nz(100), 5);
     let reqs: Vec<(u64, u64)> = (0..70).map(|k| (k * 7919, 1)).collect();
     let mut out = vec![Decision::Block; reqs.len()];
     let mut seen = Vec::new();
@@ -217,7 +216,7 @@ fn the_burst_prefetches_each_home_slot_before_deciding() {
 }
 
 /// The address the burst prefetches for `key`: its home slot's.
-fn home_of<const CAP: usize>(t: &mut OwnedKeyedGate<2, CAP>, key: u64) -> usize {
+fn home_of<const CAP: usize>(t: &mut LocalKeyedGate<2, CAP>, key: u64) -> usize {
     let mut home = 0;
     let _ = t.try_acquire_burst(0, &[(key, 0)], &mut [Decision::Block], |p| {
         home = p as usize
@@ -231,22 +230,22 @@ fn home_of<const CAP: usize>(t: &mut OwnedKeyedGate<2, CAP>, key: u64) -> usize 
 /// fresh limit in it.
 #[test]
 fn a_key_behind_a_recyclable_slot_is_still_found() {
-    let mut probe = OwnedKeyedGate::<2, 2>::new(nz(100), 3);
+    let mut probe = LocalKeyedGate::<2, 2>::new(nz(100), 3);
     let idle = 1u64;
     let home = home_of(&mut probe, idle);
     let busy = (2u64..1_000)
         .find(|&k| home_of(&mut probe, k) == home)
         .expect("a key with the same home slot");
-    let mut t = OwnedKeyedGate::<2, 2>::new(nz(100), 3);
+    let mut t = LocalKeyedGate::<2, 2>::new(nz(100), 3);
     assert_eq!(t.try_acquire(idle, 0, 1), Decision::Pass); // its home
     assert_eq!(t.try_acquire(busy, 350, 3), Decision::Pass); // the next slot
                                                              // At 400 (window 4) `idle`'s slot is recyclable; `busy` is full.
-    assert_eq!(t.stats(400).recyclable, 1);
+    assert_eq!(t.occupancy(400).recyclable, 1);
     assert_eq!(t.try_acquire(busy, 400, 1), Decision::Block);
     assert_eq!(t.remaining(busy, 400), 0);
     assert_eq!(t.retry_after(busy, 400, 1), Some(100));
     assert_eq!(
-        t.stats(400).recycled,
+        t.occupancy(400).recycled,
         0,
         "nothing recycled for a resident key"
     );
@@ -259,20 +258,20 @@ fn a_key_behind_a_recyclable_slot_is_still_found() {
 fn a_key_back_after_eviction_counts_from_the_high_water() {
     let (kept, evicted) = (1u64, 2u64);
     for z in 100u64..200 {
-        let mut t = OwnedKeyedGate::<2, 2>::new(nz(100), 10);
+        let mut t = LocalKeyedGate::<2, 2>::new(nz(100), 10);
         assert_eq!(t.try_acquire(kept, 0, 1), Decision::Pass); // window 0
         assert_eq!(t.try_acquire(evicted, 550, 10), Decision::Pass); // window 5: full
         assert_eq!(t.try_acquire(z, 1_000, 1), Decision::Pass); // window 10
         if t.remaining(evicted, 550) != 10 {
             continue; // `z` recycled `kept`'s slot, not `evicted`'s
         }
-        assert_eq!(t.stats(1_000).recycled, 1);
+        assert_eq!(t.occupancy(1_000).recycled, 1);
         assert_eq!(
             t.try_acquire(evicted, 560, 10),
             Decision::Pass,
             "room, late"
         );
-        assert_eq!(t.stats(1_000).recycled, 2);
+        assert_eq!(t.occupancy(1_000).recycled, 2);
         assert_eq!(t.remaining(evicted, 950), 0, "its 10 count in window 8");
         assert_eq!(t.retry_after(evicted, 950, 1), Some(50));
         return;
@@ -281,31 +280,46 @@ fn a_key_back_after_eviction_counts_from_the_high_water() {
 }
 
 #[test]
-fn bad_parameters_are_errors_not_panics() {
+fn a_limit_that_does_not_fit_is_an_error() {
     let w = nz(500);
     assert_eq!(
-        OwnedKeyedGate::<2, 8>::try_new(w, 32_768).unwrap_err(),
+        LocalKeyedGate::<2, 8>::try_new(w, 32_768).unwrap_err(),
         KeyedError::LimitTooLarge { max: 32_767 }
     );
-    let mut bad = OwnedKeyedGate::<2, 8>::new(w, u64::MAX);
-    assert_eq!(bad.try_acquire(1, 0, 1), Decision::Block);
-    assert_eq!(bad.try_acquire(1, 0, 0), Decision::Pass);
-    assert_eq!(bad.remaining(1, 0), 0);
-    assert_eq!(bad.retry_after(1, 0, 1), None);
-    assert_eq!(bad.stats(0).resident, 0);
-    let mut t = OwnedKeyedGate::<2, 8>::new(w, 3);
+    assert_eq!(
+        LocalKeyedGate::<2, 8>::try_new(w, u64::MAX).unwrap_err(),
+        KeyedError::LimitTooLarge { max: 32_767 }
+    );
+    assert_eq!(
+        LocalKeyedGate::<2, 8>::try_new(w, 32_767).unwrap().limit(),
+        32_767
+    );
+}
+
+#[test]
+#[should_panic(
+    expected = "LocalKeyedGate::new: the limit does not fit a key slot's word; for N = 2 the largest is 32,767"
+)]
+fn new_panics_with_the_reason_a_limit_does_not_fit() {
+    let _ = LocalKeyedGate::<2, 8>::new(nz(500), std::hint::black_box(u64::MAX));
+}
+
+#[test]
+fn bad_requests_are_decided_not_panics() {
+    let w = nz(500);
+    let mut t = LocalKeyedGate::<2, 8>::new(w, 3);
     // More than the limit never passes and takes no slot; times at the
     // ends of the range are decided, not a panic.
     assert_eq!(t.try_acquire(1, 0, 4), Decision::Block);
-    assert_eq!(t.stats(0).resident, 0);
+    assert_eq!(t.occupancy(0).resident, 0);
     assert_eq!(t.try_acquire(1, u64::MAX, 3), Decision::Pass);
     assert_eq!(t.try_acquire(1, u64::MAX, 1), Decision::Block);
     assert_eq!(t.retry_after(1, u64::MAX, 1), None, "never: past u64::MAX");
-    assert!(format!("{t:?}").starts_with("OwnedKeyedGate"));
+    assert!(format!("{t:?}").starts_with("LocalKeyedGate"));
 }
 
 /// The memory the docs state: `16 * CAP` bytes of slots plus at most 400
-/// bytes for a `KeyedGate`, 176 for an `OwnedKeyedGate` on 64-bit targets.
+/// bytes for a `KeyedGate`, 144 for a `LocalKeyedGate` on 64-bit targets.
 #[test]
 fn the_tables_take_the_memory_their_docs_state() {
     fn over<T>(cap: usize) -> usize {
@@ -315,11 +329,11 @@ fn the_tables_take_the_memory_their_docs_state() {
         assert!(keyed <= 400, "KeyedGate: {keyed}");
     }
     for owned in [
-        over::<OwnedKeyedGate<2, 1>>(1),
-        over::<OwnedKeyedGate<2, 1024>>(1024),
+        over::<LocalKeyedGate<2, 1>>(1),
+        over::<LocalKeyedGate<2, 1024>>(1024),
     ] {
-        assert!((140..=180).contains(&owned), "OwnedKeyedGate: {owned}");
+        assert!((120..=150).contains(&owned), "LocalKeyedGate: {owned}");
         #[cfg(target_pointer_width = "64")]
-        assert_eq!(owned, 176, "OwnedKeyedGate: the docs say 176");
+        assert_eq!(owned, 144, "LocalKeyedGate: the docs say 144");
     }
 }

@@ -7,8 +7,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 
-use leaparray::keyed::{KeyedGate, Overflow};
-use leaparray::owned::OwnedKeyedGate;
+use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate, Overflow};
 use leaparray::Decision;
 use proptest::prelude::*;
 
@@ -79,7 +78,6 @@ struct Model {
     probe: usize,
     window: u64,
     limit: u64,
-    error: bool,
     seed: u64,
     admit: bool,
     slots: Vec<Option<MSlot>>,
@@ -91,22 +89,13 @@ struct Model {
 }
 
 impl Model {
-    fn new(
-        n: usize,
-        cap: usize,
-        window: u64,
-        limit: u64,
-        max: u64,
-        seed: u64,
-        admit: bool,
-    ) -> Self {
+    fn new(n: usize, cap: usize, window: u64, limit: u64, seed: u64, admit: bool) -> Self {
         Model {
             n: n as u64,
             cap,
             probe: cap.min(16),
             window,
             limit,
-            error: limit > max,
             seed,
             admit,
             slots: vec![None; cap],
@@ -144,7 +133,7 @@ impl Model {
         if n == 0 {
             return Decision::Pass;
         }
-        if self.error || n > self.limit {
+        if n > self.limit {
             return Decision::Block;
         }
         let c = now / self.window;
@@ -184,9 +173,6 @@ impl Model {
     }
 
     fn remaining(&self, key: u64, now: u64) -> u64 {
-        if self.error {
-            return 0;
-        }
         let c = now / self.window;
         match self.find(key, c) {
             Ok(at) => {
@@ -228,7 +214,7 @@ enum Step {
 
 /// Runs `steps` (`(dt, back, tick, step)`: the clock moves `dt` windows on,
 /// the call is made `back` windows behind it at tick `tick` of its window)
-/// on an `OwnedKeyedGate<N, CAP>` and the model, from window `base`: every
+/// on a `LocalKeyedGate<N, CAP>` and the model, from window `base`: every
 /// decision, `remaining` and the counters agree, the ledger holds, and the
 /// burst prefetches `slots + 16 * home` for each request.
 #[allow(clippy::too_many_arguments)]
@@ -246,15 +232,25 @@ fn matches_the_model<const N: usize, const CAP: usize>(
     } else {
         Overflow::Refuse
     };
-    let mut t = OwnedKeyedGate::<N, CAP>::new(nz(window), limit)
-        .with_seed(seed)
-        .with_overflow(policy);
-    let shared = KeyedGate::<N, CAP>::new(nz(window), limit)
-        .with_seed(seed)
-        .with_overflow(policy);
-    let max = OwnedKeyedGate::<N, CAP>::max_limit();
-    let mut m = Model::new(N, CAP, window, limit, max, seed, admit);
-    prop_assert_eq!(t.error().is_some(), m.error);
+    let max = LocalKeyedGate::<N, CAP>::max_limit();
+    let t = LocalKeyedGate::<N, CAP>::try_new(nz(window), limit);
+    let shared = KeyedGate::<N, CAP>::try_new(nz(window), limit);
+    let (mut t, shared) = match (t, shared) {
+        (Ok(t), Ok(shared)) => (
+            t.with_seed(seed).with_overflow(policy),
+            shared.with_seed(seed).with_overflow(policy),
+        ),
+        (t, shared) => {
+            // A limit that does not fit: both refuse to build, naming the
+            // largest that does.
+            prop_assert!(limit > max);
+            prop_assert_eq!(t.err(), Some(KeyedError::LimitTooLarge { max }));
+            prop_assert_eq!(shared.err(), Some(KeyedError::LimitTooLarge { max }));
+            return Ok(());
+        }
+    };
+    prop_assert!(limit <= max);
+    let mut m = Model::new(N, CAP, window, limit, seed, admit);
     let mut clock = base;
     let mut slots_at = None;
     for (dt, back, tick, step) in steps {
@@ -284,8 +280,8 @@ fn matches_the_model<const N: usize, const CAP: usize>(
                 );
             }
         }
-        let s = t.stats(now);
-        prop_assert_eq!(s, shared.stats(now));
+        let s = t.occupancy(now);
+        prop_assert_eq!(s, shared.occupancy(now));
         let recyclable = m
             .slots
             .iter()
@@ -395,7 +391,7 @@ proptest! {
         let base = match base_pick { 0 => 0, 1 => top, _ => base_raw % top.saturating_add(1) };
         macro_rules! check {
             ($n:literal: $($cap:literal),*) => {$({
-                let max = OwnedKeyedGate::<$n, 1>::max_limit();
+                let max = LocalKeyedGate::<$n, 1>::max_limit();
                 let limit = match limit_pick { 0 => 0, 1 => max, 2 => max + 1, _ => limit_raw % 6 };
                 matches_the_model::<$n, $cap>(window, limit, seed, admit, base, &keys, &steps)?;
             })*};
@@ -424,10 +420,10 @@ fn far_lags() -> impl Iterator<Item = u64> {
 /// calls for it at earlier times came in between (an earlier caller books
 /// into the newest window, as a `Gate`'s late callers do).
 fn full_stays_full<const N: usize>() {
-    let limit = OwnedKeyedGate::<N, 1>::max_limit().min(5);
+    let limit = LocalKeyedGate::<N, 1>::max_limit().min(5);
     for lag in far_lags() {
         for t in [lag + 3, u64::MAX] {
-            let mut g = OwnedKeyedGate::<N, 4>::new(nz(1), limit);
+            let mut g = LocalKeyedGate::<N, 4>::new(nz(1), limit);
             assert_eq!(g.try_acquire(9, t, limit), Decision::Pass);
             let far = t - lag;
             let _ = g.try_acquire(9, far, 1);
@@ -461,7 +457,7 @@ fn a_call_far_behind_does_not_reopen_a_full_interval() {
 /// caller far behind `t` (and handed a fresh limit at `t` when it comes
 /// back).
 fn live_stays_live<const N: usize>() {
-    let limit = OwnedKeyedGate::<N, 1>::max_limit().min(3);
+    let limit = LocalKeyedGate::<N, 1>::max_limit().min(3);
     let seed = 0x5eed;
     let live = 1u64;
     let other = (2u64..)
@@ -469,7 +465,7 @@ fn live_stays_live<const N: usize>() {
         .unwrap();
     for lag in far_lags() {
         let t = lag + 3 * N as u64;
-        let mut g = OwnedKeyedGate::<N, 2>::new(nz(1), limit).with_seed(seed);
+        let mut g = LocalKeyedGate::<N, 2>::new(nz(1), limit).with_seed(seed);
         assert_eq!(g.try_acquire(live, t, limit), Decision::Pass);
         let _ = g.try_acquire(other, t - lag, 1);
         assert_eq!(
@@ -477,7 +473,7 @@ fn live_stays_live<const N: usize>() {
             Decision::Block,
             "N {N}: {limit} at {t}, another key at {}, then more at {t} ({:?})",
             t - lag,
-            g.stats(t)
+            g.occupancy(t)
         );
     }
 }

@@ -1,127 +1,47 @@
-//! Per-key limits for one owner: [`OwnedKeyedGate`], a
-//! [`KeyedGate`](crate::KeyedGate) that a single thread owns.
-//!
-//! A packet path's receive queue polices its flows alone: under receive-side
-//! scaling a flow's packets always land on the same queue, so a table per
-//! queue limits each flow exactly, and nothing else ever writes it. This
-//! table is that case. It holds the same 16-byte slots as a `KeyedGate`
-//! (a key and its one-word gate), follows the same rules (where a key lives,
-//! one decision, recycling, the high water: the same code), and decides
-//! every request exactly as a `KeyedGate` with the same seed, capacity and
-//! overflow policy would decide the same sequence of requests, except a
-//! caller `2^(T-1)` windows or more (`T >= 32`) behind the newest window
-//! the table has decided in (see "Exactness"). What it drops is what a
-//! shared table pays for sharing:
-//!
-//! | | `KeyedGate` | `OwnedKeyedGate` |
-//! |---|---|---|
-//! | callers | any thread or interrupt handler (`&self`) | its owner (`&mut self`) |
-//! | a decision | a 128-bit compare-and-swap (a locked `cmpxchg16b` on x86-64) | a plain load and store |
-//! | a new key | a claim, then settling it (module docs of [`keyed`](crate::keyed)) | one store |
-//! | a lookup reads | the probe up to the key (all of it for a key with no slot) | the probe up to the key or the first free slot |
-//! | a burst | reads 16 home slots ahead | hands each home slot's address to the caller's prefetch, 16 requests ahead |
-//!
-//! Without atomic read-modify-writes nothing orders one decision's cache
-//! miss before the next one's, so a burst's misses overlap. The core
-//! forbids `unsafe` and cannot issue a prefetch instruction itself;
-//! [`try_acquire_burst`](OwnedKeyedGate::try_acquire_burst) takes the
-//! caller's (on x86-64 `_mm_prefetch`; `|_| ()` for none).
-//!
-//! ```
-//! use core::num::NonZeroU64;
-//! use leaparray::owned::OwnedKeyedGate;
-//! use leaparray::Decision;
-//!
-//! // One per receive queue: 16 packets per flow per 100 ms (two 50 ms
-//! // windows, time in µs), 4,096 flow slots.
-//! let mut flows = OwnedKeyedGate::<2, 4096>::new(NonZeroU64::new(50_000).unwrap(), 16);
-//! let (a, b) = (0x5eed_0001, 0x5eed_0002); // 5-tuple hashes
-//! for _ in 0..16 {
-//!     assert_eq!(flows.try_acquire(a, 1_000, 1), Decision::Pass);
-//! }
-//! assert_eq!(flows.try_acquire(a, 1_000, 1), Decision::Block);
-//! assert_eq!(flows.try_acquire(b, 1_000, 1), Decision::Pass);
-//! assert_eq!(flows.retry_after(a, 1_000, 1), Some(99_000)); // at 100 ms window 0 slides out
-//! ```
-//!
-//! # Where a key lives, and why a lookup may stop at a free slot
-//!
-//! As in a `KeyedGate`: a key lives in its home slot (a seeded mix of the
-//! key) or one of the [`PROBE`](crate::keyed::PROBE) - 1 after it; a new key
-//! takes the first slot of its probe that is free or recyclable (its key
-//! idle for `2N` windows), and a recycled slot is overwritten in place. No
-//! slot is ever freed again, so every slot of the probe before a key's
-//! slot was taken when the key was inserted and is still taken: a lookup
-//! that meets a free slot has passed every slot the key could be in. (A
-//! `KeyedGate` cannot stop there: a claim withdrawn by another thread frees
-//! its slot again.)
-//!
-//! # Exactness
-//!
-//! Each key is limited as in a `KeyedGate` with [`Overflow::Refuse`]: in
-//! every interval of `N` windows, at most `limit` of its permits are
-//! counted, for any sequence of calls and any times (times may go back:
-//! a late caller books as a [`Gate`](crate::Gate)'s does, and a key that
-//! comes back after it was recycled books no earlier than `N` windows
-//! before the newest window any recycling had reached).
-//!
-//! That holds for callers however far behind: a slot keeps its window id
-//! modulo `2^T` (`T >= 32` bits), and would read a caller `2^(T-1)`
-//! windows or more behind its newest window as ahead of it, slide its
-//! counts out and admit beyond the limit (a `KeyedGate` does, outside the
-//! range its docs state). The table keeps the newest window of any
-//! request it decided for 1 to `limit` permits, and decides a caller that
-//! far behind it as a caller in the oldest window its ids still read as
-//! behind (a late caller: its permits count no earlier than its own
-//! window). So for such callers, and only for them, its decisions,
-//! `remaining`, `retry_after` and `stats` may differ from a
-//! `KeyedGate`'s.
-//!
-//! A table is one owner's: it is `Send` (move it to its queue's thread)
-//! and every decision takes `&mut self`, so the compiler rules out a
-//! second writer.
-//!
-//! `tests/owned.rs` checks every decision, `remaining`, `retry_after` and
-//! `stats` against a `KeyedGate` of the same seed, capacity and policy, and the
-//! limit against a ledger of admissions per window, for random sequences
-//! (probes full, keys recycled, times going back).
+//! [`LocalKeyedGate`]: one owner's keyed table (`&mut self`), plain loads
+//! and stores. Its slots follow the slot protocol (`slot.rs`) without
+//! claims: the owner is the only writer. See the [module docs](super) for
+//! how it compares with a [`KeyedGate`](super::KeyedGate).
 
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::decision::Decision;
-use crate::keyed::{
-    at, decide, grace, home_of, layout_of, max_limit_of, probe_len, recyclable, remaining_from,
-    retry_after_from, KeyedError, Overflow, Stats, DEFAULT_SEED, USED,
+use super::slot::{
+    at, decide, fresh, home_of, layout_of, max_limit_of, probe_len, recyclable, remaining_from,
+    retry_after_from, DEFAULT_SEED, USED,
 };
+use super::{KeyedError, Occupancy, Overflow, LOCAL_TOO_LARGE};
+use crate::decision::Decision;
 use crate::packed::{self, Layout};
 
 /// How far ahead a burst prefetches: request `i + AHEAD`'s home slot as
 /// request `i` is decided. A power of two (the ring of homes is indexed
-/// `% AHEAD`). Measured with 1,000,000 keys on a 2 vCPU AMD EPYC VM
-/// (`examples/xdp`, `1m_flows/keys_only_owned`, runs minutes apart): 16
-/// beat 8, 24 and 32 by 6 to 31%, and a whole batch of 64 prefetched
-/// before its first decision by 46%: a core tracks only so many misses,
-/// and a prefetch beyond them waits or is lost.
+/// `% AHEAD`). Chosen by measurement (`examples/xdp`'s benchmarks, 8 to
+/// 64 ahead and a whole batch at once): a core tracks only so many
+/// misses, and a prefetch beyond them waits or is lost.
 const AHEAD: usize = 16;
 
-/// A [`KeyedGate`](crate::KeyedGate) owned by one thread: up to `CAP` keys
-/// at a time in `16 * CAP` bytes, `N` windows per interval, keys are `u64`
-/// (hash a flow's 5-tuple or any key first). Decisions take `&mut self`
-/// and are plain loads and stores. See the [module docs](self).
+/// A [`KeyedGate`](super::KeyedGate) for one owner (say, one receive
+/// queue): up to `CAP` keys at a time in `16 * CAP` bytes, `N` windows per
+/// interval, keys are `u64` (hash a flow's 5-tuple or any key first).
+/// Decisions take `&mut self` and are plain loads and stores. See the
+/// [module docs](super).
 ///
-/// Limits up to `2^b - 1` with `b = 31 / N` (32,767 for `N = 2`); windows
-/// and times as for a [`Gate`](crate::Gate).
+/// The largest per-key limit is `2^(31/N) - 1` for the `N` you choose
+/// (32,767 for `N = 2`, 7 for `N = 10`: the table in
+/// [`KeyedGate`'s docs](super::KeyedGate#the-per-key-limit-ceiling),
+/// whose test checks this type too; [`max_limit`](Self::max_limit)).
+/// Windows and times as for a [`Gate`](crate::Gate).
 ///
-/// Memory: `CAP * 16` bytes of slots plus 176 bytes on 64-bit targets,
+/// Memory: `CAP * 16` bytes of slots plus 144 bytes on 64-bit targets,
 /// built by value (`const`): a large table belongs in a `static` behind
 /// the owner's lock, or on the heap (a `let` puts it on the stack).
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::owned::OwnedKeyedGate;
+/// use leaparray::keyed::LocalKeyedGate;
 /// use leaparray::Decision;
-/// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 3);
+/// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 3);
 /// assert_eq!(t.try_acquire(7, 0, 3), Decision::Pass);
 /// assert_eq!(t.try_acquire(7, 999, 1), Decision::Block);
 /// assert_eq!(t.try_acquire(7, 1_000, 3), Decision::Pass); // window 0 slid out
@@ -129,14 +49,13 @@ const AHEAD: usize = 16;
 /// assert_eq!(t.remaining(8, 1_000), 3);
 /// ```
 #[derive(Clone)]
-pub struct OwnedKeyedGate<const N: usize, const CAP: usize> {
+pub struct LocalKeyedGate<const N: usize, const CAP: usize> {
     /// `[key, word]`. Encoding: the word is 0 (free) or a gate word (top
     /// bit set; `packed`'s layout with `F = 0`). Invariants: a key's gate
     /// word is in at most one slot of its probe, and no free slot of the
     /// probe comes before it (slots are never freed: module docs).
     slots: [[u64; 2]; CAP],
     layout: Layout,
-    error: Option<KeyedError>,
     seed: u64,
     overflow: Overflow,
     /// The newest window any recycling had reached (0 if none): a key that
@@ -146,22 +65,18 @@ pub struct OwnedKeyedGate<const N: usize, const CAP: usize> {
     /// further behind it than a slot's window ids reach are decided as
     /// callers at that bound (`window_of`).
     newest: u64,
-    /// The most permits a request may ask for: `limit`, or 0 if the limit
-    /// does not fit (every request for permits is refused).
-    max_n: u64,
     recycled: u64,
     overflowed: u64,
 }
 
-impl<const N: usize, const CAP: usize> fmt::Debug for OwnedKeyedGate<N, CAP> {
+impl<const N: usize, const CAP: usize> fmt::Debug for LocalKeyedGate<N, CAP> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedKeyedGate")
+        f.debug_struct("LocalKeyedGate")
             .field("windows", &N)
             .field("capacity", &CAP)
             .field("window", &self.window())
             .field("limit", &self.limit())
             .field("overflow", &self.overflow)
-            .field("error", &self.error)
             .field("recycled", &self.recycled)
             .field("overflowed", &self.overflowed)
             .finish_non_exhaustive()
@@ -169,17 +84,16 @@ impl<const N: usize, const CAP: usize> fmt::Debug for OwnedKeyedGate<N, CAP> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const N: usize, const CAP: usize> defmt::Format for OwnedKeyedGate<N, CAP> {
+impl<const N: usize, const CAP: usize> defmt::Format for LocalKeyedGate<N, CAP> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
-            "OwnedKeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {}, error: {} }}",
+            "LocalKeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {} }}",
             N,
             CAP,
             self.window(),
             self.limit(),
-            self.overflow,
-            self.error
+            self.overflow
         );
     }
 }
@@ -195,7 +109,7 @@ enum Found {
     Full,
 }
 
-impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
+impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// Slots in a probe.
     const PROBE: usize = probe_len(CAP);
 
@@ -203,40 +117,50 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// interval of `N` windows of `window` ticks; [`Overflow::Refuse`] when
     /// a key finds no room.
     ///
-    /// A limit that does not fit a slot builds a table that refuses every
-    /// request for permits (`n >= 1`) and says why in
-    /// [`error`](Self::error); [`try_new`](Self::try_new) returns the
-    /// error instead. `1 <= N <= 31` and `CAP >= 1`, checked at compile
-    /// time.
+    /// `1 <= N <= 31` and `CAP >= 1`, checked at compile time.
+    ///
+    /// # Panics
+    ///
+    /// If `limit` does not fit a slot's word (above
+    /// [`max_limit`](Self::max_limit)), with the reason, e.g.
+    /// "LocalKeyedGate::new: the limit does not fit a key slot's word; for
+    /// N = 2 the largest is 32,767". In a `static` or `const` that panic is
+    /// a compile error; [`try_new`](Self::try_new) returns the error
+    /// instead.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedError;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let t = OwnedKeyedGate::<2, 8>::new(NonZeroU64::new(500).unwrap(), 100);
-    /// assert_eq!((t.limit(), t.window(), t.error()), (100, 500, None));
-    /// let mut bad = OwnedKeyedGate::<2, 8>::new(NonZeroU64::new(500).unwrap(), 1 << 20);
-    /// assert_eq!(bad.error(), Some(KeyedError::LimitTooLarge { max: 32_767 }));
-    /// assert_eq!(bad.try_acquire(1, 0, 1), leaparray::Decision::Block);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let t = LocalKeyedGate::<2, 8>::new(NonZeroU64::new(500).unwrap(), 100);
+    /// assert_eq!((t.limit(), t.window()), (100, 500));
+    /// ```
+    ///
+    /// A limit that does not fit, in a `static`, does not compile:
+    ///
+    /// ```compile_fail,E0080
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// static T: LocalKeyedGate<2, 8> = LocalKeyedGate::new(NonZeroU64::new(500).unwrap(), 32_768);
     /// ```
     #[must_use]
     pub const fn new(window: NonZeroU64, limit: u64) -> Self {
         const {
             assert!(
                 N > 0 && N <= 31 && CAP > 0,
-                "OwnedKeyedGate<N, CAP> needs 1 <= N <= 31 and CAP >= 1"
+                "LocalKeyedGate<N, CAP> needs 1 <= N <= 31 and CAP >= 1"
             );
         };
-        let (layout, error) = layout_of::<N>(window, limit);
-        OwnedKeyedGate {
+        let layout = match layout_of::<N>(window, limit) {
+            Ok(layout) => layout,
+            Err(_) => panic!("{}", LOCAL_TOO_LARGE[N - 1]),
+        };
+        LocalKeyedGate {
             slots: [[0; 2]; CAP],
             layout,
-            error,
             seed: DEFAULT_SEED,
             overflow: Overflow::Refuse,
             high_water: 0,
             newest: 0,
-            max_n: if error.is_some() { 0 } else { layout.limit },
             recycled: 0,
             overflowed: 0,
         }
@@ -246,24 +170,24 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::keyed::LocalKeyedGate;
     /// let w = NonZeroU64::new(500).unwrap();
-    /// assert!(OwnedKeyedGate::<2, 8>::try_new(w, 32_767).is_ok());
-    /// assert!(OwnedKeyedGate::<2, 8>::try_new(w, 32_768).is_err());
+    /// assert!(LocalKeyedGate::<2, 8>::try_new(w, 32_767).is_ok());
+    /// assert!(LocalKeyedGate::<2, 8>::try_new(w, 32_768).is_err());
     /// ```
     pub fn try_new(window: NonZeroU64, limit: u64) -> Result<Self, KeyedError> {
         match layout_of::<N>(window, limit) {
-            (_, Some(e)) => Err(e),
-            (_, None) => Ok(Self::new(window, limit)),
+            Ok(_) => Ok(Self::new(window, limit)),
+            Err(e) => Err(e),
         }
     }
 
-    /// The largest limit an `OwnedKeyedGate<N, _>` takes (as a
-    /// [`KeyedGate`](crate::KeyedGate)'s): `2^b - 1`, `b = 31 / N` bits.
+    /// The largest limit a `LocalKeyedGate<N, _>` takes (as a
+    /// [`KeyedGate`](super::KeyedGate)'s): `2^(31/N) - 1`.
     ///
     /// ```
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// assert_eq!(OwnedKeyedGate::<2, 1>::max_limit(), 32_767);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// assert_eq!(LocalKeyedGate::<2, 1>::max_limit(), 32_767);
     /// ```
     #[must_use]
     pub const fn max_limit() -> u64 {
@@ -276,13 +200,13 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10).with_seed(0x5eed);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10).with_seed(0x5eed);
     /// assert_eq!(t.try_acquire(1, 0, 1), leaparray::Decision::Pass);
     /// ```
     #[must_use]
     pub const fn with_seed(self, seed: u64) -> Self {
-        OwnedKeyedGate { seed, ..self }
+        LocalKeyedGate { seed, ..self }
     }
 
     /// The same table with `policy` for keys that find no room.
@@ -290,18 +214,18 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// ```
     /// # use core::num::NonZeroU64;
     /// use leaparray::keyed::Overflow;
-    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::keyed::LocalKeyedGate;
     /// use leaparray::Decision;
     /// // One slot: the second key finds no room.
-    /// let mut t = OwnedKeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10)
+    /// let mut t = LocalKeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10)
     ///     .with_overflow(Overflow::Admit);
     /// assert_eq!(t.try_acquire(1, 0, 1), Decision::Pass);
     /// assert_eq!(t.try_acquire(2, 0, 1), Decision::Pass); // not limited, not counted
-    /// assert_eq!(t.stats(0).overflowed, 1);
+    /// assert_eq!(t.occupancy(0).overflowed, 1);
     /// ```
     #[must_use]
     pub const fn with_overflow(self, policy: Overflow) -> Self {
-        OwnedKeyedGate {
+        LocalKeyedGate {
             overflow: policy,
             ..self
         }
@@ -311,8 +235,8 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::owned::OwnedKeyedGate;
-    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).limit(), 5);
+    /// # use leaparray::keyed::LocalKeyedGate;
+    /// assert_eq!(LocalKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).limit(), 5);
     /// ```
     #[must_use]
     pub const fn limit(&self) -> u64 {
@@ -323,8 +247,8 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::owned::OwnedKeyedGate;
-    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).window(), 9);
+    /// # use leaparray::keyed::LocalKeyedGate;
+    /// assert_eq!(LocalKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).window(), 9);
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
@@ -336,8 +260,8 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// ```
     /// # use core::num::NonZeroU64;
     /// use leaparray::keyed::Overflow;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let t = OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let t = LocalKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
     /// assert_eq!(t.overflow(), Overflow::Refuse);
     /// ```
     #[must_use]
@@ -345,25 +269,12 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         self.overflow
     }
 
-    /// Why this table refuses every request, if it does (a limit that does
-    /// not fit; see [`new`](Self::new)).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// # use leaparray::owned::OwnedKeyedGate;
-    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).error(), None);
-    /// ```
-    #[must_use]
-    pub const fn error(&self) -> Option<KeyedError> {
-        self.error
-    }
-
     /// Slots in the table: the most keys it holds at once.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::owned::OwnedKeyedGate;
-    /// assert_eq!(OwnedKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).capacity(), 4);
+    /// # use leaparray::keyed::LocalKeyedGate;
+    /// assert_eq!(LocalKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).capacity(), 4);
     /// ```
     #[must_use]
     pub const fn capacity(&self) -> usize {
@@ -375,7 +286,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     /// made in, the oldest window a slot's id (`T` bits, modulo `2^T`)
     /// still reads as behind it. Further back, a slot whose newest window
     /// is that newest one would read the caller as ahead of it, slide its
-    /// counts out and admit beyond the limit (module docs, "Exactness").
+    /// counts out and admit beyond the limit ([module docs](super), "Exactness").
     #[inline(always)]
     fn window_of(&self, now: u64) -> u64 {
         let reach = self.layout.id_mask >> 1;
@@ -431,9 +342,9 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::keyed::LocalKeyedGate;
     /// use leaparray::Decision;
-    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
     /// assert_eq!(t.try_acquire(1, 0, 2), Decision::Pass);
     /// assert_eq!(t.try_acquire(1, 0, 1), Decision::Block);
     /// assert_eq!(t.try_acquire(2, 0, 2), Decision::Pass); // its own limit
@@ -443,7 +354,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let home = home_of::<CAP>(self.seed, key);
         let c = self.window_of(now);
-        if n != 0 && n <= self.max_n {
+        if n != 0 && n <= self.layout.limit {
             self.newest = self.newest.max(c);
         }
         self.acquire_from(key, home, c, n)
@@ -464,9 +375,9 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
+    /// use leaparray::keyed::LocalKeyedGate;
     /// use leaparray::Decision::{Block, Pass};
-    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
     /// let mut out = [Block; 4];
     /// let reqs = [(1, 1), (2, 2), (1, 1), (1, 1)];
     /// #[cfg(target_arch = "x86_64")]
@@ -511,7 +422,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
                 prefetch(core::ptr::from_ref(&self.slots[hn]).cast());
                 homes[i % AHEAD] = hn;
             }
-            booking |= n != 0 && n <= self.max_n;
+            booking |= n != 0 && n <= self.layout.limit;
             *out = self.acquire_from(key, h, c, n);
         }
         if booking {
@@ -529,8 +440,8 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 2);
     /// let p = t.home_addr(7) as usize;
     /// let start = core::ptr::from_ref(&t) as usize;
     /// assert!(p >= start && p + 16 <= start + core::mem::size_of_val(&t));
@@ -548,7 +459,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         if n == 0 {
             return Decision::Pass;
         }
-        if n > self.max_n {
+        if n > self.layout.limit {
             // Never admitted: no slot for it either.
             return Decision::Block;
         }
@@ -559,8 +470,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
                     self.high_water = self.high_water.max(c);
                     self.recycled += 1;
                 }
-                let from = c.max(self.high_water).saturating_sub(grace::<N>());
-                self.slots[at] = [key, packed::empty_at::<u64>(&self.layout, from)];
+                self.slots[at] = [key, fresh::<N>(&self.layout, c, self.high_water)];
                 at
             }
             Found::Full => {
@@ -596,30 +506,27 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
     /// assert_eq!(t.remaining(1, 0), 10);
     /// let _ = t.try_acquire(1, 0, 4);
     /// assert_eq!(t.remaining(1, 600), 6); // window 0 still counts at 600
     /// ```
     #[must_use]
     pub fn remaining(&self, key: u64, now: u64) -> u64 {
-        if self.error.is_some() {
-            return 0;
-        }
         let c = self.window_of(now);
         remaining_from::<N>(&self.layout, self.lookup(key, c), self.overflow, c)
     }
 
     /// Exact ticks from `now` until `n` permits for `key` would be
     /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
-    /// (`n > limit`, or a table that refuses everything). A key with no
+    /// (`n > limit`). A key with no
     /// room waits until the first slot of its probe becomes recyclable.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = t.try_acquire(1, 100, 10);
     /// assert_eq!(t.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
     /// assert_eq!(t.retry_after(2, 700, 1), Some(0));
@@ -631,7 +538,7 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
             return Some(0);
         }
         let l = &self.layout;
-        if self.error.is_some() || n > l.limit {
+        if n > l.limit {
             return None;
         }
         let c = self.window_of(now);
@@ -656,27 +563,27 @@ impl<const N: usize, const CAP: usize> OwnedKeyedGate<N, CAP> {
         })
     }
 
-    /// What a dashboard shows: keys resident and recyclable at `now` (a
+    /// How the slots are occupied, what a dashboard shows: keys resident and recyclable at `now` (a
     /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
     /// since the table was built.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::owned::OwnedKeyedGate;
-    /// let mut t = OwnedKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = t.try_acquire(1, 0, 1);
     /// let _ = t.try_acquire(2, 0, 1);
-    /// let s = t.stats(0);
+    /// let s = t.occupancy(0);
     /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
-    /// assert_eq!(t.stats(2_000).recyclable, 2); // idle for two intervals
+    /// assert_eq!(t.occupancy(2_000).recyclable, 2); // idle for two intervals
     /// ```
     #[must_use]
-    pub fn stats(&self, now: u64) -> Stats {
+    pub fn occupancy(&self, now: u64) -> Occupancy {
         let c = self.window_of(now);
-        let mut s = Stats {
+        let mut s = Occupancy {
             recycled: self.recycled,
             overflowed: self.overflowed,
-            ..Stats::default()
+            ..Occupancy::default()
         };
         for &[_, w] in &self.slots {
             if w & USED != 0 {

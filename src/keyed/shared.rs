@@ -1,0 +1,648 @@
+//! [`KeyedGate`]: the keyed table every thread and interrupt handler
+//! shares (`&self`), one 128-bit compare-and-swap per decision. Its slots
+//! follow the slot protocol (`slot.rs`); this file is its public surface.
+
+use core::fmt;
+use core::num::NonZeroU64;
+
+use crossbeam_utils::CachePadded;
+
+use super::slot::{
+    at, home_of, layout_of, max_limit_of, probe_len, remaining_from, retry_after_from, word,
+    Booking, Slot, DEFAULT_SEED, USED,
+};
+use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
+use crate::decision::Decision;
+use crate::packed;
+use crate::sync::{
+    const_fn_unless_loom, AtomicU64,
+    Ordering::{Acquire, Relaxed},
+};
+
+/// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in
+/// `16 * CAP` bytes fixed at compile time: `N` windows per interval, keys
+/// are `u64` (hash other keys with `KeyHasher` or your own keyed hash).
+/// See the [module docs](self) for where keys live, what happens when the
+/// table is full, and the exactness guarantee.
+///
+/// Windows and times as for a `Gate`.
+///
+/// # The per-key limit ceiling
+///
+/// A slot's 64-bit word holds the key's counts for its `N` windows in 31
+/// bits, `b = 31 / N` bits (rounded down) per window, so the largest
+/// per-key limit is **`2^(31/N) - 1`**, fixed by the `N` you choose
+/// ([`max_limit`](Self::max_limit)). A larger limit is a compile error in
+/// a `static`, a panic in [`new`](Self::new) at run time, and
+/// [`KeyedError::LimitTooLarge`] from [`try_new`](Self::try_new). The same
+/// ceiling holds for a [`LocalKeyedGate`](super::LocalKeyedGate).
+///
+/// | `N` (windows) | bits per window | largest limit |
+/// |---|---|---|
+/// | 1 | 31 | 2,147,483,647 |
+/// | 2 | 15 | 32,767 |
+/// | 3 | 10 | 1,023 |
+/// | 4 | 7 | 127 |
+/// | 5 | 6 | 63 |
+/// | 6 | 5 | 31 |
+/// | 7 | 4 | 15 |
+/// | 8 | 3 | 7 |
+/// | 9 | 3 | 7 |
+/// | 10 | 3 | 7 |
+/// | 11 to 15 | 2 | 3 |
+/// | 16 to 31 | 1 | 1 |
+///
+/// A finer window for the same interval takes a larger `N` and lowers the
+/// ceiling: a limit above it needs fewer windows (or a [`Gate`](crate::Gate)
+/// per key, which has no such word). This test reads the table above and
+/// checks every row against `try_new` for both table types:
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate};
+/// fn fits<const N: usize>(limit: u64) -> Result<(), KeyedError> {
+///     let w = NonZeroU64::new(500).unwrap();
+///     let local = LocalKeyedGate::<N, 1>::try_new(w, limit).map(|_| ());
+///     assert_eq!(KeyedGate::<N, 1>::try_new(w, limit).map(|_| ()), local);
+///     local
+/// }
+/// fn ceiling_is(n: usize, max: u64) {
+///     macro_rules! each {
+///         ($($k:literal)*) => { match n {
+///             $($k => {
+///                 assert_eq!(fits::<$k>(max), Ok(()), "N = {n}: {max} fits");
+///                 assert_eq!(
+///                     fits::<$k>(max + 1),
+///                     Err(KeyedError::LimitTooLarge { max }),
+///                     "N = {n}: {} does not",
+///                     max + 1
+///                 );
+///             })*
+///             _ => panic!("N = {n} is out of range"),
+///         } };
+///     }
+///     each!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+/// }
+/// # let src = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/keyed/shared.rs"));
+/// # let mut rows = 0;
+/// # let mut covered = Vec::new();
+/// # for line in src.lines().map(str::trim).filter(|l| l.starts_with("/// | ") && l.ends_with(" |")) {
+/// #     let cells: Vec<&str> = line.trim_start_matches("/// |").trim_end_matches('|').split('|').map(str::trim).collect();
+/// #     let (Some(ns), Some(max)) = (cells.first(), cells.get(2)) else { continue };
+/// #     let Ok(max) = max.replace(',', "").parse::<u64>() else { continue };
+/// #     let (lo, hi) = match ns.split_once(" to ") {
+/// #         Some((lo, hi)) => (lo.parse::<usize>().unwrap(), hi.parse::<usize>().unwrap()),
+/// #         None => (ns.parse().unwrap(), ns.parse().unwrap()),
+/// #     };
+/// #     assert_eq!(cells[1].parse::<u32>().unwrap(), 31 / lo as u32, "bits for N = {lo}");
+/// #     for n in lo..=hi {
+/// #         ceiling_is(n, max);
+/// #         covered.push(n);
+/// #     }
+/// #     rows += 1;
+/// # }
+/// # assert_eq!(rows, 12, "the table's rows were read");
+/// # assert_eq!(covered, (1..=31).collect::<Vec<_>>(), "every N from 1 to 31, once");
+/// // For example, the rows for N = 2 and N = 10:
+/// ceiling_is(2, 32_767);
+/// ceiling_is(10, 7);
+/// ```
+///
+/// Memory: `CAP * 16` bytes of slots plus at most 400 bytes (the
+/// table-wide counters on cache lines of their own). Built by value:
+/// keep a large table in a `static` (a `let` puts it on the stack).
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::KeyedGate;
+/// use leaparray::Decision;
+/// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
+/// assert_eq!(T.try_acquire(7, 0, 3), Decision::Pass);
+/// assert_eq!(T.try_acquire(7, 999, 1), Decision::Block);
+/// assert_eq!(T.try_acquire(7, 1_000, 3), Decision::Pass); // window 0 slid out
+/// assert_eq!(T.remaining(7, 1_000), 0);
+/// assert_eq!(T.remaining(8, 1_000), 3);
+/// ```
+pub struct KeyedGate<const N: usize, const CAP: usize> {
+    /// Encoding: the key in the high 64 bits, the word in the low 64: the
+    /// word is 0 (free), a gate word (top bit set; `packed`'s layout with
+    /// `F = 0`), or a claim's token (top bit clear, not 0). Invariant: at
+    /// most one slot of a key's probe holds its gate word (the slot
+    /// protocol, `slot.rs`).
+    pub(super) slots: [Slot; CAP],
+    pub(super) layout: packed::Layout,
+    pub(super) seed: u64,
+    overflow: Overflow,
+    /// Written by insertions, recycling and overflows only: on cache lines
+    /// of their own, away from what every decision reads.
+    pub(super) shared: CachePadded<Shared>,
+}
+
+/// A [`KeyedGate`]'s table-wide counters.
+pub(super) struct Shared {
+    /// The newest window any recycler had reached when it recycled (0 if
+    /// none): a key that comes back books no earlier than `N` windows
+    /// before it.
+    pub(super) high_water: AtomicU64,
+    /// The last claim token handed out.
+    pub(super) tokens: AtomicU64,
+    /// Slots recycled since the table was built.
+    pub(super) recycled: AtomicU64,
+    /// Decisions made under the overflow policy.
+    pub(super) overflowed: AtomicU64,
+}
+
+impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedGate")
+            .field("windows", &N)
+            .field("capacity", &CAP)
+            .field("window", &self.window())
+            .field("limit", &self.limit())
+            .field("overflow", &self.overflow)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const CAP: usize> defmt::Format for KeyedGate<N, CAP> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "KeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {} }}",
+            N,
+            CAP,
+            self.window(),
+            self.limit(),
+            self.overflow
+        );
+    }
+}
+
+impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
+    /// Slots in a probe.
+    pub(super) const PROBE: usize = probe_len(CAP);
+
+    const_fn_unless_loom! {
+        /// A table of `CAP` keys, each admitted at most `limit` permits per
+        /// interval of `N` windows of `window` ticks; [`Overflow::Refuse`]
+        /// when a key finds no room.
+        ///
+        /// `1 <= N <= 31` (a slot's word has 31 bits for `N` windows'
+        /// counts) and `CAP >= 1`, checked at compile time.
+        ///
+        /// # Panics
+        ///
+        /// If `limit` does not fit a slot's word (above
+        /// [`max_limit`](Self::max_limit): the type docs' table), with the
+        /// reason, e.g. "KeyedGate::new: the limit does not fit a key slot's
+        /// word; for N = 2 the largest is 32,767". In a `static` or `const`
+        /// that panic is a compile error; [`try_new`](Self::try_new)
+        /// returns the error instead.
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::keyed::KeyedGate;
+        /// static T: KeyedGate<2, 8> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 100);
+        /// assert_eq!((T.limit(), T.window()), (100, 500));
+        /// ```
+        ///
+        /// A limit that does not fit, in a `static`, does not compile:
+        ///
+        /// ```compile_fail,E0080
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::keyed::KeyedGate;
+        /// static T: KeyedGate<2, 8> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 32_768);
+        /// ```
+        #[must_use]
+        pub fn new(window: NonZeroU64, limit: u64) -> Self {
+            const {
+                assert!(
+                    N > 0 && N <= 31 && CAP > 0,
+                    "KeyedGate<N, CAP> needs 1 <= N <= 31 and CAP >= 1"
+                );
+                assert!(
+                    crate::sync::PORTABLE_U128_INTERRUPT_SAFE,
+                    "leaparray: on this target a KeyedGate slot (portable-atomic's AtomicU128) \
+                     is a global spin lock, and a handler that uses the table while the code it \
+                     interrupted holds the lock deadlocks. On a single-core chip enable \
+                     portable-atomic's `unsafe-assume-single-core` (or `critical-section` where \
+                     there is no CAS); if no interrupt or signal handler ever uses the table, \
+                     enable leaparray's `portable-atomic-fallback-not-interrupt-safe` feature."
+                );
+            };
+            let layout = match layout_of::<N>(window, limit) {
+                Ok(layout) => layout,
+                Err(_) => panic!("{}", SHARED_TOO_LARGE[N - 1]),
+            };
+            KeyedGate {
+                slots: crate::sync::array_of!(CAP, Slot::new(0)),
+                layout,
+                seed: DEFAULT_SEED,
+                overflow: Overflow::Refuse,
+                shared: CachePadded::new(Shared {
+                    high_water: crate::sync::atomic_u64(0),
+                    tokens: crate::sync::atomic_u64(0),
+                    recycled: crate::sync::atomic_u64(0),
+                    overflowed: crate::sync::atomic_u64(0),
+                }),
+            }
+        }
+    }
+
+    /// [`new`](Self::new), or the reason the parameters do not fit.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(KeyedGate::<2, 8>::try_new(w, 32_767).is_ok());
+    /// assert!(KeyedGate::<2, 8>::try_new(w, 32_768).is_err());
+    /// ```
+    pub fn try_new(window: NonZeroU64, limit: u64) -> Result<Self, KeyedError> {
+        match layout_of::<N>(window, limit) {
+            Ok(_) => Ok(Self::new(window, limit)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The largest limit a `KeyedGate<N, _>` takes: `2^(31/N) - 1` (the
+    /// type docs' table).
+    ///
+    /// ```
+    /// use leaparray::keyed::KeyedGate;
+    /// assert_eq!(KeyedGate::<2, 1>::max_limit(), 32_767);
+    /// assert_eq!(KeyedGate::<10, 1>::max_limit(), 7);
+    /// ```
+    #[must_use]
+    pub const fn max_limit() -> u64 {
+        max_limit_of::<N>()
+    }
+
+    const_fn_unless_loom! {
+        /// The same table (it must be empty: the seed decides where keys
+        /// live) with keys mixed with `seed`. Keys an attacker chooses should
+        /// be hashed with a secret key first (`KeyHasher` behind `std`):
+        /// the mix is not a keyed hash, and the default seed is public.
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::keyed::KeyedGate;
+        /// static T: KeyedGate<2, 64> =
+        ///     KeyedGate::new(NonZeroU64::new(500).unwrap(), 10).with_seed(0x5eed);
+        /// assert_eq!(T.try_acquire(1, 0, 1), leaparray::Decision::Pass);
+        /// ```
+        #[must_use]
+        pub fn with_seed(self, seed: u64) -> Self {
+            KeyedGate { seed, ..self }
+        }
+    }
+
+    const_fn_unless_loom! {
+        /// The same table with `policy` for keys that find no room.
+        ///
+        /// ```
+        /// # use core::num::NonZeroU64;
+        /// use leaparray::keyed::{KeyedGate, Overflow};
+        /// let t = KeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10)
+        ///     .with_overflow(Overflow::Admit);
+        /// assert_eq!(t.overflow(), Overflow::Admit);
+        /// ```
+        #[must_use]
+        pub fn with_overflow(self, policy: Overflow) -> Self {
+            KeyedGate { overflow: policy, ..self }
+        }
+    }
+
+    /// The per-key limit.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::KeyedGate;
+    /// assert_eq!(KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).limit(), 5);
+    /// ```
+    #[must_use]
+    pub const fn limit(&self) -> u64 {
+        self.layout.limit
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::KeyedGate;
+    /// assert_eq!(KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).window(), 9);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.layout.window.get()
+    }
+
+    /// The overflow policy.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{KeyedGate, Overflow};
+    /// let t = KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
+    /// assert_eq!(t.overflow(), Overflow::Refuse);
+    /// ```
+    #[must_use]
+    pub const fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+
+    /// Slots in the table: the most keys it holds at once.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::KeyedGate;
+    /// assert_eq!(KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).capacity(), 4);
+    /// ```
+    #[must_use]
+    pub const fn capacity(&self) -> usize {
+        CAP
+    }
+
+    /// The slot where `key`'s probe starts.
+    #[inline(always)]
+    pub(super) fn home(&self, key: u64) -> usize {
+        home_of::<CAP>(self.seed, key)
+    }
+
+    /// The `i`-th slot of the probe starting at `home`.
+    #[inline(always)]
+    pub(super) fn at(home: usize, i: usize) -> usize {
+        at::<CAP>(home, i)
+    }
+
+    /// Admits `n` permits for `key` at `now` if every interval of `N`
+    /// windows that contains the booking window then holds at most `limit`
+    /// of that key's permits, as a [`Gate`](crate::Gate) of its own would;
+    /// inserts the key if it has no slot. `n == 0` always passes and books
+    /// nothing; `n > limit` never passes and takes no slot. A key with no
+    /// room in its probe gets the [`Overflow`] policy.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::Decision;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 2);
+    /// assert_eq!(T.try_acquire(1, 0, 2), Decision::Pass);
+    /// assert_eq!(T.try_acquire(1, 0, 1), Decision::Block);
+    /// assert_eq!(T.try_acquire(2, 0, 2), Decision::Pass); // its own limit
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    pub fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
+        self.decision(self.book(key, now, n))
+    }
+
+    /// [`try_acquire`](Self::try_acquire), and what `key` has left: the
+    /// decision, and the [`Headroom`] that [`remaining`](Self::remaining) and
+    /// [`retry_after`](Self::retry_after) (for `limit` permits) answer at
+    /// `now` just after it if nothing else arrives in between. After a
+    /// booking both are read from the word the booking stored, with no
+    /// second look at the table: the key's headroom as of its booking (other
+    /// threads' later bookings are not in it, as they would not be in a
+    /// look made just then). A late caller's booking goes into the key's
+    /// newest window, and its `reset` counts from there. Otherwise they
+    /// are a second look.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{KeyedGate, Headroom};
+    /// use leaparray::Decision::{Block, Pass};
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
+    /// let h = |remaining, reset| Headroom { remaining, reset: Some(reset) };
+    /// assert_eq!(T.try_acquire_headroom(1, 0, 2), (Pass, h(1, 1_000)));
+    /// assert_eq!(T.try_acquire_headroom(1, 600, 2), (Block, h(1, 400)));
+    /// assert_eq!(T.try_acquire_headroom(1, 1_000, 2), (Pass, h(1, 1_000))); // window 0 slid out
+    /// assert_eq!(T.try_acquire_headroom(1, 900, 1), (Pass, h(0, 1_100))); // late: into window 2
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    pub fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
+        let l = &self.layout;
+        let c = l.window.div(now);
+        let b = self.book_from(key, self.home(key), None, c, n);
+        let headroom = match b {
+            // `at`, the window booked, is the word's newest (a keyed table
+            // never books a later one) and holds the booking.
+            Booking::In { at, word } => Headroom {
+                remaining: packed::left_of::<u64, N>(l, word, c),
+                reset: packed::reset_of(l, at, now),
+            },
+            _ => Headroom {
+                remaining: self.remaining(key, now),
+                reset: self.retry_after(key, now, l.limit),
+            },
+        };
+        (self.decision(b), headroom)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
+    /// n)` pairs) at one `now`, each decided as if alone, in order: the
+    /// decision for `requests[i]` goes to `decisions[i]`. Returns how many
+    /// were decided (the shorter of the two slices).
+    ///
+    /// Faster per decision than one call each when the table is larger than
+    /// the caches: it reads the home slots of up to 16 keys before deciding
+    /// any of them, so their cache misses overlap instead of following one
+    /// another (a packet path's receive burst).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::Decision::{Block, Pass};
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 2);
+    /// let mut out = [Block; 4];
+    /// assert_eq!(T.try_acquire_burst(0, &[(1, 1), (2, 2), (1, 1), (1, 1)], &mut out), 4);
+    /// assert_eq!(out, [Pass, Pass, Pass, Block]);
+    /// ```
+    #[must_use = "the decisions are in `decisions`; a Pass has booked its permits"]
+    pub fn try_acquire_burst(
+        &self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+    ) -> usize {
+        const AHEAD: usize = 16;
+        let len = requests.len().min(decisions.len());
+        // One window for the whole burst: one division, not one a request.
+        let c = self.layout.window.div(now);
+        for (reqs, outs) in requests[..len]
+            .chunks(AHEAD)
+            .zip(decisions[..len].chunks_mut(AHEAD))
+        {
+            let mut homes = [0usize; AHEAD];
+            let mut firsts = [0u128; AHEAD];
+            for (i, &(key, _)) in reqs.iter().enumerate() {
+                homes[i] = self.home(key);
+                firsts[i] = self.slots[homes[i]].load(Acquire);
+            }
+            for (i, (&(key, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
+                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), c, n));
+            }
+        }
+        len
+    }
+
+    /// The decision a booking means, under the overflow policy.
+    #[inline(always)]
+    fn decision(&self, b: Booking) -> Decision {
+        match b {
+            Booking::In { .. } | Booking::Nothing => Decision::Pass,
+            Booking::Refused => Decision::Block,
+            Booking::Overflowed => match self.overflow {
+                Overflow::Refuse => Decision::Block,
+                Overflow::Admit => Decision::Pass,
+            },
+        }
+    }
+
+    /// The decision, and the window it booked into.
+    #[inline]
+    fn book(&self, key: u64, now: u64, n: u64) -> Booking {
+        let c = self.layout.window.div(now);
+        self.book_from(key, self.home(key), None, c, n)
+    }
+
+    /// [`book`](Self::book), given the key's home and maybe the value of
+    /// its home slot read earlier. A stale value costs a failed swap when
+    /// it leads to a booking; a refusal or an overflow it led to is decided
+    /// again from a fresh read, so every decision of a burst is made on the
+    /// table as the requests before it left it.
+    #[inline(always)]
+    pub(super) fn book_from(
+        &self,
+        key: u64,
+        home: usize,
+        first: Option<u128>,
+        c: u64,
+        n: u64,
+    ) -> Booking {
+        let b = match self.book_scan(key, home, first, c, n) {
+            Booking::Refused | Booking::Overflowed if first.is_some() => {
+                self.book_scan(key, home, None, c, n)
+            }
+            b => b,
+        };
+        if let Booking::Overflowed = b {
+            self.shared.overflowed.fetch_add(1, Relaxed);
+        }
+        b
+    }
+
+    /// Permits `key` could still take at `now`: `limit` minus the fullest
+    /// interval a booking would join (`limit` for a key with no slot; 0 if
+    /// it has no room and the policy refuses). Books nothing. Like
+    /// [`retry_after`](Self::retry_after), it assumes nothing else arrives:
+    /// a claim of another key in flight counts as room.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
+    /// assert_eq!(T.remaining(1, 0), 10);
+    /// let _ = T.try_acquire(1, 0, 4);
+    /// assert_eq!(T.remaining(1, 600), 6); // window 0 still counts at 600
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+        let c = self.layout.window.div(now);
+        remaining_from::<N>(&self.layout, self.find(key, c), self.overflow, c)
+    }
+
+    /// Exact ticks from `now` until `n` permits for `key` would be
+    /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
+    /// (`n > limit`). A key with no
+    /// room waits until the first slot of its probe becomes recyclable.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = T.try_acquire(1, 100, 10);
+    /// assert_eq!(T.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
+    /// assert_eq!(T.retry_after(2, 700, 1), Some(0));
+    /// assert_eq!(T.retry_after(1, 700, 11), None);
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        if n == 0 {
+            return Some(0);
+        }
+        let l = &self.layout;
+        if n > l.limit {
+            return None;
+        }
+        let c = l.window.div(now);
+        retry_after_from::<N, _>(l, self.find(key, c), self.overflow, c, now, n, || {
+            let home = self.home(key);
+            (0..Self::PROBE).map(move |i| word(self.slots[Self::at(home, i)].load(Acquire)))
+        })
+    }
+
+    /// How the slots are occupied, what a dashboard shows: keys resident and recyclable at `now` (a
+    /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
+    /// since the table was built.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedGate;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = T.try_acquire(1, 0, 1);
+    /// let _ = T.try_acquire(2, 0, 1);
+    /// let s = T.occupancy(0);
+    /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
+    /// assert_eq!(T.occupancy(2_000).recyclable, 2); // idle for two intervals
+    /// ```
+    #[must_use]
+    pub fn occupancy(&self, now: u64) -> Occupancy {
+        let c = self.layout.window.div(now);
+        let mut s = Occupancy {
+            recycled: self.shared.recycled.load(Relaxed),
+            overflowed: self.shared.overflowed.load(Relaxed),
+            ..Occupancy::default()
+        };
+        for cell in &self.slots {
+            let w = word(cell.load(Acquire));
+            if w & USED != 0 {
+                s.resident += 1;
+                if self.recyclable(w, c) {
+                    s.recyclable += 1;
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Loom models only: what the models observe beyond the public API.
+#[cfg(leaparray_loom)]
+#[doc(hidden)]
+impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
+    /// `try_acquire`, and the window it booked into: `Ok(Some(w))` booked
+    /// in `w`, `Ok(None)` refused, `Err(())` overflowed.
+    pub fn loom_acquire(&self, key: u64, now: u64, n: u64) -> Result<Option<u64>, ()> {
+        match self.book(key, now, n) {
+            Booking::In { at, .. } => Ok(Some(at)),
+            Booking::Refused | Booking::Nothing => Ok(None),
+            Booking::Overflowed => Err(()),
+        }
+    }
+
+    /// The first slot of `key`'s probe.
+    pub fn loom_home(&self, key: u64) -> usize {
+        self.home(key)
+    }
+
+    /// The slot index holding `key`'s gate word or a claim of it, for
+    /// every slot that does.
+    pub fn loom_slots_of(&self, key: u64) -> std::vec::Vec<usize> {
+        (0..CAP)
+            .filter(|&i| {
+                let s = self.slots[i].load(Acquire);
+                word(s) != 0 && super::slot::key_of(s) == key
+            })
+            .collect()
+    }
+}
