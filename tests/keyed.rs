@@ -6,7 +6,8 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use leaparray::keyed::{Headroom, KeyedError, KeyedGate, Overflow};
+use leaparray::keyed::{Headroom, KeyedError, Overflow};
+use leaparray::KeyedGate;
 use leaparray::{Decision, Gate};
 use proptest::prelude::*;
 

@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 
-use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate, Overflow};
+use leaparray::keyed::{KeyedError, LocalKeyedGate, Overflow};
 use leaparray::Decision;
+use leaparray::KeyedGate;
 use proptest::prelude::*;
 
 fn nz(v: u64) -> NonZeroU64 {

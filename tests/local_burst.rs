@@ -289,7 +289,7 @@ fn id_bits<const N: usize>() -> u32 {
 /// full window as one `2^(T-1)` windows behind, slides the key's count out
 /// and admits it (a `KeyedGate` of the same seed refuses).
 fn no_booking_far_ahead_moves_nothing<const N: usize, const CAP: usize>() {
-    use leaparray::keyed::KeyedGate;
+    use leaparray::KeyedGate;
     let (window, limit) = (10u64, LocalKeyedGate::<N, CAP>::max_limit().min(3));
     let ahead = (1u64 << (id_bits::<N>() - 1)) + 40;
     let w0 = 1_000u64;

@@ -18,9 +18,9 @@
 use core::num::NonZeroU64;
 use std::hint::black_box;
 
-use leaparray::keyed::KeyedGate;
 use leaparray::keyed::LocalKeyedGate;
 use leaparray::Decision;
+use leaparray::KeyedGate;
 
 const CAP: usize = 1 << 15;
 const BURST: usize = 64;

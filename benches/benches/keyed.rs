@@ -42,8 +42,8 @@ use crossbeam_utils::CachePadded;
 
 mod common;
 use common::on_threads;
-use leaparray::keyed::KeyedGate;
 use leaparray::Decision;
+use leaparray::KeyedGate;
 use leaparray_benches::{keyed_governor, splitmix, warm_gate, warm_governor, Keys};
 use portable_atomic::AtomicU128;
 

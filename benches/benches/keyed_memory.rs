@@ -15,8 +15,8 @@ use std::hint::black_box;
 use std::num::NonZeroU64;
 use std::time::{Duration, Instant};
 
-use leaparray::keyed::KeyedGate;
 use leaparray::Decision;
+use leaparray::KeyedGate;
 use leaparray_benches::{keyed_governor, splitmix as key, KeyedGovernor as Governor};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();

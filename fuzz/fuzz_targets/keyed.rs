@@ -67,7 +67,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate, Occupancy, Overflow, PROBE};
+use leaparray::keyed::{KeyedError, LocalKeyedGate, Occupancy, Overflow, PROBE};
+use leaparray::KeyedGate;
 use leaparray::{Decision, Gate};
 use leaparray_fuzz::input::{IdRange, Move, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;

@@ -1,4 +1,4 @@
-//! Loom models of the keyed gate, `leaparray::keyed::KeyedGate`: claims and
+//! Loom models of the keyed gate, `leaparray::KeyedGate`: claims and
 //! settling (a key holds one slot), recycling against a late caller of the
 //! recycled key (the high-water rule), and two keys racing for the last
 //! free slot.
@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use leaparray::keyed::KeyedGate;
+use leaparray::KeyedGate;
 use leaparray_loom_tests::{spawn, Seen, W};
 use loom::sync::Arc;
 

@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use core::num::NonZeroU64;
-//! use leaparray::keyed::KeyedGate;
+//! use leaparray::KeyedGate;
 //! use leaparray::Decision;
 //!
 //! // 2 windows of 500 ms: at most 100 per key per second, 4,096 key slots.
@@ -175,7 +175,8 @@ pub const PROBE: usize = 16;
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{KeyedGate, Overflow};
+/// use leaparray::keyed::Overflow;
+/// use leaparray::KeyedGate;
 /// use leaparray::Decision;
 /// // One slot: the second key finds no room.
 /// let t = KeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10);
@@ -205,7 +206,8 @@ pub enum Overflow {
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{KeyedError, KeyedGate};
+/// use leaparray::keyed::KeyedError;
+/// use leaparray::KeyedGate;
 /// let w = NonZeroU64::new(500).unwrap();
 /// let e = KeyedGate::<2, 16>::try_new(w, 1 << 20).unwrap_err();
 /// assert_eq!(e, KeyedError::LimitTooLarge { max: 32_767 });
@@ -245,7 +247,8 @@ impl std::error::Error for KeyedError {}
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{KeyedGate, Headroom};
+/// use leaparray::keyed::Headroom;
+/// use leaparray::KeyedGate;
 /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
 /// let (_, h) = T.try_acquire_headroom(1, 100, 1);
 /// assert_eq!(h, Headroom { remaining: 2, reset: Some(900) }); // window 0 leaves at 1,000
@@ -268,7 +271,8 @@ pub struct Headroom {
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{KeyedGate, Occupancy};
+/// use leaparray::keyed::Occupancy;
+/// use leaparray::KeyedGate;
 /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
 /// let _ = T.try_acquire(1, 0, 1);
 /// assert_eq!(T.occupancy(0), Occupancy { resident: 1, recyclable: 0, recycled: 0, overflowed: 0 });
@@ -296,7 +300,8 @@ pub struct Occupancy {
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{KeyHasher, KeyedGate};
+/// use leaparray::keyed::KeyHasher;
+/// use leaparray::KeyedGate;
 /// use leaparray::Decision;
 /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 1);
 /// let keys = KeyHasher::new();

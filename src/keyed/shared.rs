@@ -59,7 +59,8 @@ use crate::sync::{
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{KeyedError, KeyedGate, LocalKeyedGate};
+/// use leaparray::keyed::{KeyedError, LocalKeyedGate};
+/// use leaparray::KeyedGate;
 /// fn fits<const N: usize>(limit: u64) -> Result<(), KeyedError> {
 ///     let w = NonZeroU64::new(500).unwrap();
 ///     let local = LocalKeyedGate::<N, 1>::try_new(w, limit).map(|_| ());
@@ -114,7 +115,7 @@ use crate::sync::{
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::KeyedGate;
+/// use leaparray::KeyedGate;
 /// use leaparray::Decision;
 /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
 /// assert_eq!(T.try_acquire(7, 0, 3), Decision::Pass);
@@ -202,7 +203,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::keyed::KeyedGate;
+        /// use leaparray::KeyedGate;
         /// static T: KeyedGate<2, 8> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 100);
         /// assert_eq!((T.limit(), T.window()), (100, 500));
         /// ```
@@ -211,7 +212,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         ///
         /// ```compile_fail,E0080
         /// # use core::num::NonZeroU64;
-        /// use leaparray::keyed::KeyedGate;
+        /// use leaparray::KeyedGate;
         /// static T: KeyedGate<2, 8> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 32_768);
         /// ```
         #[must_use]
@@ -254,7 +255,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// let w = NonZeroU64::new(500).unwrap();
     /// assert!(KeyedGate::<2, 8>::try_new(w, 32_767).is_ok());
     /// assert!(KeyedGate::<2, 8>::try_new(w, 32_768).is_err());
@@ -270,7 +271,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// type docs' table).
     ///
     /// ```
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// assert_eq!(KeyedGate::<2, 1>::max_limit(), 32_767);
     /// assert_eq!(KeyedGate::<10, 1>::max_limit(), 7);
     /// ```
@@ -287,7 +288,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::keyed::KeyedGate;
+        /// use leaparray::KeyedGate;
         /// static T: KeyedGate<2, 64> =
         ///     KeyedGate::new(NonZeroU64::new(500).unwrap(), 10).with_seed(0x5eed);
         /// assert_eq!(T.try_acquire(1, 0, 1), leaparray::Decision::Pass);
@@ -303,7 +304,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         ///
         /// ```
         /// # use core::num::NonZeroU64;
-        /// use leaparray::keyed::{KeyedGate, Overflow};
+        /// use leaparray::keyed::Overflow;
+        /// use leaparray::KeyedGate;
         /// let t = KeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10)
         ///     .with_overflow(Overflow::Admit);
         /// assert_eq!(t.overflow(), Overflow::Admit);
@@ -318,7 +320,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::keyed::KeyedGate;
+    /// # use leaparray::KeyedGate;
     /// assert_eq!(KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).limit(), 5);
     /// ```
     #[must_use]
@@ -330,7 +332,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::keyed::KeyedGate;
+    /// # use leaparray::KeyedGate;
     /// assert_eq!(KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).window(), 9);
     /// ```
     #[must_use]
@@ -342,7 +344,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::{KeyedGate, Overflow};
+    /// use leaparray::keyed::Overflow;
+    /// use leaparray::KeyedGate;
     /// let t = KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
     /// assert_eq!(t.overflow(), Overflow::Refuse);
     /// ```
@@ -355,7 +358,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// # use leaparray::keyed::KeyedGate;
+    /// # use leaparray::KeyedGate;
     /// assert_eq!(KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5).capacity(), 4);
     /// ```
     #[must_use]
@@ -384,7 +387,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// use leaparray::Decision;
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 2);
     /// assert_eq!(T.try_acquire(1, 0, 2), Decision::Pass);
@@ -409,7 +412,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::{KeyedGate, Headroom};
+    /// use leaparray::keyed::Headroom;
+    /// use leaparray::KeyedGate;
     /// use leaparray::Decision::{Block, Pass};
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 3);
     /// let h = |remaining, reset| Headroom { remaining, reset: Some(reset) };
@@ -450,7 +454,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// use leaparray::Decision::{Block, Pass};
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 2);
     /// let mut out = [Block; 4];
@@ -539,7 +543,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
     /// assert_eq!(T.remaining(1, 0), 10);
     /// let _ = T.try_acquire(1, 0, 4);
@@ -558,7 +562,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = T.try_acquire(1, 100, 10);
     /// assert_eq!(T.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
@@ -587,7 +591,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     ///
     /// ```
     /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::KeyedGate;
+    /// use leaparray::KeyedGate;
     /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
     /// let _ = T.try_acquire(1, 0, 1);
     /// let _ = T.try_acquire(2, 0, 1);

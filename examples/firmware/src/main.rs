@@ -52,7 +52,7 @@ use cortex_m_rt::{entry, exception};
 use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
 use leaparray::{Decision, Gate};
-use leaparray::keyed::KeyedGate;
+use leaparray::KeyedGate;
 use leaparray::array::Narrow;
 use leaparray::{AddError, LeapArray};
 

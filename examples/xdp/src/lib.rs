@@ -5,10 +5,10 @@
 
 use std::num::NonZeroU64;
 
-use leaparray::keyed::KeyedGate;
 use leaparray::keyed::LocalKeyedGate;
 use leaparray::shard::{ShardWriter, Sharded};
 use leaparray::Decision;
+use leaparray::KeyedGate;
 
 /// Descriptors taken off the ring per batch (one clock read each).
 pub const BATCH: usize = 64;

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderName, Request};
-use leaparray::keyed::{Headroom, KeyHasher, KeyedGate};
+use leaparray::keyed::{Headroom, KeyHasher};
 use leaparray::Decision;
+use leaparray::KeyedGate;
 
 /// Windows per interval, in every gate of the crate: a limit "per second"
 /// is kept in 2 windows of 500 ms (a per-key limit of up to 32,767 per
