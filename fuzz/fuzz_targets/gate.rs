@@ -25,10 +25,10 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use arbitrary::Arbitrary;
-use leaparray::gate::Shape;
+use leaparray::gate::{PriorityDecision, Shape};
 use leaparray::stats::Metric;
+use leaparray::Gate;
 use leaparray::MAX_COUNT;
-use leaparray::{Decision, Gate};
 use leaparray_fuzz::gate::GateModel;
 use leaparray_fuzz::input::{id_span, Count, IdRange, Move, Pick, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
@@ -116,30 +116,31 @@ fuzz_target!(|input: Input| {
                 "retry_after({now}, {n}): {wait}, room {room}"
             );
         }
-        let got = match request {
-            Request::Plain => g.try_acquire(now, n),
+        let got: PriorityDecision = match request {
+            Request::Plain => g.try_acquire(now, n).into(),
             Request::Prioritized => g.try_acquire_prioritized(now, n),
-            Request::Metered(p) => g.try_acquire_metered(&stats, now, n, p),
+            Request::Metered(false) => g.try_acquire_metered(&stats, now, n).into(),
+            Request::Metered(true) => g.try_acquire_prioritized_metered(&stats, now, n),
         };
         if buckets && prioritized {
             // A prioritized request passes exactly when a plain one would;
             // a refused one may borrow (not modelled).
-            let want = model.try_acquire(now, n);
+            let want = PriorityDecision::from(model.try_acquire(now, n));
             if compare {
                 let plain = match got {
-                    Decision::Wait(_) => Decision::Block,
+                    PriorityDecision::Wait(_) => PriorityDecision::Block,
                     d => d,
                 };
                 assert_eq!(plain, want, "prioritized {n} at {now}, as a plain request");
             }
-            if matches!(got, Decision::Wait(_)) {
+            if matches!(got, PriorityDecision::Wait(_)) {
                 synced = false;
             }
         } else {
             let want = if prioritized {
                 model.try_acquire_prioritized(now, n)
             } else {
-                model.try_acquire(now, n)
+                model.try_acquire(now, n).into()
             };
             if compare {
                 assert_eq!(got, want, "{request:?}: {n} at {now}");
@@ -147,8 +148,8 @@ fuzz_target!(|input: Input| {
         }
 
         let booked = match got {
-            Decision::Pass => Some(booking),
-            Decision::Wait(wait) => {
+            PriorityDecision::Pass => Some(booking),
+            PriorityDecision::Wait(wait) => {
                 assert!(prioritized && n > 0 && n <= limit, "wait for {n}");
                 assert!(wait < timeout, "wait {wait}, timeout {timeout}");
                 let end = now.checked_add(wait).expect("a wait ends within time");
@@ -162,7 +163,7 @@ fuzz_target!(|input: Input| {
                 }
                 Some(end / window)
             }
-            Decision::Block => None,
+            PriorityDecision::Block => None,
         };
         if let Some(id) = booked.filter(|_| n > 0 && in_range) {
             *ledger.entry(id).or_default() += u128::from(n);

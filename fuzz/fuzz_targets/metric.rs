@@ -47,25 +47,31 @@ fuzz_target!(|input: Input| {
         let now = clock;
         let event = |e: u8| Event::ALL[usize::from(e) % Event::ALL.len()];
         let (got, want) = match *step {
+            // Every result as a `WaitingError` (an `AddError` is its `Add`).
             Step::Add(e, n) => (
-                m.add(now, event(e), n.value()),
-                model.add(now, event(e), n.value()),
+                m.add(now, event(e), n.value()).map_err(Into::into),
+                model.add(now, event(e), n.value()).map_err(Into::into),
             ),
             Step::Sub(e, n) => (
-                m.sub(now, event(e), n.value()),
-                model.sub(now, event(e), n.value()),
+                m.sub(now, event(e), n.value()).map_err(Into::into),
+                model.sub(now, event(e), n.value()).map_err(Into::into),
             ),
             Step::AddRt(rt) => (
-                m.add_rt(now, rt.value()),
-                model.add_rt_and_success(now, rt.value(), 1),
+                m.add_rt(now, rt.value()).map_err(Into::into),
+                model
+                    .add_rt_and_success(now, rt.value(), 1)
+                    .map_err(Into::into),
             ),
             Step::AddRtAndSuccess(rt, s) => (
-                m.add_rt_and_success(now, rt.value(), s.value()),
-                model.add_rt_and_success(now, rt.value(), s.value()),
+                m.add_rt_and_success(now, rt.value(), s.value())
+                    .map_err(Into::into),
+                model
+                    .add_rt_and_success(now, rt.value(), s.value())
+                    .map_err(Into::into),
             ),
             Step::Concurrency(c) => (
-                m.record_concurrency(now, c.value()),
-                model.record_concurrency(now, c.value()),
+                m.record_concurrency(now, c.value()).map_err(Into::into),
+                model.record_concurrency(now, c.value()).map_err(Into::into),
             ),
             Step::Borrow(ahead, n) => {
                 let future = now.saturating_add(ahead % window.saturating_mul(4 * N as u64).max(1));
@@ -84,8 +90,8 @@ fuzz_target!(|input: Input| {
             Step::Late(lag, e, n) => {
                 let t = now.saturating_sub(u64::from(lag));
                 (
-                    m.add(t, event(e), n.value()),
-                    model.add(t, event(e), n.value()),
+                    m.add(t, event(e), n.value()).map_err(Into::into),
+                    model.add(t, event(e), n.value()).map_err(Into::into),
                 )
             }
         };

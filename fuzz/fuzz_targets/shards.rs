@@ -10,7 +10,6 @@ use std::num::NonZeroU64;
 use arbitrary::Arbitrary;
 use leaparray::array::{Wide, Window};
 use leaparray::shard::{ClaimError, ShardWriter, Sharded, SharedAddError};
-use leaparray::AddError;
 use leaparray_fuzz::array::{ArrayModel, Op};
 use leaparray_fuzz::input::{Count, Counter, Move, Time, WindowLen};
 use libfuzzer_sys::fuzz_target;
