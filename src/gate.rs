@@ -78,9 +78,9 @@ use crate::divide::Divisor;
 use crate::error::AddError;
 use crate::event::Event;
 use crate::metric::{Metric, ReadOnly};
+use crate::packed::{Answer, Layout, Outcome, WordGate};
 #[cfg(target_pointer_width = "64")]
 use crate::packed::{Fixed, Geometry};
-use crate::packed::{Layout, Outcome, WordGate};
 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
 use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
@@ -533,11 +533,9 @@ impl<const N: usize> Gate<N> {
     #[must_use = "a Pass has already booked its permits"]
     #[inline(always)]
     pub fn try_acquire(&self, now: u64, n: u64) -> Decision {
-        match self.book(now, n, false) {
-            Outcome::Booked(_) => Decision::Pass,
-            // Only a prioritized request borrows.
-            Outcome::Borrowed { .. } | Outcome::Refused => Decision::Block,
-        }
+        // A `Decision` from every path (`Answer`): the out-of-line ones
+        // are tail calls.
+        self.book(now, n, false)
     }
 
     /// Like [`try_acquire`](Self::try_acquire), but when the interval is
@@ -566,7 +564,7 @@ impl<const N: usize> Gate<N> {
     /// ```
     #[must_use = "a Pass or Wait has already booked its permits"]
     pub fn try_acquire_prioritized(&self, now: u64, n: u64) -> PriorityDecision {
-        match self.book(now, n, true) {
+        match self.book::<Outcome>(now, n, true) {
             Outcome::Booked(_) => PriorityDecision::Pass,
             Outcome::Borrowed { wait, .. } => PriorityDecision::Wait(wait),
             Outcome::Refused => PriorityDecision::Block,
@@ -759,9 +757,10 @@ impl<const N: usize> Gate<N> {
         }
     }
 
-    /// The decision, and where it booked.
+    /// The decision, and where it booked (if the caller wants an
+    /// [`Outcome`]; a [`Decision`] says only whether it passed).
     #[inline(always)]
-    pub(crate) fn book(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
+    pub(crate) fn book<R: Answer>(&self, now: u64, n: u64, prioritized: bool) -> R {
         // The common case inline: a 64-bit word and `1 <= n < 2^63` (a
         // word refuses `n > limit` itself).
         // On 64-bit targets, shapes with up to one future window (the
@@ -781,7 +780,7 @@ impl<const N: usize> Gate<N> {
             }
             #[cfg(not(target_pointer_width = "64"))]
             Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) if sized => {
-                w.acquire::<N>(l, l.window.div(now), now, n, prioritized)
+                w.acquire::<N, R>(l, l.window.div(now), now, n, prioritized)
             }
             _ => self.book_otherwise(now, n, prioritized),
         }
@@ -793,44 +792,45 @@ impl<const N: usize> Gate<N> {
     /// after which the hint moves to a window the word booked into.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
-    fn book_word<G: Geometry>(
+    fn book_word<G: Geometry, R: Answer>(
         &self,
         w: &WordGate<AtomicU64>,
         g: G,
         now: u64,
         n: u64,
         prioritized: bool,
-    ) -> Outcome {
+    ) -> R {
         #[cfg(not(leaparray_loom))]
         {
             let d = g.window().get();
             let h = self.hint.load(Relaxed);
             if now.wrapping_sub(h.wrapping_mul(d)) < d {
-                return w.acquire::<N>(g, h, now, n, prioritized);
+                return w.acquire::<N, R>(g, h, now, n, prioritized);
             }
-            self.book_new_window(w, g, now, n, prioritized)
+            self.book_new_window(now, n, w, g, prioritized)
         }
         // The models check the word: the hint, a memo of an exact
         // arithmetic fact, would only multiply their schedules.
         #[cfg(leaparray_loom)]
-        w.acquire::<N>(g, g.window().div(now), now, n, prioritized)
+        w.acquire::<N, R>(g, g.window().div(now), now, n, prioritized)
     }
 
-    /// `book_word` when `now` is not in the hinted window.
+    /// `book_word` when `now` is not in the hinted window (`now` and `n`
+    /// first, where `try_acquire`'s caller passes them: no moves).
     #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     #[cold]
     #[inline(never)]
-    fn book_new_window<G: Geometry>(
+    fn book_new_window<G: Geometry, R: Answer>(
         &self,
-        w: &WordGate<AtomicU64>,
-        g: G,
         now: u64,
         n: u64,
+        w: &WordGate<AtomicU64>,
+        g: G,
         prioritized: bool,
-    ) -> Outcome {
+    ) -> R {
         let d = g.window();
         let c = d.div(now);
-        let outcome = w.acquire::<N>(g, c, now, n, prioritized);
+        let outcome: Outcome = w.acquire::<N, Outcome>(g, c, now, n, prioritized);
         // Only a window that ends by `u64::MAX` (see `hint`); only when the
         // word booked into the caller's window (a late caller's window
         // would send the callers after it to this path).
@@ -841,13 +841,20 @@ impl<const N: usize> Gate<N> {
         if whole && outcome == Outcome::Booked(c) {
             self.hint.store(c, Relaxed);
         }
-        outcome
+        R::of(outcome)
     }
 
     /// `book` for the other shapes and sizes.
     #[cold]
     #[inline(never)]
-    fn book_otherwise(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
+    fn book_otherwise<R: Answer>(&self, now: u64, n: u64, prioritized: bool) -> R {
+        R::of(self.book_other(now, n, prioritized))
+    }
+
+    /// `book_otherwise`'s decision (one copy whatever the caller wants
+    /// back).
+    #[inline(never)]
+    fn book_other(&self, now: u64, n: u64, prioritized: bool) -> Outcome {
         let l = &self.layout;
         if n == 0 {
             return Outcome::Booked(l.window.div(now));
@@ -859,19 +866,23 @@ impl<const N: usize> Gate<N> {
             return Outcome::Refused;
         }
         match self.state() {
-            State::Word64(w) => w.acquire::<N>(l, l.window.div(now), now, n, prioritized),
+            State::Word64(w) => w.acquire::<N, Outcome>(l, l.window.div(now), now, n, prioritized),
             // Constant shifts for the common shapes, as in `book`.
             #[cfg(target_pointer_width = "64")]
             State::Word128(w) => {
                 let c = l.window.div(now);
                 match l.future {
-                    0 => w.acquire::<N>(Fixed::<u128, N, 0>::new(l), c, now, n, prioritized),
-                    1 => w.acquire::<N>(Fixed::<u128, N, 1>::new(l), c, now, n, prioritized),
-                    _ => w.acquire::<N>(l, c, now, n, prioritized),
+                    0 => {
+                        w.acquire::<N, Outcome>(Fixed::<u128, N, 0>::new(l), c, now, n, prioritized)
+                    }
+                    1 => {
+                        w.acquire::<N, Outcome>(Fixed::<u128, N, 1>::new(l), c, now, n, prioritized)
+                    }
+                    _ => w.acquire::<N, Outcome>(l, c, now, n, prioritized),
                 }
             }
             #[cfg(not(target_pointer_width = "64"))]
-            State::Word128(w) => w.acquire::<N>(l, l.window.div(now), now, n, prioritized),
+            State::Word128(w) => w.acquire::<N, Outcome>(l, l.window.div(now), now, n, prioritized),
             State::Buckets(b) => {
                 if let Some(id) = b.admit(l.limit, now, n) {
                     return Outcome::Booked(id);

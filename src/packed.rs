@@ -496,6 +496,57 @@ pub(crate) enum Outcome {
     Refused,
 }
 
+/// What a caller wants back from a decision: the whole [`Outcome`], or
+/// (`try_acquire`) only whether it passed, a [`Decision`]. A decision
+/// returns it from every path, so that its out-of-line paths are tail
+/// calls that return the caller's type as it is, and the inline path
+/// saves no registers and converts nothing.
+///
+/// [`Decision`]: crate::Decision
+pub(crate) trait Answer: Copy {
+    /// Booked `n` into window `c`.
+    fn booked(c: u64) -> Self;
+    /// Refused.
+    fn refused() -> Self;
+    /// Whatever the decision concluded.
+    fn of(o: Outcome) -> Self;
+}
+
+impl Answer for Outcome {
+    #[inline(always)]
+    fn booked(c: u64) -> Self {
+        Outcome::Booked(c)
+    }
+    #[inline(always)]
+    fn refused() -> Self {
+        Outcome::Refused
+    }
+    #[inline(always)]
+    fn of(o: Outcome) -> Self {
+        o
+    }
+}
+
+/// A non-prioritized decision: only a booking passes (such a decision
+/// never borrows).
+impl Answer for crate::Decision {
+    #[inline(always)]
+    fn booked(_: u64) -> Self {
+        crate::Decision::Pass
+    }
+    #[inline(always)]
+    fn refused() -> Self {
+        crate::Decision::Block
+    }
+    #[inline(always)]
+    fn of(o: Outcome) -> Self {
+        match o {
+            Outcome::Booked(_) => crate::Decision::Pass,
+            Outcome::Borrowed { .. } | Outcome::Refused => crate::Decision::Block,
+        }
+    }
+}
+
 impl<A: WordCell> WordGate<A> {
     /// An empty gate.
     pub(crate) const fn new(word: A) -> Self {
@@ -517,25 +568,25 @@ impl<A: WordCell> WordGate<A> {
     ///
     /// [`acquire_from`]: Self::acquire_from
     #[inline(always)]
-    pub(crate) fn acquire<const N: usize>(
+    pub(crate) fn acquire<const N: usize, R: Answer>(
         &self,
         l: impl Geometry,
         c: u64,
         now: u64,
         n: u64,
         prioritized: bool,
-    ) -> Outcome {
+    ) -> R {
         debug_assert!(n >= 1 && (n <= l.limit() || (A::Word::BITS == 64 && n < 1 << 63)));
         let cur = self.word.load(Acquire);
         match decide_fast(l, cur, c, n) {
-            Fast::Full if !prioritized => return Outcome::Refused,
+            Fast::Full if !prioritized => return R::refused(),
             // ORDERING: as in `acquire_from`.
             Fast::Book(new) if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() => {
-                return Outcome::Booked(c);
+                return R::booked(c);
             }
             _ => {}
         }
-        self.acquire_from::<N>(l, now, n, prioritized, cur)
+        self.acquire_from::<N, R>(now, n, l, cur, prioritized)
     }
 
     /// [`acquire`](Self::acquire) for every case, starting from a word
@@ -543,13 +594,29 @@ impl<A: WordCell> WordGate<A> {
     /// loop goes on with the word it returned).
     #[cold]
     #[inline(never)]
-    fn acquire_from<const N: usize>(
+    ///
+    /// `now` and `n` come first, where the caller's own caller passes them
+    /// (`Gate::try_acquire`), so that the call needs no moves.
+    fn acquire_from<const N: usize, R: Answer>(
         &self,
-        l: impl Geometry,
         now: u64,
         n: u64,
+        l: impl Geometry,
+        cur: A::Word,
         prioritized: bool,
+    ) -> R {
+        R::of(self.decide_from::<N>(now, n, l, cur, prioritized))
+    }
+
+    /// `acquire_from`'s decision (one copy whatever the caller wants back).
+    #[inline(never)]
+    fn decide_from<const N: usize>(
+        &self,
+        now: u64,
+        n: u64,
+        l: impl Geometry,
         mut cur: A::Word,
+        prioritized: bool,
     ) -> Outcome {
         // Divided again rather than passed: six arguments leave the call
         // from `acquire` a jump.
@@ -706,8 +773,10 @@ pub(crate) enum Fast<B> {
 ///   of it).
 #[inline(always)]
 pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fast<B> {
-    let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
-    if d == 0 {
+    // `c` is the newest window mod 2^T: the low `T` bits of `c` and `w`
+    // agree (`T >= 32`, so the shift is below 64; one instruction fewer
+    // than masking the difference).
+    if (c ^ w.low_u64()) << (64 - l.id_bits()) == 0 {
         // The newest window is the caller's (or the word is unused and
         // `c` is 0 modulo 2^T: its total reads 0, and it is not plain).
         if !fits_total(l, w, n) {
@@ -717,15 +786,18 @@ pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fa
         } else {
             Fast::Other
         }
-    } else if d >= u64::from(l.slots()) && d <= l.id_mask() >> 1 {
-        if n <= l.limit() {
-            let empty = B::from_u64(c & l.id_mask()) | used::<B>();
-            Fast::Book(empty + booking::<_, B>(l, l.future(), n))
-        } else {
-            Fast::Full
-        }
     } else {
-        Fast::Other
+        let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
+        if d >= u64::from(l.slots()) && d <= l.id_mask() >> 1 {
+            if n <= l.limit() {
+                let empty = B::from_u64(c & l.id_mask()) | used::<B>();
+                Fast::Book(empty + booking::<_, B>(l, l.future(), n))
+            } else {
+                Fast::Full
+            }
+        } else {
+            Fast::Other
+        }
     }
 }
 
