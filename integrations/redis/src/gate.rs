@@ -463,7 +463,8 @@ impl<const N: usize> Inner<N> {
     /// fault policy decides; unbooked (Redis could not write, e.g. `OOM`):
     /// the fault policy decides, the connection is kept; any other error
     /// (a script or decode error, for one request) drops only this
-    /// connection and is refused.
+    /// connection and is refused (if it was the last, the keeper makes a
+    /// checked one at its next heartbeat).
     fn failed(&self, e: &redis::RedisError, n: u64, con: Connection) -> Decision {
         match fault::classify(e) {
             Failure::Offline => {
@@ -865,11 +866,17 @@ impl<const N: usize> Inner<N> {
             self.return_ended_lease();
             if self.up.load(Relaxed) {
                 pause = self.cfg.heartbeat;
-                let Some(mut con) = lock(&self.pool).pop() else {
-                    continue;
+                // The pool can be empty while up: a request error drops
+                // only its connection (`failed`). Then the keeper makes a
+                // checked one (`fresh` beats), so an idle process keeps
+                // its heartbeat and its write-back after a restart.
+                let pooled = lock(&self.pool).pop();
+                let beaten = match pooled {
+                    Some(mut con) => self.beat(&mut con, false).map(|()| con),
+                    None => self.fresh(),
                 };
-                match self.beat(&mut con, false) {
-                    Ok(()) => self.put(con),
+                match beaten {
+                    Ok(con) => self.put(con),
                     Err(_) => self.broken(),
                 }
             } else {

@@ -101,6 +101,7 @@ fn idle_process_across_a_restart(request_error: bool) -> (u64, BTreeMap<u64, u64
 }
 
 #[test]
+#[ignore = "superseded by its regression test in tests/restart_regressions.rs (this file goes once all six are fixed)"]
 fn review_idle_process_after_a_request_error_writes_nothing_back_after_a_restart() {
     let _g = serial();
     let (full, ledger, beats) = idle_process_across_a_restart(true);
@@ -129,6 +130,7 @@ fn control_idle_process_without_a_request_error_writes_back() {
 // ---------------------------------------------------------------------------
 
 #[test]
+#[ignore = "superseded by its regression test in tests/restart_regressions.rs (this file goes once all six are fixed)"]
 fn review_an_acl_user_without_dangerous_gets_an_error_or_a_working_gate() {
     let _g = serial();
     let server = Server::start_with(&[
@@ -184,6 +186,7 @@ fn review_an_acl_user_without_dangerous_gets_an_error_or_a_working_gate() {
 // ---------------------------------------------------------------------------
 
 #[test]
+#[ignore = "superseded by its regression test in tests/restart_regressions.rs (this file goes once all six are fixed)"]
 fn review_a_caller_far_from_redis_time_does_not_erase_the_fleets_bookings() {
     let _g = serial();
     let server = Server::start();
@@ -282,6 +285,7 @@ fn late_live_caller_ahead(p1_heartbeat: Duration) -> (u64, u64, u64) {
 }
 
 #[test]
+#[ignore = "superseded by its regression test in tests/restart_regressions.rs (this file goes once all six are fixed)"]
 fn review_the_fence_waits_for_a_live_process_whose_heartbeat_open_accepted() {
     let _g = serial();
     let (full, w1, w2) = late_live_caller_ahead(Duration::from_millis(800));
@@ -314,6 +318,7 @@ fn control_a_live_process_with_a_short_heartbeat_writes_back_in_time() {
 // ---------------------------------------------------------------------------
 
 #[test]
+#[ignore = "superseded by its regression test in tests/restart_regressions.rs (this file goes once all six are fixed)"]
 fn review_a_clock_step_back_gives_no_fresh_room() {
     let _g = serial();
     let server = Server::start();
@@ -349,6 +354,7 @@ fn review_a_clock_step_back_gives_no_fresh_room() {
 // ---------------------------------------------------------------------------
 
 #[test]
+#[ignore = "superseded by its regression test in tests/restart_regressions.rs (this file goes once all six are fixed)"]
 fn review_a_window_named_ahead_outlives_the_hash_ttl() {
     let _g = serial();
     let server = Server::start();
