@@ -193,7 +193,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<const N: usize> RedisGate<N> {
     /// Checks the configuration and starts the keeper thread, which
     /// connects (Redis need not be up yet: until it is, the fault policy
-    /// decides).
+    /// decides). If it reaches Redis, a Redis user without a command the
+    /// limit needs is [`Error::Permission`] (the README's "Redis user"
+    /// lists them; one that connects later stays offline, with a
+    /// `log::error!`), an evicting `maxmemory-policy` [`Error::Evicting`].
     ///
     /// ```
     /// use std::time::Duration;
@@ -257,12 +260,16 @@ impl<const N: usize> RedisGate<N> {
             keeper_round_trips: AtomicU64::new(0),
         });
         // A first connection now (bounded by the timeout), so that an
-        // evicting maxmemory-policy is an error of `open`; if Redis cannot
-        // be reached, the keeper connects later (and checks the policy).
+        // evicting maxmemory-policy or a missing permission is an error of
+        // `open`; if Redis cannot be reached, the keeper connects later
+        // (and checks both).
         match inner.fresh() {
             Ok(con) => {
                 inner.put(con);
                 inner.up.store(true, Relaxed);
+            }
+            Err(e) if e.code() == Some("NOPERM") => {
+                return Err(Error::Permission(e.detail().unwrap_or("").to_owned()));
             }
             Err(_) => {
                 if let Some(policy) = lock(&inner.evicting).clone() {
@@ -852,6 +859,8 @@ impl<const N: usize> Inner<N> {
         let first = Duration::from_millis(10).min(self.cfg.max_backoff);
         let mut backoff = first;
         let mut pause = Duration::ZERO;
+        // A missing permission is logged once until a connection works.
+        let mut said = false;
         loop {
             {
                 let stop = lock(&self.stop);
@@ -884,10 +893,15 @@ impl<const N: usize> Inner<N> {
                     Ok(con) => {
                         self.put(con);
                         self.up.store(true, Relaxed);
+                        said = false;
                         backoff = first;
                         pause = self.cfg.heartbeat;
                     }
-                    Err(_) => {
+                    Err(e) => {
+                        if !said && e.code() == Some("NOPERM") {
+                            said = true;
+                            log::error!("leaparray-redis {}: the Redis user lacks a permission the limit needs ({e}): the process stays offline (the fault policy decides); grant the ACL of the README (\"Redis user\")", self.cfg.name);
+                        }
                         pause = backoff;
                         backoff = (backoff * 2).min(self.cfg.max_backoff);
                     }

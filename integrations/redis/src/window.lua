@@ -17,11 +17,22 @@ local now
 local function fmt(x) return string.format('%.0f', x) end
 local ttl = math.ceil((nw + 1) * window / 1000)
 
+-- INFO is in the ACL category @dangerous, which hardened users lack: the
+-- script then fails with NOPERM naming it (`open` returns
+-- Error::Permission), not with a generic script error.
+local function info(section)
+  local r = redis.pcall('INFO', section)
+  if type(r) == 'table' and r.err then
+    error({err = 'NOPERM leaparray-redis needs INFO (ACL +info): ' .. r.err})
+  end
+  return r
+end
+
 -- This redis-server process's run_id: new at every start (and different
 -- on a promoted replica). Read only when an epoch is made or a fresh
--- connection checks (never by a booking).
+-- connection checks (never by a booking in a live epoch).
 local function run_id()
-  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+  return string.match(info('server'), 'run_id:(%x+)') or ''
 end
 
 -- A new epoch; fresh bookings wait (the fence) for every process's write-back.
@@ -93,7 +104,7 @@ elseif op == 'check' then
   if ARGV[6] == '1' then
     local run = run_id()
     if redis.call('GET', KEYS[5]) ~= run then epoch = new_epoch(run) end
-    policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w%-]+)') or ''
+    policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
   end
   now = clock(nil)
   if epoch ~= known then return {2, fmt(now), epoch, 0, 0, 0, policy} end

@@ -7,7 +7,7 @@
 
 mod common;
 use common::{serial, Server};
-use leaparray_redis::{Config, Decision, RedisGate};
+use leaparray_redis::{Config, Decision, Error, RedisGate};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,15 @@ fn connected<const W: usize>(g: &RedisGate<W>) {
         assert!(t.elapsed() < Duration::from_secs(10), "never connected");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
+/// with a short grace, so a test waits little for the fence.
+fn quick(mut c: Config) -> Config {
+    c.heartbeat = Duration::from_millis(10);
+    c.max_backoff = Duration::from_millis(10);
+    c.timeout(Duration::from_millis(50))
+        .restart_grace(Duration::from_millis(70))
 }
 
 /// Highest load of an interval of `n` windows in `ledger`.
@@ -31,6 +40,20 @@ fn fullest(ledger: &BTreeMap<u64, u64>, n: u64) -> u64 {
         }
     }
     best
+}
+
+/// `try_acquire(n)` until admitted or `give_up` passes: the window booked.
+fn first_admission<const W: usize>(g: &RedisGate<W>, n: u64, give_up: Duration) -> Option<u64> {
+    let t = Instant::now();
+    loop {
+        if let Some(w) = g.try_acquire(n).window() {
+            return Some(w);
+        }
+        if t.elapsed() > give_up {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// A request error (here `NOPERM`, from an ACL change: the decision is
@@ -88,4 +111,91 @@ fn an_idle_process_keeps_its_heartbeat_after_a_request_error_dropped_its_connect
         full <= limit,
         "fullest interval {full} of {limit}: {ledger:?}"
     );
+}
+
+/// The ACL the README documents for a limit's user.
+const DOCUMENTED_ACL: &str =
+    "+evalsha +script|load +time +info +get +set +exists +hmget +hget +hset +hincrby +hlen +hkeys +hdel +pexpire +sadd";
+
+/// A user without `INFO` (the common `+@all -@dangerous` profile: `INFO`
+/// is `@dangerous`) cannot make the new-connection check: `open` returns
+/// `Error::Permission` naming `INFO`, not a gate that never connects.
+#[test]
+fn open_names_info_for_a_user_that_cannot_run_it() {
+    let _g = serial();
+    let server = Server::start_with(&[
+        "--user",
+        "app",
+        "on",
+        ">pw",
+        "~*",
+        "&*",
+        "+@all",
+        "-@dangerous",
+    ]);
+    let url = format!("redis://app:pw@127.0.0.1:{}/", server.port);
+    // Premise: the same user can run a script that books; only INFO is denied.
+    let mut app = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let booked: i64 = redis::cmd("EVAL")
+        .arg("redis.call('TIME'); return redis.call('HINCRBY', KEYS[1], 'w', 1)")
+        .arg(1)
+        .arg("{probe}")
+        .query(&mut app)
+        .unwrap();
+    assert_eq!(booked, 1);
+    match RedisGate::<4>::open(Config::new(url, "acl", Duration::from_millis(500), 10)) {
+        Err(Error::Permission(what)) => {
+            println!("open: {}", Error::Permission(what.clone()));
+            assert!(what.contains("INFO"), "the error names INFO: {what}");
+        }
+        Err(e) => panic!("another error: {e}"),
+        Ok(gate) => panic!(
+            "open returned Ok for a user that cannot run INFO (connected: {})",
+            gate.is_connected()
+        ),
+    }
+}
+
+/// The README's ACL (the commands the script and `redis::Script` run, on
+/// the limit's keys only) is enough for every path: `open`, exact and lease
+/// bookings, a lease given back, pruning (more than 4N fields), a
+/// `FLUSHALL` (a new epoch, `INFO` inside a booking, a write-back): each is
+/// admitted and Redis's `ACL LOG` holds no denial. The README states that
+/// ACL.
+#[test]
+fn the_documented_acl_is_enough_to_open_book_and_restart() {
+    assert!(
+        include_str!("../README.md").contains(DOCUMENTED_ACL),
+        "the README states the ACL this test grants"
+    );
+    let _g = serial();
+    let mut args = vec!["--user", "lim", "on", ">pw", "resetkeys", "~{acl}*"];
+    args.extend(DOCUMENTED_ACL.split(' '));
+    let server = Server::start_with(&args);
+    let url = format!("redis://lim:pw@127.0.0.1:{}/", server.port);
+    let c = quick(Config::new(url, "acl", Duration::from_millis(100), 100));
+    let exact = RedisGate::<4>::open(c.clone()).expect("the documented ACL opens");
+    let leased = RedisGate::<4>::open(c.lease(10)).unwrap();
+    connected(&exact);
+    connected(&leased);
+    assert!(first_admission(&exact, 1, Duration::from_secs(2)).is_some());
+    assert!(first_admission(&leased, 1, Duration::from_secs(2)).is_some());
+    // Caller times 1..=17 s: more than 4N fields, the last booking prunes.
+    for k in 1..=17u64 {
+        assert!(exact.try_acquire_at(k * 1_000_000, 1).is_admitted());
+    }
+    // The lease's window ends: the keeper gives its 9 unused permits back.
+    std::thread::sleep(Duration::from_millis(250));
+    let mut admin = server.con();
+    let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
+    assert!(
+        first_admission(&exact, 1, Duration::from_secs(2)).is_some(),
+        "admitted again after a new epoch"
+    );
+    let denied: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    assert!(denied.is_empty(), "ACL denials: {denied:?}");
+    assert!(exact.is_connected() && leased.is_connected());
 }
