@@ -87,9 +87,17 @@ if op == 'book' then
   redis.call('HINCRBY', KEYS[1], fmt(cur), take)
   redis.call('PEXPIRE', KEYS[1], ttl)
   if redis.call('HLEN', KEYS[1]) > 4 * nw then
+    -- Deletes only fields more than 2N windows from both this call's
+    -- window and Redis's (TIME): a caller far from Redis's time (any time
+    -- up to MAX_CALLER_TIME_US is accepted) never deletes the windows of
+    -- Redis-clock callers, nor they its. What stays needed is argued in
+    -- src/restart.rs ("How long a window matters"); at most 2 (4N + 1)
+    -- fields stay.
+    local rcur = math.floor(clock(nil) / window)
+    local function far(id, c) return id < c - 2 * nw or id > c + 2 * nw end
     for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
       local id = tonumber(f)
-      if id < cur - 2 * nw or id > cur + 2 * nw then redis.call('HDEL', KEYS[1], f) end
+      if far(id, cur) and far(id, rcur) then redis.call('HDEL', KEYS[1], f) end
     end
   end
   return {0, fmt(now), epoch, fmt(cur), take, room - take}

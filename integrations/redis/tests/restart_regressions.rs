@@ -19,6 +19,18 @@ fn connected<const W: usize>(g: &RedisGate<W>) {
     }
 }
 
+fn redis_now(con: &mut redis::Connection) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(con).unwrap();
+    s * 1_000_000 + us
+}
+
+fn hgetall(con: &mut redis::Connection, name: &str) -> BTreeMap<u64, i64> {
+    redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(con)
+        .unwrap()
+}
+
 /// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
 /// with a short grace, so a test waits little for the fence.
 fn quick(mut c: Config) -> Config {
@@ -198,4 +210,63 @@ fn the_documented_acl_is_enough_to_open_book_and_restart() {
     let denied: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
     assert!(denied.is_empty(), "ACL denials: {denied:?}");
     assert!(exact.is_connected() && leased.is_connected());
+}
+
+/// A caller whose time is far from Redis's (here 1970) books many windows;
+/// the hash is pruned (its old fields deleted) but the fields of Redis's
+/// current windows stay: the fleet's `try_acquire` callers keep their
+/// counts, no interval over the limit.
+#[test]
+fn a_caller_far_from_redis_time_does_not_prune_the_fleets_current_windows() {
+    let _g = serial();
+    let server = Server::start();
+    let (name, limit) = ("prune", 10u64);
+    let c = quick(Config::new(
+        server.url(),
+        name,
+        Duration::from_secs(1),
+        limit,
+    ));
+    let a = RedisGate::<4>::open(c.clone()).unwrap();
+    let b = RedisGate::<4>::open(c).unwrap();
+    connected(&a);
+    connected(&b);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut admin = server.con();
+    // Stay inside one window of Redis time.
+    while redis_now(&mut admin) % 1_000_000 > 300_000 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut ledger = BTreeMap::new();
+    let w = a
+        .try_acquire(limit)
+        .window()
+        .expect("A takes the whole limit");
+    *ledger.entry(w).or_insert(0u64) += limit;
+    assert_eq!(a.try_acquire(1), Decision::Refused, "the limit is used up");
+    // B: 16 bookings at caller times in 1970 (windows 1..=16): more than
+    // 4N fields, so the last booking prunes.
+    for k in 1..=16u64 {
+        assert!(b.try_acquire_at(k * 1_000_000, 1).is_admitted());
+    }
+    let left = hgetall(&mut admin, name);
+    let again = a.try_acquire(limit);
+    if let Some(w2) = again.window() {
+        *ledger.entry(w2).or_insert(0u64) += limit;
+    }
+    let full = fullest(&ledger, 4);
+    println!("Redis window {w}: hash after B's bookings {left:?}; A again: {again:?}; fullest interval {full} of {limit}");
+    assert!(
+        !left.contains_key(&1),
+        "pruning still deletes fields far from both the caller's window and Redis's: {left:?}"
+    );
+    assert_eq!(
+        left.get(&w),
+        Some(&10),
+        "Redis's current window kept: {left:?}"
+    );
+    assert!(
+        full <= limit,
+        "fullest interval {full} of {limit}: {left:?}"
+    );
 }
