@@ -215,8 +215,7 @@ impl<const N: usize> RedisGate<N> {
     fn build(cfg: Config) -> Result<Self, Error> {
         let client = redis::Client::open(cfg.url.as_str())?;
         let window_us = micros(cfg.window);
-        let interval = cfg.window.saturating_mul(N as u32);
-        let grace = micros(cfg.restart_grace.min(interval));
+        let grace = micros(cfg.fence(N));
         let fallback = match cfg.on_fault {
             FaultPolicy::Local { share } => Some(Gate::new(
                 NonZeroU64::new(window_us).unwrap_or(NonZeroU64::MIN),
@@ -311,9 +310,9 @@ impl<const N: usize> RedisGate<N> {
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
     /// the windows the callers name, as long as every two callers' clocks
-    /// differ by less than `N - 1` windows (the hash expires `N + 1`
-    /// windows of Redis time after its last booking; see the README's
-    /// "The clock"). A time above [`crate::MAX_CALLER_TIME_US`] is
+    /// differ by less than `N - 1` windows (the hash expires `2N` windows
+    /// of Redis time after its latest booking; see the README's "The
+    /// clock" and the module `restart`). A time above [`crate::MAX_CALLER_TIME_US`] is
     /// [`Decision::Refused`] without a call to Redis. Its ledger of bookings
     /// (written back after a Redis restart) keeps every window booked in the
     /// last `2N` windows of this process's monotonic time, whichever clock

@@ -15,7 +15,11 @@ local op, known = ARGV[1], ARGV[2]
 local window, nw = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now
 local function fmt(x) return string.format('%.0f', x) end
-local ttl = math.ceil((nw + 1) * window / 1000)
+-- The hash (and the restores' set) lives 2N windows of Redis time after its
+-- latest write: a window matters for less than 2N - 1 windows after its
+-- latest booking, whichever caller's clock (within the skew bound) named
+-- it; argued in src/restart.rs ("How long a window matters").
+local ttl = math.ceil(2 * nw * window / 1000)
 
 -- INFO is in the ACL category @dangerous, which hardened users lack: the
 -- script then fails with NOPERM naming it (`open` returns

@@ -270,3 +270,140 @@ fn a_caller_far_from_redis_time_does_not_prune_the_fleets_current_windows() {
         "fullest interval {full} of {limit}: {left:?}"
     );
 }
+
+/// A live process whose clock runs 2.5 windows ahead of Redis (within the
+/// skew bound) books the limit right after its heartbeat (800 ms, longer
+/// than the interval of 400 ms; `open` accepts it with a grace of 1 s);
+/// Redis loses everything (`FLUSHALL`). A second process asking for the
+/// limit is admitted only in a window no interval shares with the first's:
+/// the fence outlasts what `open` accepted.
+#[test]
+fn the_fence_outlasts_a_live_process_whose_heartbeat_open_accepted() {
+    let _g = serial();
+    let server = Server::start();
+    let (name, limit) = ("clamp", 10u64);
+    let mut c = Config::new(server.url(), name, Duration::from_millis(100), limit);
+    c.heartbeat = Duration::from_millis(800);
+    c.max_backoff = Duration::from_millis(100);
+    let c = c
+        .timeout(Duration::from_millis(50))
+        .restart_grace(Duration::from_millis(1_000)); // >= 800 + 100 + 50
+    let p1 = RedisGate::<4>::open(c.clone()).expect("open accepts the configuration");
+    let p2 = RedisGate::<4>::open(c).unwrap();
+    connected(&p1);
+    connected(&p2);
+    std::thread::sleep(Duration::from_millis(1_100)); // past the first fence
+    let mut admin = server.con();
+    // Right after P1's heartbeat, so its next one is 800 ms away.
+    let beats = p1.stats().keeper_round_trips;
+    while p1.stats().keeper_round_trips == beats {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let now = redis_now(&mut admin);
+    let w1 = p1
+        .try_acquire_at(now + 250_000, limit)
+        .window()
+        .expect("P1 books the whole limit");
+    let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
+    let w2 = first_admission(&p2, limit, Duration::from_secs(3)).expect("P2 books in the end");
+    let mut ledger = BTreeMap::new();
+    *ledger.entry(w1).or_insert(0u64) += limit;
+    *ledger.entry(w2).or_insert(0u64) += limit;
+    let full = fullest(&ledger, 4);
+    println!("P1 (2.5 windows ahead) booked 10 in {w1}, P2 10 in {w2}: fullest interval {full} of {limit}");
+    assert!(
+        full <= limit,
+        "fullest interval {full} of {limit}: P1 {w1}, P2 {w2}"
+    );
+}
+
+/// A process whose clock runs 2.5 windows ahead of Redis books the limit
+/// and dies; Redis loses everything. With `restart_grace` at its cap
+/// (2N - 1 windows), a second process is admitted only after every
+/// interval holding the dead process's window: the restart is exact for
+/// it too (README: "Redis restarted").
+#[test]
+fn a_grace_at_its_cap_covers_a_dead_process_booking_named_ahead() {
+    let _g = serial();
+    let server = Server::start();
+    let (name, limit) = ("dead", 10u64);
+    let c = quick(Config::new(
+        server.url(),
+        name,
+        Duration::from_millis(100),
+        limit,
+    ))
+    .restart_grace(Duration::from_secs(10)); // capped at 700 ms
+    let p1 = RedisGate::<4>::open(c.clone()).unwrap();
+    let p2 = RedisGate::<4>::open(c).unwrap();
+    connected(&p1);
+    connected(&p2);
+    std::thread::sleep(Duration::from_millis(800)); // past the first fence
+    let mut admin = server.con();
+    let now = redis_now(&mut admin);
+    let w1 = p1
+        .try_acquire_at(now + 250_000, limit)
+        .window()
+        .expect("P1 books the whole limit");
+    drop(p1);
+    let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
+    let w2 = first_admission(&p2, limit, Duration::from_secs(3)).expect("P2 books in the end");
+    let mut ledger = BTreeMap::new();
+    *ledger.entry(w1).or_insert(0u64) += limit;
+    *ledger.entry(w2).or_insert(0u64) += limit;
+    let full = fullest(&ledger, 4);
+    println!("dead P1 booked 10 in {w1} (Redis window {}), P2 10 in {w2}: fullest interval {full} of {limit}", now / 100_000);
+    assert!(
+        full <= limit,
+        "fullest interval {full} of {limit}: P1 {w1}, P2 {w2}"
+    );
+}
+
+/// The counters hash outlives every window a caller within the skew bound
+/// names: a caller 2.2 windows ahead of Redis books the limit early in
+/// Redis window `c` (into `c + 2`); a Redis-clock caller asking for the
+/// limit is admitted only in a window no interval shares with `c + 2`
+/// (before the fix the hash expired N + 1 windows after the booking and it
+/// was admitted in `c + 5`).
+#[test]
+fn a_window_named_ahead_outlives_the_counters_hash() {
+    let _g = serial();
+    let server = Server::start();
+    let (name, limit) = ("ttl", 10u64);
+    let c = quick(Config::new(
+        server.url(),
+        name,
+        Duration::from_millis(100),
+        limit,
+    ));
+    let ahead = RedisGate::<4>::open(c.clone()).unwrap();
+    let fleet = RedisGate::<4>::open(c).unwrap();
+    connected(&ahead);
+    connected(&fleet);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut admin = server.con();
+    // Early in a Redis window c.
+    let now = loop {
+        let now = redis_now(&mut admin);
+        if now % 100_000 < 20_000 {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // 2.2 windows (220 ms) ahead: less than N - 1 = 3.
+    let w1 = ahead
+        .try_acquire_at(now + 220_000, limit)
+        .window()
+        .expect("the caller ahead books the whole limit");
+    let t = Instant::now();
+    let w2 = first_admission(&fleet, limit, Duration::from_secs(2)).expect("admitted in the end");
+    let mut ledger = BTreeMap::new();
+    *ledger.entry(w1).or_insert(0u64) += limit;
+    *ledger.entry(w2).or_insert(0u64) += limit;
+    let full = fullest(&ledger, 4);
+    println!("Redis window {}, the caller ahead booked 10 in {w1}; a Redis-clock caller booked 10 in {w2} after {:?}: fullest interval {full} of {limit}", now / 100_000, t.elapsed());
+    assert!(
+        full <= limit,
+        "fullest interval {full} of {limit}: {w1} forgotten"
+    );
+}

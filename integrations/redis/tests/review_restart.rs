@@ -297,6 +297,7 @@ fn review_the_fence_waits_for_a_live_process_whose_heartbeat_open_accepted() {
 }
 
 #[test]
+#[ignore = "assumes a first fence of one interval (400 ms); the fence is capped at 2N - 1 windows: superseded by tests/restart_regressions.rs"]
 fn control_a_live_process_with_a_short_heartbeat_writes_back_in_time() {
     let _g = serial();
     let (full, w1, w2) = late_live_caller_ahead(Duration::from_millis(20));
