@@ -67,6 +67,10 @@
 //!   booking's window and Redis's: the bookings of callers within the
 //!   bound of either are within `2N - 2` windows of it.
 //!
+//! A clock step is outside the bound: a step back of `k < N` windows
+//! lands in an interval that holds the latest window booked (no fresh
+//! room); a step of `N` windows or more can give the limit again.
+//!
 //! # The race it prevents
 //!
 //! Interval of 4 windows, limit 100; Redis restarts in window 10.

@@ -359,6 +359,33 @@ fn a_grace_at_its_cap_covers_a_dead_process_booking_named_ahead() {
     );
 }
 
+/// The README's bound for a clock step back (the script reads Redis's
+/// `TIME` and a caller's time through one function, so a caller's time
+/// stepping back stands for Redis's): after the limit is booked in window
+/// `t`, a step back of 1 to `N - 1` windows gives no fresh room; a step of
+/// `N` windows gives the limit again (the bound is tight).
+#[test]
+fn a_clock_step_back_of_fewer_than_n_windows_gives_no_fresh_room() {
+    let _g = serial();
+    let server = Server::start();
+    let gate = RedisGate::<4>::open(quick(Config::new(
+        server.url(),
+        "step",
+        Duration::from_millis(100),
+        10,
+    )))
+    .unwrap();
+    connected(&gate);
+    std::thread::sleep(Duration::from_millis(100));
+    let t = redis_now(&mut server.con());
+    assert!(gate.try_acquire_at(t, 10).is_admitted());
+    let steps: Vec<(u64, bool)> = (1..=4u64)
+        .map(|k| (k, gate.try_acquire_at(t - k * 100_000, 10).is_admitted()))
+        .collect();
+    println!("step back of k windows (N = 4) -> the limit admitted again: {steps:?}");
+    assert_eq!(steps, [(1, false), (2, false), (3, false), (4, true)]);
+}
+
 /// The counters hash outlives every window a caller within the skew bound
 /// names: a caller 2.2 windows ahead of Redis books the limit early in
 /// Redis window `c` (into `c + 2`); a Redis-clock caller asking for the
