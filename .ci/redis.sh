@@ -2,7 +2,8 @@
 # leaparray-redis against a real Redis: its tests start their own
 # redis-server processes on free loopback ports (and kill them, a restart
 # included, and the fault tests of tests/faults.rs: RDB and AOF restarts,
-# FLUSHALL, SIGSTOP, maxmemory, an evicting policy, a caller's clock ahead),
+# FLUSHALL, SIGSTOP, maxmemory, an evicting policy, a caller's clock ahead;
+# and tests/restart_regressions.rs: ACL users, request errors, the fence),
 # so this script only makes sure redis-server is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."

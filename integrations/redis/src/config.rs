@@ -132,8 +132,9 @@ pub struct Config {
     pub max_backoff: Duration,
     /// After Redis restarts (a new epoch), fresh bookings are refused this long
     /// so that every live process can write its bookings back first
-    /// (capped at the interval; the interval makes a restart exact even
-    /// for the bookings of processes that died). Must be at least
+    /// (capped at `2N - 1` windows, which make a restart exact even for the
+    /// bookings of processes that died, whichever clock named them; the
+    /// cap is never below `heartbeat + max_backoff + timeout`). Must be at least
     /// `heartbeat + max_backoff + timeout` (else `open` returns
     /// [`crate::Error::Config`]): a fence shorter than that can end before a
     /// live process has written its bookings back. 500 ms.
@@ -247,6 +248,19 @@ impl Config {
         self
     }
 
+    /// The restart fence: `restart_grace`, capped at `2N - 1` windows
+    /// (past them no fresh booking shares an interval with a lost one,
+    /// whichever clock named it: `src/restart.rs`, "How long a window
+    /// matters"), but never below `heartbeat + max_backoff + timeout` (so a
+    /// live process writes back before any fresh booking, however short
+    /// the interval).
+    pub(crate) fn fence(&self, n_windows: usize) -> Duration {
+        let windows = u32::try_from(2 * n_windows.max(1) - 1).unwrap_or(u32::MAX);
+        let cap = self.window.saturating_mul(windows);
+        let round = self.heartbeat + self.max_backoff + self.timeout;
+        self.restart_grace.min(cap.max(round))
+    }
+
     pub(crate) fn check(&self, n_windows: usize) -> Result<(), crate::Error> {
         let bad = |why: &str| Err(crate::Error::Config(why.to_owned()));
         if n_windows == 0 || n_windows > crate::MAX_WINDOWS {
@@ -278,5 +292,29 @@ impl Config {
             return bad("restart_grace must be at least heartbeat + max_backoff + timeout (else the restart fence can end before live processes write their bookings back)");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fence_is_the_grace_capped_at_2n_minus_1_windows_never_below_a_heartbeat_round() {
+        let ms = Duration::from_millis;
+        let c = |window: u64, grace: u64, heartbeat: u64| {
+            let mut c =
+                Config::new("redis://127.0.0.1/", "f", ms(window), 10).restart_grace(ms(grace));
+            c.heartbeat = ms(heartbeat);
+            c
+        };
+        // Below the cap: the grace.
+        assert_eq!(c(100, 500, 50).fence(4), ms(500));
+        // Capped at 2N - 1 = 7 windows.
+        assert_eq!(c(100, 1_000, 50).fence(4), ms(700));
+        assert_eq!(c(100, 1_000, 50).fence(1), ms(200)); // the heartbeat round (50 + 100 + 50)
+                                                         // The cap (7 x 50 ms) is below the heartbeat round (800 + 100 + 50):
+                                                         // the round, which `check` keeps within the grace.
+        assert_eq!(c(50, 1_000, 800).fence(4), ms(950));
     }
 }

@@ -193,7 +193,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<const N: usize> RedisGate<N> {
     /// Checks the configuration and starts the keeper thread, which
     /// connects (Redis need not be up yet: until it is, the fault policy
-    /// decides).
+    /// decides). If it reaches Redis, a Redis user without a command the
+    /// limit needs is [`Error::Permission`] (the README's "Redis user"
+    /// lists them; one that connects later stays offline, with a
+    /// `log::error!`), an evicting `maxmemory-policy` [`Error::Evicting`].
     ///
     /// ```
     /// use std::time::Duration;
@@ -212,8 +215,7 @@ impl<const N: usize> RedisGate<N> {
     fn build(cfg: Config) -> Result<Self, Error> {
         let client = redis::Client::open(cfg.url.as_str())?;
         let window_us = micros(cfg.window);
-        let interval = cfg.window.saturating_mul(N as u32);
-        let grace = micros(cfg.restart_grace.min(interval));
+        let grace = micros(cfg.fence(N));
         let fallback = match cfg.on_fault {
             FaultPolicy::Local { share } => Some(Gate::new(
                 NonZeroU64::new(window_us).unwrap_or(NonZeroU64::MIN),
@@ -257,12 +259,16 @@ impl<const N: usize> RedisGate<N> {
             keeper_round_trips: AtomicU64::new(0),
         });
         // A first connection now (bounded by the timeout), so that an
-        // evicting maxmemory-policy is an error of `open`; if Redis cannot
-        // be reached, the keeper connects later (and checks the policy).
+        // evicting maxmemory-policy or a missing permission is an error of
+        // `open`; if Redis cannot be reached, the keeper connects later
+        // (and checks both).
         match inner.fresh() {
             Ok(con) => {
                 inner.put(con);
                 inner.up.store(true, Relaxed);
+            }
+            Err(e) if e.code() == Some("NOPERM") => {
+                return Err(Error::Permission(e.detail().unwrap_or("").to_owned()));
             }
             Err(_) => {
                 if let Some(policy) = lock(&inner.evicting).clone() {
@@ -304,9 +310,9 @@ impl<const N: usize> RedisGate<N> {
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
     /// the windows the callers name, as long as every two callers' clocks
-    /// differ by less than `N - 1` windows (the hash expires `N + 1`
-    /// windows of Redis time after its last booking; see the README's
-    /// "The clock"). A time above [`crate::MAX_CALLER_TIME_US`] is
+    /// differ by less than `N - 1` windows (the hash expires `2N` windows
+    /// of Redis time after its latest booking; see the README's "The
+    /// clock" and the module `restart`). A time above [`crate::MAX_CALLER_TIME_US`] is
     /// [`Decision::Refused`] without a call to Redis. Its ledger of bookings
     /// (written back after a Redis restart) keeps every window booked in the
     /// last `2N` windows of this process's monotonic time, whichever clock
@@ -463,7 +469,8 @@ impl<const N: usize> Inner<N> {
     /// fault policy decides; unbooked (Redis could not write, e.g. `OOM`):
     /// the fault policy decides, the connection is kept; any other error
     /// (a script or decode error, for one request) drops only this
-    /// connection and is refused.
+    /// connection and is refused (if it was the last, the keeper makes a
+    /// checked one at its next heartbeat).
     fn failed(&self, e: &redis::RedisError, n: u64, con: Connection) -> Decision {
         match fault::classify(e) {
             Failure::Offline => {
@@ -851,6 +858,8 @@ impl<const N: usize> Inner<N> {
         let first = Duration::from_millis(10).min(self.cfg.max_backoff);
         let mut backoff = first;
         let mut pause = Duration::ZERO;
+        // A missing permission is logged once until a connection works.
+        let mut said = false;
         loop {
             {
                 let stop = lock(&self.stop);
@@ -865,11 +874,17 @@ impl<const N: usize> Inner<N> {
             self.return_ended_lease();
             if self.up.load(Relaxed) {
                 pause = self.cfg.heartbeat;
-                let Some(mut con) = lock(&self.pool).pop() else {
-                    continue;
+                // The pool can be empty while up: a request error drops
+                // only its connection (`failed`). Then the keeper makes a
+                // checked one (`fresh` beats), so an idle process keeps
+                // its heartbeat and its write-back after a restart.
+                let pooled = lock(&self.pool).pop();
+                let beaten = match pooled {
+                    Some(mut con) => self.beat(&mut con, false).map(|()| con),
+                    None => self.fresh(),
                 };
-                match self.beat(&mut con, false) {
-                    Ok(()) => self.put(con),
+                match beaten {
+                    Ok(con) => self.put(con),
                     Err(_) => self.broken(),
                 }
             } else {
@@ -877,10 +892,15 @@ impl<const N: usize> Inner<N> {
                     Ok(con) => {
                         self.put(con);
                         self.up.store(true, Relaxed);
+                        said = false;
                         backoff = first;
                         pause = self.cfg.heartbeat;
                     }
-                    Err(_) => {
+                    Err(e) => {
+                        if !said && e.code() == Some("NOPERM") {
+                            said = true;
+                            log::error!("leaparray-redis {}: the Redis user lacks a permission the limit needs ({e}): the process stays offline (the fault policy decides); grant the ACL of the README (\"Redis user\")", self.cfg.name);
+                        }
                         pause = backoff;
                         backoff = (backoff * 2).min(self.cfg.max_backoff);
                     }

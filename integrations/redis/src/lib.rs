@@ -91,6 +91,11 @@ pub enum Error {
     /// (anything but `noeviction`), and [`Config::on_evicting`] is
     /// [`OnEviction::Refuse`] (the default).
     Evicting(String),
+    /// The Redis user lacks a permission the limit needs (Redis's `NOPERM`;
+    /// the message names the command or key, e.g. `INFO`, which the ACL
+    /// category `@dangerous` holds): grant the ACL the README lists
+    /// ("Redis user").
+    Permission(String),
 }
 
 impl std::fmt::Display for Error {
@@ -99,6 +104,7 @@ impl std::fmt::Display for Error {
             Error::Config(why) => write!(f, "leaparray-redis: invalid configuration: {why}"),
             Error::Redis(e) => write!(f, "leaparray-redis: {e}"),
             Error::Evicting(p) => write!(f, "leaparray-redis: Redis's maxmemory-policy is {p}, which can evict the limit's keys; set noeviction (or Config::on_evicting(OnEviction::Warn))"),
+            Error::Permission(what) => write!(f, "leaparray-redis: the Redis user lacks a permission the limit needs ({what}); grant the ACL of the README (\"Redis user\")"),
         }
     }
 }
@@ -107,7 +113,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Redis(e) => Some(e),
-            Error::Config(_) | Error::Evicting(_) => None,
+            Error::Config(_) | Error::Evicting(_) | Error::Permission(_) => None,
         }
     }
 }

@@ -40,6 +40,37 @@
 //! redis-server behind it (twemproxy, Envoy) hides the restart: connect
 //! to Redis itself (or through Sentinel, which reconnects).
 //!
+//! # How long a window matters
+//!
+//! One bound, used by the counters hash's expiry, the ledger, the fence's
+//! cap and pruning. Let every two callers' clocks differ by less than
+//! `N - 1` windows (the README's skew bound; Redis's `TIME` is the clock of
+//! `try_acquire`), all running at Redis's rate. Caller A books at Redis time
+//! `t`, in window `w = floor(A(t) / window)`. A booking by caller B at Redis
+//! time `t' > t` shares an interval with `w` only if its window is at most
+//! `w + N - 1`: `B(t') < (w + N) window`. And `B(t') > A(t') - (N - 1) window
+//! = A(t) + (t' - t) - (N - 1) window >= w window + (t' - t) - (N - 1) window`.
+//! Both hold only while `t' - t < (2N - 1)` windows. So a window matters for
+//! less than `2N - 1` windows of Redis time after its latest booking,
+//! whichever clock named it (less than `N` when every caller uses `TIME`:
+//! `A = B`). Hence:
+//!
+//! * the counters hash expires `2N` windows after its latest booking or
+//!   restore (`2N - 1` needed; one of margin, as the ledger);
+//! * the ledger keeps a window `2N` windows of local time ([`Ledger`]);
+//! * the fence is capped at `2N - 1` windows: it starts after every lost
+//!   booking, so past it no fresh booking shares an interval with one (a
+//!   longer fence refuses for nothing); the cap is never below
+//!   `heartbeat + max_backoff + timeout`, so a live process writes back
+//!   before any fresh booking even when the interval is shorter;
+//! * pruning deletes only fields more than `2N` windows from both the
+//!   booking's window and Redis's: the bookings of callers within the
+//!   bound of either are within `2N - 2` windows of it.
+//!
+//! A clock step is outside the bound: a step back of `k < N` windows
+//! lands in an interval that holds the latest window booked (no fresh
+//! room); a step of `N` windows or more can give the limit again.
+//!
 //! # The race it prevents
 //!
 //! Interval of 4 windows, limit 100; Redis restarts in window 10.
@@ -59,16 +90,18 @@
 //!
 //! # What is and is not guaranteed
 //!
-//! * Every live process that reaches Redis within the restart grace has its
-//!   bookings back before any fresh booking: every interval stays within
-//!   the limit. The defaults (heartbeat 50 ms, backoff at most 100 ms,
+//! * Every live process that reaches Redis within the fence (the restart
+//!   grace, capped as above) has its bookings back before any fresh
+//!   booking: every interval stays within the limit. The defaults (heartbeat 50 ms, backoff at most 100 ms,
 //!   timeout 50 ms, grace 500 ms) leave room for that.
 //! * Bookings of a process that died with Redis, or that reaches Redis only
 //!   after the grace, are missing until it writes them back: the intervals
-//!   that contain their windows can pass the limit by them. A grace of one
-//!   interval closes this too (nothing fresh is booked until every
-//!   interval containing a lost window is over), at the price of refusing
-//!   for one interval after each restart.
+//!   that contain their windows can pass the limit by them. A grace of
+//!   `2N - 1` windows (the cap) closes this too, whichever clock named the
+//!   lost windows (nothing fresh is booked until every interval containing
+//!   one is over; one interval, `N` windows, is enough when every caller
+//!   uses `try_acquire`), at the price of refusing that long after each
+//!   restart.
 //! * The first start of a limit is indistinguishable from a restart, so it
 //!   is fenced too.
 //! * A restore is applied once per process and epoch; a flush of admissions

@@ -15,13 +15,28 @@ local op, known = ARGV[1], ARGV[2]
 local window, nw = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now
 local function fmt(x) return string.format('%.0f', x) end
-local ttl = math.ceil((nw + 1) * window / 1000)
+-- The hash (and the restores' set) lives 2N windows of Redis time after its
+-- latest write: a window matters for less than 2N - 1 windows after its
+-- latest booking, whichever caller's clock (within the skew bound) named
+-- it; argued in src/restart.rs ("How long a window matters").
+local ttl = math.ceil(2 * nw * window / 1000)
+
+-- INFO is in the ACL category @dangerous, which hardened users lack: the
+-- script then fails with NOPERM naming it (`open` returns
+-- Error::Permission), not with a generic script error.
+local function info(section)
+  local r = redis.pcall('INFO', section)
+  if type(r) == 'table' and r.err then
+    error({err = 'NOPERM leaparray-redis needs INFO (ACL +info): ' .. r.err})
+  end
+  return r
+end
 
 -- This redis-server process's run_id: new at every start (and different
 -- on a promoted replica). Read only when an epoch is made or a fresh
--- connection checks (never by a booking).
+-- connection checks (never by a booking in a live epoch).
 local function run_id()
-  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+  return string.match(info('server'), 'run_id:(%x+)') or ''
 end
 
 -- A new epoch; fresh bookings wait (the fence) for every process's write-back.
@@ -76,9 +91,17 @@ if op == 'book' then
   redis.call('HINCRBY', KEYS[1], fmt(cur), take)
   redis.call('PEXPIRE', KEYS[1], ttl)
   if redis.call('HLEN', KEYS[1]) > 4 * nw then
+    -- Deletes only fields more than 2N windows from both this call's
+    -- window and Redis's (TIME): a caller far from Redis's time (any time
+    -- up to MAX_CALLER_TIME_US is accepted) never deletes the windows of
+    -- Redis-clock callers, nor they its. What stays needed is argued in
+    -- src/restart.rs ("How long a window matters"); at most 2 (4N + 1)
+    -- fields stay.
+    local rcur = math.floor(clock(nil) / window)
+    local function far(id, c) return id < c - 2 * nw or id > c + 2 * nw end
     for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
       local id = tonumber(f)
-      if id < cur - 2 * nw or id > cur + 2 * nw then redis.call('HDEL', KEYS[1], f) end
+      if far(id, cur) and far(id, rcur) then redis.call('HDEL', KEYS[1], f) end
     end
   end
   return {0, fmt(now), epoch, fmt(cur), take, room - take}
@@ -93,7 +116,7 @@ elseif op == 'check' then
   if ARGV[6] == '1' then
     local run = run_id()
     if redis.call('GET', KEYS[5]) ~= run then epoch = new_epoch(run) end
-    policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w%-]+)') or ''
+    policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
   end
   now = clock(nil)
   if epoch ~= known then return {2, fmt(now), epoch, 0, 0, 0, policy} end
