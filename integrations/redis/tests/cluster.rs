@@ -170,8 +170,8 @@ fn gates<const W: usize>(url: &str, name: &str, window: Duration) -> Vec<RedisGa
     ]
 }
 
-/// `Config::new` given a node that does not serve the limit's slot: the
-/// gates find the owner; paced, every request is admitted; saturated, the
+/// `Config::new` given a node that does not serve the limit's slot (or a
+/// node that is down, with that node as a seed): the gates find the owner; paced, every request is admitted; saturated, the
 /// interval holds the limit, never more.
 #[test]
 fn decisions_through_a_non_owner_node_are_exact() {
@@ -185,6 +185,14 @@ fn decisions_through_a_non_owner_node_are_exact() {
     for g in &gates {
         connected(g, "through a non-owner");
     }
+    // A URL whose node is down, and a seed that is up: the seed is used.
+    let down = format!("redis://127.0.0.1:{}/", common::free_port());
+    let seeded = RedisGate::<4>::open(
+        Config::new(down, name, window, LIMIT).seeds([cluster.nodes[other].url()]),
+    )
+    .unwrap();
+    connected(&seeded, "through a seed");
+    drop(seeded);
     std::thread::sleep(Duration::from_millis(600)); // past the first fence
     let (log, paced, stop) = (
         Log::default(),
@@ -350,8 +358,24 @@ fn failover_of_the_owner_mid_run() {
     for g in &gates {
         connected(g, "through the owner");
     }
-    std::thread::sleep(Duration::from_millis(100)); // the epoch reaches the replica
-                                                    // Cut the replica off: what the owner books from now on is its alone.
+    // Premise: the replica holds the epoch (so what it lacks is bookings).
+    let epoch = |node: usize| -> Option<String> {
+        let mut c = cluster.nodes[node].con();
+        let _: () = redis::cmd("READONLY").query(&mut c).unwrap();
+        redis::cmd("GET")
+            .arg(format!("{{{name}}}:epoch"))
+            .query(&mut c)
+            .unwrap()
+    };
+    let t = Instant::now();
+    while epoch(owner).is_none() || epoch(replica) != epoch(owner) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "premise: the epoch never reached the replica"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Cut the replica off: what the owner books from now on is its alone.
     cluster.nodes[replica].signal("-STOP");
     let _: () = redis::cmd("CLIENT")
         .arg("KILL")
