@@ -33,8 +33,9 @@
 //! check, before any booking on it; so the first process to reach the new
 //! redis-server (a new process too) makes the new epoch. What the
 //! persisted data holds stays counted (bookings of the snapshot counted
-//! again by the write-back: refused more, never over). Cost: one `INFO
-//! server` and one `INFO memory` inside the script per new connection;
+//! again by the write-back: refused more, never over). Cost: `INFO
+//! server`, `INFO cluster` and `INFO memory` inside the script per new
+//! connection (on a cluster also `INFO replication` and `CLUSTER MYID`);
 //! nothing per decision (a booking reads neither `{name}:run` nor `INFO`).
 //!
 //! On Redis Cluster the slot can also move whole to another master
