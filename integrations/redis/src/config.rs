@@ -107,8 +107,14 @@ pub enum OnEviction {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Redis URL (`redis://host:port/db`).
+    /// Redis URL (`redis://host:port/db`): a standalone Redis, or any node
+    /// of a Redis Cluster (the gate follows the limit's slot to the master
+    /// serving it).
     pub url: String,
+    /// More nodes of the same cluster (URLs), tried when neither the
+    /// slot's known owner nor the URL's node can be reached. Empty by
+    /// default; the nodes learned from the cluster are tried too.
+    pub seeds: Vec<String>,
     /// The limit's name: its keys are `{name}`, `{name}:epoch`,
     /// `{name}:fence`, `{name}:restored` (one hash tag: one Cluster slot).
     pub name: String,
@@ -163,6 +169,7 @@ impl Config {
     ) -> Self {
         Self {
             url: url.into(),
+            seeds: Vec::new(),
             name: name.into(),
             window,
             limit,
@@ -187,6 +194,21 @@ impl Config {
     #[must_use]
     pub fn lease(mut self, block: u64) -> Self {
         self.mode = Mode::Lease { block };
+        self
+    }
+
+    /// More nodes of the same Redis Cluster, for when the URL's node is
+    /// down (see [`Config::seeds`](Config#structfield.seeds)).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let c = leaparray_redis::Config::new("redis://10.0.0.1:7000/", "api", Duration::from_secs(1), 100)
+    ///     .seeds(["redis://10.0.0.2:7000/", "redis://10.0.0.3:7000/"]);
+    /// assert_eq!(c.seeds.len(), 2);
+    /// ```
+    #[must_use]
+    pub fn seeds<S: Into<String>>(mut self, seeds: impl IntoIterator<Item = S>) -> Self {
+        self.seeds = seeds.into_iter().map(Into::into).collect();
         self
     }
 

@@ -6,11 +6,20 @@ use redis::RedisError;
 /// The three kinds of failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Failure {
+    /// Cluster's `MOVED`: another node serves the limit's slot (it
+    /// migrated, or a replica took over). The gate makes that node the
+    /// owner and retries there within the decision's `timeout`; past it,
+    /// as [`Failure::Offline`].
+    Moved,
+    /// Cluster's `ASK` and `TRYAGAIN`: the limit's slot is migrating. The
+    /// call is retried at the owner after a pause within the decision's
+    /// `timeout`; past it, as [`Failure::Unbooked`].
+    Migrating,
     /// This connection cannot serve the limit: I/O, timeout, refused or
     /// dropped, or a server that is not a writable master for the limit
-    /// (`READONLY`, `LOADING`, `MASTERDOWN`, and Cluster's `MOVED`, `ASK`,
-    /// `TRYAGAIN`, `CLUSTERDOWN`). The process goes offline and the keeper
-    /// reconnects; the fault policy decides meanwhile.
+    /// (`READONLY`, `LOADING`, `MASTERDOWN`, Cluster's `CLUSTERDOWN`). The
+    /// process goes offline and the keeper reconnects (to any node it
+    /// knows, on a cluster); the fault policy decides meanwhile.
     Offline,
     /// Redis is reachable but could not book: out of memory under
     /// `noeviction` (`OOM`), writes stopped after a failed save (`MISCONF`),
@@ -28,9 +37,9 @@ pub(crate) fn classify(e: &RedisError) -> Failure {
         return Failure::Offline;
     }
     match e.code() {
-        Some(
-            "READONLY" | "LOADING" | "MASTERDOWN" | "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN",
-        ) => Failure::Offline,
+        Some("MOVED") => Failure::Moved,
+        Some("ASK" | "TRYAGAIN") => Failure::Migrating,
+        Some("READONLY" | "LOADING" | "MASTERDOWN" | "CLUSTERDOWN") => Failure::Offline,
         Some("OOM" | "MISCONF" | "NOREPLICAS" | "BUSY") => Failure::Unbooked,
         _ => Failure::Request,
     }
@@ -56,5 +65,15 @@ mod tests {
         assert_eq!(classify(&ro), Failure::Offline);
         let script: RedisError = (ErrorKind::ResponseError, "script").into();
         assert_eq!(classify(&script), Failure::Request);
+        let moved: RedisError =
+            (ErrorKind::Moved, "moved", "6541 127.0.0.1:7001".to_owned()).into();
+        assert_eq!(classify(&moved), Failure::Moved);
+        assert_eq!(moved.redirect_node(), Some(("127.0.0.1:7001", 6541)));
+        let ask: RedisError = (ErrorKind::Ask, "ask", "6541 127.0.0.1:7001".to_owned()).into();
+        assert_eq!(classify(&ask), Failure::Migrating);
+        let again: RedisError = (ErrorKind::TryAgain, "try again").into();
+        assert_eq!(classify(&again), Failure::Migrating);
+        let down: RedisError = (ErrorKind::ClusterDown, "down").into();
+        assert_eq!(classify(&down), Failure::Offline);
     }
 }

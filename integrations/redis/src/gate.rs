@@ -2,6 +2,7 @@
 //! or from blocks booked in Redis (lease mode), with a keeper thread that
 //! reconnects, writes bookings back after a restart and returns leases.
 
+use crate::cluster::{Route, MAX_HOPS};
 use crate::config::{Config, FaultPolicy, Mode, OnEviction};
 use crate::fault::{self, Failure};
 use crate::restart::Ledger;
@@ -9,7 +10,7 @@ use crate::script::{Calls, Reply, Status};
 use crate::Error;
 use leaparray::clock::{Clock, MonotonicClock, Unit};
 use leaparray::Gate;
-use redis::{Connection, RedisResult};
+use redis::{Connection, ConnectionInfo, RedisError, RedisResult};
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -130,7 +131,9 @@ struct Lease {
 
 struct Inner<const N: usize> {
     cfg: Config,
-    client: redis::Client,
+    /// The node serving the limit (on Redis Cluster, followed; see the
+    /// module `cluster`).
+    route: Route,
     calls: Calls,
     window_us: u64,
     /// Idle connections; a decision takes one, and puts it back unless it failed.
@@ -213,7 +216,7 @@ impl<const N: usize> RedisGate<N> {
     /// refuses a too-large `N` before reserving stack for it.
     #[inline(never)]
     fn build(cfg: Config) -> Result<Self, Error> {
-        let client = redis::Client::open(cfg.url.as_str())?;
+        let route = Route::new(&cfg.url, &cfg.seeds)?;
         let window_us = micros(cfg.window);
         let grace = micros(cfg.fence(N));
         let fallback = match cfg.on_fault {
@@ -238,7 +241,7 @@ impl<const N: usize> RedisGate<N> {
             calls: Calls::new(&cfg.name, window_us, N as u64, grace),
             ledger: Ledger::new(window_us),
             cfg,
-            client,
+            route,
             window_us,
             pool: Mutex::new(Vec::new()),
             up: AtomicBool::new(false),
@@ -262,7 +265,7 @@ impl<const N: usize> RedisGate<N> {
         // evicting maxmemory-policy or a missing permission is an error of
         // `open`; if Redis cannot be reached, the keeper connects later
         // (and checks both).
-        match inner.fresh() {
+        match inner.reach(true) {
             Ok(con) => {
                 inner.put(con);
                 inner.up.store(true, Relaxed);
@@ -431,33 +434,113 @@ impl<const N: usize> Inner<N> {
     }
 
     /// An idle connection, or a new one (bounded by the timeout).
-    fn conn(&self) -> Option<Connection> {
+    fn conn(&self) -> RedisResult<Connection> {
         if let Some(c) = lock(&self.pool).pop() {
-            return Some(c);
+            return Ok(c);
         }
-        match self.fresh() {
-            Ok(c) => Some(c),
-            Err(_) => {
-                self.broken();
-                None
-            }
+        self.fresh()
+    }
+
+    /// A new connection failed with `e`: offline (the keeper reconnects)
+    /// unless the slot is migrating or Redis could not write (the
+    /// connection was fine).
+    fn unreached(&self, e: &RedisError) {
+        if !matches!(fault::classify(e), Failure::Migrating | Failure::Unbooked) {
+            self.broken();
         }
     }
 
-    fn connect(&self) -> RedisResult<Connection> {
-        let c = self.client.get_connection_with_timeout(self.cfg.timeout)?;
+    fn connect(&self, info: &ConnectionInfo) -> RedisResult<Connection> {
+        let c = redis::Client::open(info.clone())?.get_connection_with_timeout(self.cfg.timeout)?;
         c.set_read_timeout(Some(self.cfg.timeout))?;
         c.set_write_timeout(Some(self.cfg.timeout))?;
         Ok(c)
     }
 
-    /// A new connection, checked before any use: its first call asks
-    /// whether Redis's epoch was made by this redis-server process (see the
-    /// module `restart`), and writes this process's bookings back if not.
+    /// A new connection to the node serving the limit, checked before any
+    /// use: its first call asks whether Redis's epoch was made by this
+    /// redis-server process (see the module `restart`), and writes this
+    /// process's bookings back if not.
     fn fresh(&self) -> RedisResult<Connection> {
-        let mut c = self.connect()?;
-        self.beat(&mut c, true)?;
-        Ok(c)
+        self.reach(false)
+    }
+
+    /// [`Self::fresh`] at the slot's known owner (else the URL's node);
+    /// with `scan` (the keeper, `open`), if that fails, at every other node
+    /// known (the URL's, the seeds, those learned; see the module
+    /// `cluster`).
+    fn reach(&self, scan: bool) -> RedisResult<Connection> {
+        let first = self.route.first();
+        let e = match self.open_at(first.clone()) {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        if scan && lock(&self.evicting).is_none() {
+            for info in self.route.others(&first) {
+                if let Ok(c) = self.open_at(info) {
+                    return Ok(c);
+                }
+            }
+        }
+        Err(e)
+    }
+
+    /// A checked connection to `info`, or to the node its `MOVED` replies
+    /// name (at most [`MAX_HOPS`]); that node becomes the slot's owner.
+    fn open_at(&self, mut info: ConnectionInfo) -> RedisResult<Connection> {
+        for _ in 0..MAX_HOPS {
+            let mut c = self.connect(&info)?;
+            match self.beat(&mut c, true) {
+                Ok(cluster) => {
+                    if cluster && self.route.take_stale() {
+                        // Best effort: the nodes to try if this one fails.
+                        let _ = self.route.learn(&mut c);
+                        self.keeper_round_trips.fetch_add(1, Relaxed);
+                    }
+                    self.route.owned_by(info);
+                    return Ok(c);
+                }
+                Err(e) => match self.moved(&e) {
+                    Some(to) => info = to,
+                    None => return Err(e),
+                },
+            }
+        }
+        Err((
+            redis::ErrorKind::ClientError,
+            "leaparray-redis: too many cluster redirections",
+        )
+            .into())
+    }
+
+    /// The node a `MOVED` reply names (now the slot's owner: pooled
+    /// connections, to the old one, are dropped).
+    fn moved(&self, e: &RedisError) -> Option<ConnectionInfo> {
+        if fault::classify(e) != Failure::Moved {
+            return None;
+        }
+        let to = self.route.moved_to(e.redirect_node()?.0)?;
+        self.route.redirected(to.clone());
+        lock(&self.pool).clear();
+        Some(to)
+    }
+
+    /// A call failed with `e`: whether to try again (before `deadline`):
+    /// after `MOVED`, at the new owner; after `ASK` or `TRYAGAIN` (the slot
+    /// is migrating), at the owner after a pause.
+    fn again(&self, e: &RedisError, deadline: Instant) -> bool {
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        match fault::classify(e) {
+            Failure::Moved => self.moved(e).is_some(),
+            Failure::Migrating => {
+                std::thread::sleep(Duration::from_millis(2).min(deadline - now));
+                true
+            }
+            _ => false,
+        }
     }
 
     fn put(&self, c: Connection) {
@@ -473,12 +556,12 @@ impl<const N: usize> Inner<N> {
     /// checked one at its next heartbeat).
     fn failed(&self, e: &redis::RedisError, n: u64, con: Connection) -> Decision {
         match fault::classify(e) {
-            Failure::Offline => {
+            Failure::Offline | Failure::Moved => {
                 drop(con);
                 self.broken();
                 self.fault(n)
             }
-            Failure::Unbooked => {
+            Failure::Unbooked | Failure::Migrating => {
                 self.put(con);
                 self.fault(n)
             }
@@ -522,9 +605,16 @@ impl<const N: usize> Inner<N> {
     }
 
     fn exact(&self, n: u64, at: Option<u64>) -> Decision {
-        for _ in 0..2 {
-            let Some(mut con) = self.conn() else {
-                return self.fault(n);
+        let deadline = Instant::now() + self.cfg.timeout;
+        let mut restores = 0;
+        while restores < 2 {
+            let mut con = match self.conn() {
+                Ok(c) => c,
+                Err(e) if self.again(&e, deadline) => continue,
+                Err(e) => {
+                    self.unreached(&e);
+                    return self.fault(n);
+                }
             };
             let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
             let local = self.clock.now();
@@ -534,6 +624,10 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
+                    if self.again(&e, deadline) {
+                        self.keep_if_migrating(&e, con);
+                        continue;
+                    }
                     return self.failed(&e, n, con);
                 }
             };
@@ -554,6 +648,7 @@ impl<const N: usize> Inner<N> {
                 }
                 Status::Stale => {
                     drop(epoch);
+                    restores += 1;
                     if self.restore(&mut con, &r, &self.round_trips).is_err() {
                         self.broken();
                         return self.fault(n);
@@ -564,6 +659,14 @@ impl<const N: usize> Inner<N> {
         }
         // Redis restarted again while this process wrote back: refuse.
         Decision::Refused
+    }
+
+    /// After a retried `ASK` or `TRYAGAIN` the connection is still the
+    /// owner's: back to the pool (after `MOVED` it is dropped).
+    fn keep_if_migrating(&self, e: &RedisError, con: Connection) {
+        if fault::classify(e) == Failure::Migrating {
+            self.put(con);
+        }
     }
 
     fn leased(&self, n: u64, block: u64) -> Decision {
@@ -621,9 +724,16 @@ impl<const N: usize> Inner<N> {
     }
 
     fn refill(&self, n: u64, block: u64, ended: &mut Option<(u64, u64)>) -> Decision {
-        for _ in 0..2 {
-            let Some(mut con) = self.conn() else {
-                return self.fault(n);
+        let deadline = Instant::now() + self.cfg.timeout;
+        let mut restores = 0;
+        while restores < 2 {
+            let mut con = match self.conn() {
+                Ok(c) => c,
+                Err(e) if self.again(&e, deadline) => continue,
+                Err(e) => {
+                    self.unreached(&e);
+                    return self.fault(n);
+                }
             };
             let epoch = self.epoch.read().unwrap_or_else(|e| e.into_inner());
             let (sent, local) = (Instant::now(), self.clock.now());
@@ -635,6 +745,10 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
+                    if self.again(&e, deadline) {
+                        self.keep_if_migrating(&e, con);
+                        continue;
+                    }
                     return self.failed(&e, n, con);
                 }
             };
@@ -689,6 +803,7 @@ impl<const N: usize> Inner<N> {
                 }
                 Status::Stale => {
                     drop(epoch);
+                    restores += 1;
                     if self.restore(&mut con, &r, &self.round_trips).is_err() {
                         self.broken();
                         return self.fault(n);
@@ -708,7 +823,7 @@ impl<const N: usize> Inner<N> {
     /// counting them: under the limit, never over.
     fn give_back(&self, window: u64, left: u64, keeper: bool) {
         let con = if self.up.load(Relaxed) {
-            self.conn()
+            self.conn().map_err(|e| self.unreached(&e)).ok()
         } else {
             None
         };
@@ -727,7 +842,11 @@ impl<const N: usize> Inner<N> {
             Ok(_) => self.put(con),
             Err(e) => match fault::classify(&e) {
                 Failure::Offline => self.broken(),
-                Failure::Unbooked => self.put(con),
+                // Not retried: permits left counted are under the limit.
+                Failure::Moved => {
+                    let _ = self.moved(&e);
+                }
+                Failure::Unbooked | Failure::Migrating => self.put(con),
                 Failure::Request => {}
             },
         }
@@ -808,7 +927,8 @@ impl<const N: usize> Inner<N> {
     /// One heartbeat: check the epoch (restore if it changed), flush
     /// pending admissions. `fresh`: the first call of a new connection,
     /// which also checks the redis-server process (see [`Self::fresh`]).
-    fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<()> {
+    /// Returns whether Redis is a cluster (`fresh` only).
+    fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<bool> {
         let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
         let local = self.clock.now();
         let r = self.calls.check(con, &known, fresh)?;
@@ -820,7 +940,8 @@ impl<const N: usize> Inner<N> {
         if r.status == Status::Stale {
             self.restore(con, &r, &self.keeper_round_trips)?;
         }
-        self.flush(con, r.now)
+        self.flush(con, r.now)?;
+        Ok(r.cluster)
     }
 
     /// A fresh connection's `maxmemory-policy`: anything but `noeviction`
@@ -876,19 +997,25 @@ impl<const N: usize> Inner<N> {
                 pause = self.cfg.heartbeat;
                 // The pool can be empty while up: a request error drops
                 // only its connection (`failed`). Then the keeper makes a
-                // checked one (`fresh` beats), so an idle process keeps
-                // its heartbeat and its write-back after a restart.
-                let pooled = lock(&self.pool).pop();
-                let beaten = match pooled {
-                    Some(mut con) => self.beat(&mut con, false).map(|()| con),
-                    None => self.fresh(),
+                // checked one (`reach` beats), so an idle process keeps its
+                // heartbeat and its write-back after a restart.
+                let Some(mut con) = lock(&self.pool).pop() else {
+                    match self.reach(true) {
+                        Ok(con) => self.put(con),
+                        Err(_) => self.broken(),
+                    }
+                    continue;
                 };
-                match beaten {
-                    Ok(con) => self.put(con),
+                match self.beat(&mut con, false) {
+                    Ok(_) => self.put(con),
+                    // The slot moved: the next connection goes to its owner.
+                    Err(e) if self.moved(&e).is_some() => {}
+                    // The slot is migrating: the connection is fine.
+                    Err(e) if fault::classify(&e) == Failure::Migrating => self.put(con),
                     Err(_) => self.broken(),
                 }
             } else {
-                match self.fresh() {
+                match self.reach(true) {
                     Ok(con) => {
                         self.put(con);
                         self.up.store(true, Relaxed);

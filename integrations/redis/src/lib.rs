@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod cluster;
 mod config;
 mod fault;
 mod gate;

@@ -33,9 +33,23 @@
 //! check, before any booking on it; so the first process to reach the new
 //! redis-server (a new process too) makes the new epoch. What the
 //! persisted data holds stays counted (bookings of the snapshot counted
-//! again by the write-back: refused more, never over). Cost: one `INFO
-//! server` and one `INFO memory` inside the script per new connection;
+//! again by the write-back: refused more, never over). Cost: `INFO
+//! server`, `INFO cluster` and `INFO memory` inside the script per new
+//! connection (on a cluster also `INFO replication` and `CLUSTER MYID`);
 //! nothing per decision (a booking reads neither `{name}:run` nor `INFO`).
+//!
+//! On Redis Cluster the slot can also move whole to another master
+//! (`MIGRATE`), which loses nothing and must not fence. So there the
+//! epoch records `run_id`, node id and replication id of the node that
+//! made or adopted it, and a fresh connection whose node differs adopts
+//! the epoch (no fence) only when the recorded node is another node and
+//! the recorded replication id is neither this node's `master_replid` nor
+//! its `master_replid2`: the data did not reach it by replication from the
+//! recorded master (a promoted replica has that master's id as
+//! `master_replid2`) nor from its own disk (same node id). Not covered: a
+//! master restarted from persisted data and failed over before any
+//! process reconnected to it. See the module `cluster`.
+//!
 //! A proxy that keeps the client's connection across a restart of the
 //! redis-server behind it (twemproxy, Envoy) hides the restart: connect
 //! to Redis itself (or through Sentinel, which reconnects).

@@ -32,6 +32,8 @@ pub(crate) struct Reply {
     /// `check` of a fresh connection only: Redis's `maxmemory-policy`
     /// (empty if `INFO` does not say).
     pub policy: Option<String>,
+    /// `check` of a fresh connection only: Redis runs as a cluster.
+    pub cluster: bool,
 }
 
 /// The keys and fixed arguments of one limit.
@@ -178,5 +180,6 @@ fn decode(v: &[redis::Value]) -> RedisResult<Reply> {
         booked: int(4)?,
         room: int(5)?,
         policy,
+        cluster: int(7)? == 1,
     })
 }

@@ -3,8 +3,9 @@
 -- KEYS[2] {name}:epoch    string: this Redis's epoch token (never expires)
 -- KEYS[3] {name}:fence    string: exists while fresh bookings wait for restores
 -- KEYS[4] {name}:restored set: "<epoch>:<process>" of restores already applied
--- KEYS[5] {name}:run      string: the run_id of the redis-server process that
---                         created the epoch (never expires)
+-- KEYS[5] {name}:run      string: the identity of the redis-server process
+--                         that created or adopted the epoch (see identity();
+--                         never expires)
 -- ARGV: op, epoch, window_us, n_windows, grace_us, then per op (see below).
 -- Every reply starts {status, now_us, epoch}; status 0 done, 1 refused by
 -- the limit, 2 stale epoch (restore first), 3 fenced (restart grace).
@@ -32,19 +33,40 @@ local function info(section)
   return r
 end
 
--- This redis-server process's run_id: new at every start (and different
--- on a promoted replica). Read only when an epoch is made or a fresh
--- connection checks (never by a booking in a live epoch).
-local function run_id()
-  return string.match(info('server'), 'run_id:(%x+)') or ''
+-- Who holds the limit's data: this redis-server process's run_id (new at
+-- every start, its own on a promoted replica); on Redis Cluster also the
+-- node's id and its replication id, "run node replid". Read only when an
+-- epoch is made or a fresh connection checks (never by a booking).
+-- Returns the identity, and INFO replication on a cluster (else nil).
+local function identity()
+  local run = string.match(info('server'), 'run_id:(%x+)') or ''
+  if not string.find(info('cluster'), 'cluster_enabled:1', 1, true) then
+    return run, nil
+  end
+  local rep = info('replication')
+  local replid = string.match(rep, 'master_replid:(%x+)') or ''
+  return run .. ' ' .. redis.call('CLUSTER', 'MYID') .. ' ' .. replid, rep
+end
+
+-- On a cluster, whether the data came whole by MIGRATE from another
+-- master: the identity stored with the epoch names another node, and its
+-- replication id is neither this node's nor the one it had before a
+-- promotion (master_replid2). A promoted replica of that master (a
+-- failover), or this node restarted, is not: it may miss bookings.
+local function migrated(stored, me, rep)
+  if not rep or not stored then return false end
+  local snode, srepl = string.match(stored, '^%x+ (%x+) (%x+)$')
+  local mnode = string.match(me, '^%x+ (%x+) ')
+  if not snode or not mnode or snode == mnode then return false end
+  return not string.find(rep, srepl, 1, true)
 end
 
 -- A new epoch; fresh bookings wait (the fence) for every process's write-back.
-local function new_epoch(run)
+local function new_epoch(me)
   local t = redis.call('TIME')
   local e = t[1] .. t[2]
   redis.call('SET', KEYS[2], e)
-  redis.call('SET', KEYS[5], run)
+  redis.call('SET', KEYS[5], me)
   local grace = tonumber(ARGV[5]) or 0
   if grace > 0 then
     redis.call('SET', KEYS[3], '1', 'PX', math.ceil(grace / 1000))
@@ -55,7 +77,7 @@ end
 local epoch = redis.call('GET', KEYS[2])
 if not epoch then
   -- Empty: a first start, a restart without persistence, FLUSHALL.
-  epoch = new_epoch(run_id())
+  epoch = new_epoch((identity()))
 end
 
 local function clock(arg)
@@ -110,17 +132,27 @@ elseif op == 'check' then
   -- connection: also, was the epoch made by this redis-server process? If
   -- not, Redis restarted from persisted data (RDB, AOF) or a replica took
   -- over: what it holds may miss bookings, so it is a restart (a new epoch,
-  -- the fence, every process writes back). The reply's 7th element is the
-  -- maxmemory-policy.
-  local policy = ''
+  -- the fence, every process writes back). On a cluster, data that came
+  -- whole from another master by MIGRATE is adopted instead (the epoch
+  -- stays). The reply's 7th element is the maxmemory-policy, the 8th 1 on
+  -- a cluster.
+  local policy, cluster = '', 0
   if ARGV[6] == '1' then
-    local run = run_id()
-    if redis.call('GET', KEYS[5]) ~= run then epoch = new_epoch(run) end
+    local me, rep = identity()
+    local stored = redis.call('GET', KEYS[5])
+    if stored ~= me then
+      if migrated(stored, me, rep) then
+        redis.call('SET', KEYS[5], me)
+      else
+        epoch = new_epoch(me)
+      end
+    end
+    if rep then cluster = 1 end
     policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
   end
   now = clock(nil)
-  if epoch ~= known then return {2, fmt(now), epoch, 0, 0, 0, policy} end
-  return {0, fmt(now), epoch, 0, 0, 0, policy}
+  if epoch ~= known then return {2, fmt(now), epoch, 0, 0, 0, policy, cluster} end
+  return {0, fmt(now), epoch, 0, 0, 0, policy, cluster}
 elseif op == 'restore' then
   -- ARGV[6] process id ('' for a flush that is not
   -- idempotent), then pairs window id, permits.

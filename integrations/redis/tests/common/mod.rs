@@ -125,3 +125,211 @@ impl Drop for Server {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A Redis Cluster of the tests' own: `masters` masters with `replicas`
+/// replicas each, every node a [`Server`] on free loopback ports (its
+/// cluster bus too), all killed on drop (also when a test panics).
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn start(masters: usize, replicas: usize) -> Self {
+        let mut nodes = Vec::new();
+        for _ in 0..masters * (1 + replicas) {
+            let bus = free_port().to_string();
+            nodes.push(Server::start_with(&[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-port",
+                &bus,
+                // A failed master is noticed in about 1 s; a replica cut
+                // off from its master for a while can still take over.
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-replica-validity-factor",
+                "0",
+            ]));
+        }
+        let c = Cluster { nodes };
+        let addrs: Vec<String> = c
+            .nodes
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli (it comes with redis-server)");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let t = Instant::now();
+        while !c.ready() {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the cluster never became ready"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c
+    }
+
+    /// Every live node says `cluster_state:ok`, and every live replica's
+    /// link to its master is up.
+    pub fn ready(&self) -> bool {
+        self.nodes.iter().filter(|s| s.child.is_some()).all(|s| {
+            let mut con = s.con();
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+            let rep: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut con)
+                .unwrap();
+            info.contains("cluster_state:ok")
+                && (rep.contains("role:master") || rep.contains("master_link_status:up"))
+        })
+    }
+
+    /// The slot of a limit's keys (`{name}`).
+    pub fn slot(&self, name: &str) -> u16 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(format!("{{{name}}}"))
+            .query(&mut self.nodes[0].con())
+            .unwrap()
+    }
+
+    /// The node (index) that serves `slot`, as node `asked` sees it.
+    pub fn owner_seen_by(&self, asked: usize, slot: u16) -> usize {
+        let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query(&mut self.nodes[asked].con())
+            .unwrap();
+        for range in slots {
+            let redis::Value::Array(r) = range else {
+                continue;
+            };
+            let lo: u16 = redis::from_redis_value(&r[0]).unwrap();
+            let hi: u16 = redis::from_redis_value(&r[1]).unwrap();
+            if (lo..=hi).contains(&slot) {
+                let redis::Value::Array(m) = &r[2] else {
+                    panic!("CLUSTER SLOTS: {r:?}")
+                };
+                let port: u16 = redis::from_redis_value(&m[1]).unwrap();
+                return self.nodes.iter().position(|s| s.port == port).unwrap();
+            }
+        }
+        panic!("slot {slot} is served by nobody")
+    }
+
+    pub fn owner(&self, slot: u16) -> usize {
+        let asked = self.nodes.iter().position(|s| s.child.is_some()).unwrap();
+        self.owner_seen_by(asked, slot)
+    }
+
+    pub fn id(&self, node: usize) -> String {
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut self.nodes[node].con())
+            .unwrap()
+    }
+
+    /// A master that does not serve `slot`.
+    pub fn other_master(&self, slot: u16) -> usize {
+        let owner = self.owner(slot);
+        (0..self.nodes.len())
+            .find(|&i| {
+                let rep: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query(&mut self.nodes[i].con())
+                    .unwrap();
+                i != owner && rep.contains("role:master")
+            })
+            .unwrap()
+    }
+
+    /// The replica of master `node`.
+    pub fn replica_of(&self, node: usize) -> usize {
+        let id = self.id(node);
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut self.nodes[node].con())
+            .unwrap();
+        let line = nodes
+            .lines()
+            .find(|l| l.split(' ').nth(3) == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("no replica of {id}: {nodes}"));
+        let port: u16 = line
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .split(['@', ':'])
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        self.nodes.iter().position(|s| s.port == port).unwrap()
+    }
+
+    /// Moves `slot` from master `from` to master `to` the way `redis-cli
+    /// --cluster reshard` does: IMPORTING, MIGRATING, `MIGRATE` of its
+    /// keys, then `SETSLOT ... NODE` on every master.
+    pub fn migrate(&self, slot: u16, from: usize, to: usize) {
+        let (from_id, to_id) = (self.id(from), self.id(to));
+        let setslot = |node: usize, args: &[&str]| {
+            let _: () = redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg(args)
+                .query(&mut self.nodes[node].con())
+                .unwrap();
+        };
+        setslot(to, &["IMPORTING", &from_id]);
+        setslot(from, &["MIGRATING", &to_id]);
+        let mut con = self.nodes[from].con();
+        loop {
+            let keys: Vec<String> = redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(slot)
+                .arg(100)
+                .query(&mut con)
+                .unwrap();
+            if keys.is_empty() {
+                break;
+            }
+            let _: () = redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(self.nodes[to].port)
+                .arg("")
+                .arg(0)
+                .arg(5000)
+                .arg("KEYS")
+                .arg(&keys)
+                .query(&mut con)
+                .unwrap();
+        }
+        setslot(to, &["NODE", &to_id]);
+        setslot(from, &["NODE", &to_id]);
+        for i in 0..self.nodes.len() {
+            if i != from && i != to && self.nodes[i].child.is_some() {
+                setslot(i, &["NODE", &to_id]);
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Redis Cluster: which node serves the limit's slot, and how a gate
+//! follows it (a thin layer over the single-node connections).
+//!
+//! Every key of a limit has the hash tag `{name}`, so the limit lives in
+//! one slot, served by one master at a time. The gate does not need to
+//! know the cluster's layout up front:
+//!
+//! * It connects to the node it knows (the slot's last known owner, else
+//!   the URL's node). A node that does not serve the slot answers the
+//!   script with `MOVED <slot> <host:port>`: the gate connects there (the
+//!   same URL with that host and port: same database, credentials), up to
+//!   [`MAX_HOPS`] redirections per connection, and learns the cluster's
+//!   nodes with `CLUSTER SLOTS` (after a redirection, or once when the
+//!   first connection finds a cluster).
+//! * Every new connection's first call is the restart check (module
+//!   `restart`), on the owner itself: a promoted replica is detected where
+//!   it serves.
+//! * When the known owner cannot be reached (killed, failed over), the
+//!   keeper tries every node it knows (the URL's, [`Config::seeds`], those
+//!   learned), each of which redirects to the slot's owner as it sees it.
+//! * On a connection in use, `MOVED` (the slot moved, or a failover) makes
+//!   that node the owner and drops the pooled connections; the decision is
+//!   retried there within its `timeout`. `ASK` and `TRYAGAIN` (the slot is
+//!   migrating) are retried at the owner after a pause, within the same
+//!   bound, then the fault policy decides; never a refusal.
+//!
+//! Why `ASK` is not followed with `ASKING`: the script names five keys,
+//! some of which exist only for a while after a restart (`{name}:fence`,
+//! `{name}:restored`); an importing node answers a multi-key command whose
+//! keys it does not all hold with `TRYAGAIN`, even after `ASKING`. So
+//! following `ASK` would give `TRYAGAIN` from the importing node instead
+//! of from the migrating one: the same wait, one more connection. Waiting
+//! at the owner ends with the migration (`MOVED` then names the new owner).
+//!
+//! Standalone Redis takes none of this path: no redirection ever comes,
+//! the hot path is unchanged (one `EVALSHA` per decision).
+//!
+//! [`Config::seeds`]: crate::Config::seeds
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// Redirections followed by one new connection before it gives up.
+pub(crate) const MAX_HOPS: usize = 5;
+
+/// Where the limit's slot is served.
+#[derive(Debug)]
+pub(crate) struct Route {
+    /// The URL's connection info: database, credentials, TLS.
+    base: ConnectionInfo,
+    /// The seeds' (from `Config::seeds`).
+    seeds: Vec<ConnectionInfo>,
+    /// The slot's owner as last learned (`None`: the URL's node).
+    owner: Mutex<Option<ConnectionInfo>>,
+    /// Nodes learned with `CLUSTER SLOTS`.
+    learned: Mutex<Vec<ConnectionInfo>>,
+    /// A redirection came: learn the nodes again at the next connection.
+    stale: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn same(a: &ConnectionInfo, b: &ConnectionInfo) -> bool {
+    a.addr == b.addr
+}
+
+impl Route {
+    pub fn new(url: &str, seeds: &[String]) -> RedisResult<Self> {
+        let base = url.into_connection_info()?;
+        let seeds = seeds
+            .iter()
+            .map(|s| s.as_str().into_connection_info())
+            .collect::<RedisResult<Vec<_>>>()?;
+        Ok(Self {
+            base,
+            seeds,
+            owner: Mutex::new(None),
+            learned: Mutex::new(Vec::new()),
+            stale: AtomicBool::new(true),
+        })
+    }
+
+    /// The URL's connection info at `host:port` (a node named by `MOVED`
+    /// or `CLUSTER SLOTS`).
+    pub fn at(&self, host: &str, port: u16) -> ConnectionInfo {
+        let mut info = self.base.clone();
+        info.addr = match &self.base.addr {
+            ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => ConnectionAddr::TcpTls {
+                host: host.to_owned(),
+                port,
+                insecure: *insecure,
+                tls_params: tls_params.clone(),
+            },
+            _ => ConnectionAddr::Tcp(host.to_owned(), port),
+        };
+        info
+    }
+
+    /// A `MOVED` redirection's node (`host:port`; IPv6 hosts hold colons).
+    pub fn moved_to(&self, addr: &str) -> Option<ConnectionInfo> {
+        let (host, port) = addr.rsplit_once(':')?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        Some(self.at(host, port.parse().ok()?))
+    }
+
+    /// The node to try first: the slot's owner as last learned, else the URL's.
+    pub fn first(&self) -> ConnectionInfo {
+        lock(&self.owner)
+            .clone()
+            .unwrap_or_else(|| self.base.clone())
+    }
+
+    /// Every other node known, to try when `first` cannot be reached: the
+    /// URL's, the seeds, those learned.
+    pub fn others(&self, first: &ConnectionInfo) -> Vec<ConnectionInfo> {
+        let mut all = vec![self.base.clone()];
+        all.extend(self.seeds.iter().cloned());
+        all.extend(lock(&self.learned).iter().cloned());
+        let mut out: Vec<ConnectionInfo> = Vec::new();
+        for i in all {
+            if !same(&i, first) && !out.iter().any(|o| same(o, &i)) {
+                out.push(i);
+            }
+        }
+        out
+    }
+
+    /// The slot is served by `info` (a connection there passed its check).
+    pub fn owned_by(&self, info: ConnectionInfo) {
+        *lock(&self.owner) = Some(info);
+    }
+
+    /// A redirection came: learn the nodes again at the next connection.
+    pub fn redirected(&self, to: ConnectionInfo) {
+        *lock(&self.owner) = Some(to);
+        self.stale.store(true, Relaxed);
+    }
+
+    /// Whether the nodes should be learned again (once, then after each
+    /// redirection).
+    pub fn take_stale(&self) -> bool {
+        self.stale.swap(false, Relaxed)
+    }
+
+    /// Learns the cluster's nodes (masters and replicas) from `CLUSTER
+    /// SLOTS` on `con`.
+    pub fn learn(&self, con: &mut redis::Connection) -> RedisResult<()> {
+        let slots: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(con)?;
+        let mut nodes: Vec<ConnectionInfo> = Vec::new();
+        for range in &slots {
+            let redis::Value::Array(r) = range else {
+                continue;
+            };
+            for node in r.iter().skip(2) {
+                let redis::Value::Array(n) = node else {
+                    continue;
+                };
+                let (Some(h), Some(p)) = (n.first(), n.get(1)) else {
+                    continue;
+                };
+                let (Ok(host), Ok(port)) = (
+                    redis::from_redis_value::<String>(h),
+                    redis::from_redis_value::<u16>(p),
+                ) else {
+                    continue;
+                };
+                if host.is_empty() || host == "?" {
+                    continue;
+                }
+                let info = self.at(&host, port);
+                if !nodes.iter().any(|o| same(o, &info)) {
+                    nodes.push(info);
+                }
+            }
+        }
+        if !nodes.is_empty() {
+            *lock(&self.learned) = nodes;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redirection_keeps_the_urls_database_and_credentials() {
+        let r = Route::new(
+            "redis://user:secret@10.0.0.1:7000/2",
+            &["redis://10.0.0.2:7000/".to_owned()],
+        )
+        .unwrap();
+        let to = r.moved_to("10.0.0.3:7001").unwrap();
+        assert_eq!(to.addr, ConnectionAddr::Tcp("10.0.0.3".into(), 7001));
+        assert_eq!(to.redis.db, 2);
+        assert_eq!(to.redis.password.as_deref(), Some("secret"));
+        let v6 = r.moved_to("[::1]:7002").unwrap();
+        assert_eq!(v6.addr, ConnectionAddr::Tcp("::1".into(), 7002));
+        assert!(r.moved_to("no port").is_none());
+        // First the URL's node; then, after a redirection, the new owner
+        // first and the URL's node and the seed as the others.
+        assert_eq!(r.first().addr, r.base.addr);
+        r.redirected(to.clone());
+        assert_eq!(r.first().addr, to.addr);
+        let others: Vec<_> = r.others(&to).into_iter().map(|i| i.addr).collect();
+        assert_eq!(
+            others,
+            vec![
+                ConnectionAddr::Tcp("10.0.0.1".into(), 7000),
+                ConnectionAddr::Tcp("10.0.0.2".into(), 7000)
+            ]
+        );
+    }
+}
