@@ -62,5 +62,8 @@ mod limits;
 mod service;
 
 pub use clock::LayerClock;
-pub use config::{AdmittedFields, ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
+pub use config::{
+    AdmittedFields, ConfigError, Key, Mode, ProxyHeader, DEFAULT_CAPACITY, DEFAULT_V6_PREFIX,
+    MAX_GLOBAL, WINDOWS,
+};
 pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer, ResponseFuture};
