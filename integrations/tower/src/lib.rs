@@ -10,7 +10,8 @@
 //! use leaparray_tower::{Key, RateLimitLayer};
 //!
 //! let layer = RateLimitLayer::builder()
-//!     .per_key("per-key", 100, Duration::from_secs(1), Key::header(http::HeaderName::from_static("x-api-key")))
+//!     // IPv4 per address, IPv6 per /64: keys a client cannot mint for free.
+//!     .per_key("per-key", 100, Duration::from_secs(1), Key::peer_ip())
 //!     .global("global", 10_000, Duration::from_secs(1))
 //!     .build()
 //!     .expect("a valid configuration");
@@ -48,7 +49,9 @@
 //! "per-key";q=100;w=1, "global";q=10000;w=1` on every refusal (and every
 //! response with [`AdmittedFields::Both`]; neither field on admitted
 //! responses with [`AdmittedFields::None`]: see
-//! [`Builder::admitted_fields`]). A refusal adds
+//! [`Builder::admitted_fields`]). `w` is an integer of seconds in the
+//! draft (and optional): a member states it only for an interval of whole
+//! seconds (2 per 100 ms reads `"name";q=2`). A refusal adds
 //! `Retry-After`: the whole seconds, rounded up, until one more request
 //! would pass if nothing else arrived (the gates' `retry_after`), so a
 //! client that honours it is admitted (when nothing else arrived).
@@ -62,5 +65,8 @@ mod limits;
 mod service;
 
 pub use clock::LayerClock;
-pub use config::{AdmittedFields, ConfigError, Key, Mode, DEFAULT_CAPACITY, MAX_GLOBAL, WINDOWS};
+pub use config::{
+    AdmittedFields, ConfigError, Key, Mode, ProxyHeader, DEFAULT_CAPACITY, DEFAULT_V6_PREFIX,
+    MAX_GLOBAL, WINDOWS,
+};
 pub use service::{Admission, BoxFuture, Builder, RateLimit, RateLimitLayer, ResponseFuture};

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     /// The fields admitted responses get.
     pub(crate) admitted_fields: AdmittedFields,
     pub(crate) waiting: AtomicUsize,
+    /// `429` answers since the layer was built.
+    pub(crate) refused: AtomicU64,
     pub(crate) clock: LayerClock,
     /// `RateLimit-Policy`, the same on every response.
     pub(crate) policy_header: HeaderValue,
@@ -130,15 +132,14 @@ impl Shared {
             if !policy.is_empty() {
                 policy.push_str(", ");
             }
-            // `w` in whole seconds (draft -10: an integer); a sub-second
-            // interval is rounded up.
-            let _ = write!(
-                policy,
-                "\"{}\";q={};w={}",
-                p.name,
-                p.limit,
-                seconds_up(u64::try_from(p.per.as_micros()).unwrap_or(u64::MAX)).max(1)
-            );
+            let _ = write!(policy, "\"{}\";q={}", p.name, p.limit);
+            // `w` (draft -10: optional, an integer of seconds) only for an
+            // interval of whole seconds: `q` per 100 ms is not `10 q` per
+            // second in a sliding window, nor `q` per 1 s, so no integer
+            // states it and the member goes without.
+            if p.per.subsec_nanos() == 0 {
+                let _ = write!(policy, ";w={}", p.per.as_secs());
+            }
         }
         Shared {
             per_key,
@@ -147,6 +148,7 @@ impl Shared {
             admission,
             admitted_fields,
             waiting: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
             clock: LayerClock::new(),
             // Names are checked printable ASCII by the builder.
             policy_header: HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("")),
@@ -172,33 +174,52 @@ impl Shared {
         // booked: then look before booking (a key alone, or the global set
         // alone, books all or nothing by itself).
         let both = key.is_some() && self.per_key.is_some() && !self.global.is_empty();
+        let mut booked = None;
         if both {
             if let (Some(k), Some(pk)) = (key, &self.per_key) {
                 if pk.table.remaining(k, now) == 0 {
-                    return refuse();
+                    // Refused by the look: the key's decision itself says so
+                    // (a refusal books nothing), so that a new key without
+                    // room is counted as overflowed (`occupancy`, the
+                    // exposition), as without a global limit. Room that came
+                    // back between the two is booked: the race of the
+                    // crate docs' "Order of the checks".
+                    match self.book_key(pk, k, now) {
+                        Some(left) => booked = Some(left),
+                        None => return refuse(),
+                    }
                 }
             }
             if self.global.iter().any(|(_, g)| g.remaining(now) == 0) {
                 return refuse();
             }
         }
-        let mut left = None;
-        if let (Some(k), Some(pk)) = (key, &self.per_key) {
-            if self.admitted_fields == AdmittedFields::None {
-                if pk.table.try_acquire(k, now, 1) != Decision::Pass {
-                    return refuse();
-                }
-            } else {
-                match pk.table.try_acquire_headroom(k, now, 1) {
-                    (Decision::Pass, headroom) => left = Some(headroom),
-                    _ => return refuse(),
-                }
-            }
-        }
+        let left = match (booked, key, &self.per_key) {
+            (Some(left), _, _) => left,
+            (None, Some(k), Some(pk)) => match self.book_key(pk, k, now) {
+                Some(left) => left,
+                None => return refuse(),
+            },
+            _ => None,
+        };
         if !self.global.is_empty() && with_set(&self.global, |s| s.acquire(now)) != Decision::Pass {
             return refuse();
         }
         Ok(left)
+    }
+
+    /// One permit of key `k`, and what it left (if the fields want it), or
+    /// `None` if refused.
+    #[inline]
+    fn book_key(&self, pk: &PerKey, k: u64, now: u64) -> Option<Option<Headroom>> {
+        if self.admitted_fields == AdmittedFields::None {
+            (pk.table.try_acquire(k, now, 1) == Decision::Pass).then_some(None)
+        } else {
+            match pk.table.try_acquire_headroom(k, now, 1) {
+                (Decision::Pass, headroom) => Some(Some(headroom)),
+                _ => None,
+            }
+        }
     }
 
     /// Ticks until one more request of `key` would pass, if nothing else
@@ -296,6 +317,7 @@ impl Shared {
         now: u64,
         retry: u64,
     ) -> Response<B> {
+        self.refused.fetch_add(1, Ordering::Relaxed);
         let mut resp = Response::new(B::default());
         *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
         let h = resp.headers_mut();

@@ -7,7 +7,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
-use leaparray::keyed::{Headroom, KeyHasher};
+use leaparray::export::{ExportError, Exposition};
+use leaparray::keyed::{Headroom, KeyHasher, Occupancy};
 use leaparray::Gate;
 use tower::{Layer, Service};
 
@@ -216,6 +217,9 @@ impl Builder {
         if self.global.len() > MAX_GLOBAL {
             return Err(ConfigError::TooManyGlobal);
         }
+        if let Some((_, key, _)) = &self.per_key {
+            key.check()?;
+        }
         let mut names: Vec<&str> = Vec::new();
         for p in self.per_key.iter().map(|(p, _, _)| p).chain(&self.global) {
             p.check_name()?;
@@ -307,6 +311,80 @@ impl RateLimitLayer {
     #[must_use]
     pub fn clock(&self) -> LayerClock {
         self.shared.clock.clone()
+    }
+
+    /// The per-key table's occupancy now, if there is a per-key limit: keys
+    /// resident, of those idle for two intervals, slots recycled and
+    /// decisions without room for the key (`overflowed`: a new key refused
+    /// because the table was full around it) since the layer was built. A
+    /// flood of keys shows as `resident` near the capacity and `overflowed`
+    /// climbing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaparray_tower::{Key, RateLimitLayer};
+    /// let layer = RateLimitLayer::builder()
+    ///     .per_key("ip", 5, Duration::from_secs(1), Key::peer_ip())
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(layer.occupancy().unwrap().resident, 0);
+    /// ```
+    #[must_use]
+    pub fn occupancy(&self) -> Option<Occupancy> {
+        let now = self.shared.now();
+        self.shared
+            .per_key
+            .as_ref()
+            .map(|pk| pk.table.occupancy(now))
+    }
+
+    /// `429` answers since the layer was built (a plain count, for your own
+    /// metrics: `Exposition` has no family for it).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_tower::RateLimitLayer;
+    /// let layer = RateLimitLayer::builder().global("g", 1, Duration::from_secs(1)).build().unwrap();
+    /// assert_eq!(layer.refused(), 0);
+    /// ```
+    #[must_use]
+    pub fn refused(&self) -> u64 {
+        self.shared
+            .refused
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Adds the layer's limits, read now, to a Prometheus exposition: the
+    /// per-key table as a keyed resource (`keyed_resident`,
+    /// `keyed_overflowed_total`, ...) and each global limit as a gate
+    /// (`gate_load`, `gate_remaining`, ...), each named by its policy. An
+    /// error (a resource of that name already in `e`) leaves the resources
+    /// added before it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaparray::export::Exposition;
+    /// use leaparray_tower::{Key, RateLimitLayer};
+    /// let layer = RateLimitLayer::builder()
+    ///     .per_key("ip", 5, Duration::from_secs(1), Key::peer_ip())
+    ///     .global("all", 100, Duration::from_secs(1))
+    ///     .build()
+    ///     .unwrap();
+    /// let mut e = Exposition::new("api").unwrap();
+    /// layer.export(&mut e).unwrap();
+    /// let text = e.to_string();
+    /// assert!(text.contains("api_keyed_resident{resource=\"ip\"} 0\n"));
+    /// assert!(text.contains("api_gate_remaining{resource=\"all\"} 100\n"));
+    /// ```
+    pub fn export(&self, e: &mut Exposition) -> Result<(), ExportError> {
+        let now = self.shared.now();
+        if let Some(pk) = &self.shared.per_key {
+            pk.table.export(e, &pk.policy.name, now)?;
+        }
+        for (p, g) in &self.shared.global {
+            e.gate(&p.name, g, now)?;
+        }
+        Ok(())
     }
 
     /// Requests waiting now ([`Mode::Wait`]).
