@@ -22,7 +22,7 @@ use crate::sync::{
 /// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in
 /// `16 * CAP` bytes fixed at compile time: `N` windows per interval, keys
 /// are `u64` (hash other keys with `KeyHasher` or your own keyed hash).
-/// See the [module docs](self) for where keys live, what happens when the
+/// See the [module docs](crate::keyed) for where keys live, what happens when the
 /// table is full, and the exactness guarantee.
 ///
 /// Windows and times as for a `Gate`.
