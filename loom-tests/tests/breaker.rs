@@ -501,3 +501,33 @@ fn a_stalled_tripping_report_never_shortens_the_open_time() {
     });
     seen.assert_all(&[true, false]);
 }
+
+/// A report racing a report of a newer window (a caller up to `N` windows
+/// ahead) is either in a trip check or counted in `uncounted_reports`,
+/// never neither. `N` = 1, window 10, no error allowed: A reports an error
+/// at 5, B a success at 15. Sequentially A trips (A first) or A is behind
+/// and uncounted (B first). B's roll-over of A's bucket, between A's
+/// `TOTAL` and `BAD` adds (A's `BAD` add is `Stale`) or between A's last
+/// `behind` check and its read (A's window is gone from its own read),
+/// must not leave A's error in no check and uncounted.
+#[test]
+fn a_report_overtaken_by_a_newer_window_is_never_silent() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let b: &'static CircuitBreaker<1> = Box::leak(Box::new(CircuitBreaker::new(
+            Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(1),
+        )));
+        let (p, q) = (b.try_acquire(5).unwrap(), b.try_acquire(5).unwrap());
+        let ta = spawn(move || b.report(5, p, 1, Outcome::Error));
+        let tb = spawn(move || b.report(15, q, 1, Outcome::Success));
+        let _ = (ta.join().unwrap(), tb.join().unwrap());
+        let (state, uncounted) = (b.state(), b.uncounted_reports());
+        record((state == State::Open, uncounted));
+        assert!(
+            state == State::Open || uncounted == 1,
+            "A's error was in no trip check and not uncounted: {state:?}, {uncounted}"
+        );
+    });
+    seen.assert_all(&[(true, 0), (false, 1)]);
+}

@@ -742,11 +742,13 @@ impl<const N: usize> CircuitBreaker<N> {
         // read sees it) but never counts it without its request. A `Stale`
         // add (the report's window already retired) is not counted, and
         // counted in `uncounted`; `Saturated` keeps the count at its bound.
+        // So is a `Stale` BAD add: a newer window sealed this one between
+        // the two adds, and the window holds this report as a success.
         if self.stats.add(now, TOTAL, 1) == Err(AddError::Stale) {
             return self.uncount();
         }
-        if bad {
-            let _ = self.stats.add(now, BAD, 1);
+        if bad && self.stats.add(now, BAD, 1) == Err(AddError::Stale) {
+            return self.uncount();
         }
         // The adds and the reads below are `SeqCst`: of two reports in
         // different windows, the one whose read comes last in their total
@@ -770,6 +772,13 @@ impl<const N: usize> CircuitBreaker<N> {
         };
         let (total, bad) = self.counts_since(at, w.time);
         if !self.trips(total, bad) {
+            // The newest window may have moved past this one's reach
+            // between the check above and the read, which then left this
+            // report's window out: counted in `uncounted` (a report whose
+            // window goes just after a whole read is counted there too).
+            if self.behind(own, self.stats.newest_from(own)) {
+                return self.uncount();
+            }
             return None;
         }
         let next = self.reopened(w, now);
