@@ -87,7 +87,7 @@ use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 use crate::word::MAX_COUNT;
 
 use crate::decision::Decision;
-pub use crate::set::Member;
+pub use crate::set::{Member, SEARCH_STEPS};
 
 /// What [`Gate::try_acquire_prioritized`] decided: a [`Decision`], or a
 /// wait for a future window whose permits are already booked. Ignoring it

@@ -41,6 +41,18 @@ use crate::decision::Decision;
 use crate::gate::Gate;
 use crate::packed::Outcome;
 
+/// The most times [`GateSet::retry_after`] tries: each try after the
+/// first starts past a stretch of time in which some member refuses, and
+/// from `now` on, with nothing else arriving, a member has at most one
+/// such stretch more than the windows it lent ahead (a `Gate<N>` lends at
+/// most `N`). So the sum over the members of (windows lent ahead + 1)
+/// tries suffice; past 64 tries the answer is `None`.
+///
+/// ```
+/// assert_eq!(leaparray::gate::SEARCH_STEPS, 64);
+/// ```
+pub const SEARCH_STEPS: usize = 64;
+
 mod private {
     /// Makes [`Member`](super::Member)'s methods uncallable outside the
     /// crate: only a set books and cancels through them.
@@ -208,7 +220,8 @@ impl<'a, const K: usize> GateSet<'a, K> {
 
     /// Ticks until `n` permits would pass in every gate at once if nothing
     /// else arrived: the first such time, `None` if some gate never admits
-    /// `n`. Often the longest of the gates' [`Gate::retry_after`], but
+    /// `n` (or no such time is found in [`SEARCH_STEPS`] steps, each past a
+    /// time when some gate refuses). Often the longest of the gates' [`Gate::retry_after`], but
     /// not always: a gate that lent permits to a future window
     /// ([`Gate::try_acquire_prioritized`]) can have room now and none when
     /// that window starts.
@@ -243,10 +256,11 @@ impl<'a, const K: usize> GateSet<'a, K> {
         // `t + wait` can pass (`wait` the longest of the members' first
         // times with room from `t`), so that is the next time to try; `t`
         // only grows, and once every borrowed window has slid out room only
-        // grows, so the loop ends (after at most one step per window that
-        // a member holds ahead of `now`, plus one).
+        // grows: a step per window a member lent ahead of `now`, plus one.
+        // The steps are bounded all the same ([`SEARCH_STEPS`]), so a
+        // decision's cost stays bounded whatever the members answer.
         let mut t = now;
-        loop {
+        for _ in 0..SEARCH_STEPS {
             let mut wait = 0;
             for (g, &n) in self.gates.iter().zip(&n) {
                 wait = wait.max(g.retry_after(t, n)?);
@@ -256,6 +270,7 @@ impl<'a, const K: usize> GateSet<'a, K> {
             }
             t = t.checked_add(wait)?;
         }
+        None
     }
 }
 

@@ -169,7 +169,20 @@ fuzz_target!(|input: Input| {
                 _ => set.retry_after_each(now, [na, nb]),
             };
             let (ra, rb) = (ga.retry_after(now, na), gb.retry_after(now, nb));
-            assert_eq!(got, ra.zip(rb).map(|(x, y)| x.max(y)), "the longest");
+            // The first time both admit: never before the longer of the
+            // two (each refuses before its own), and a time both admit
+            // (room need not last: a gate can have room now and none
+            // later, so it can be later than the longer).
+            match (ra, rb, got) {
+                (Some(x), Some(y), Some(w)) => {
+                    assert!(w >= x.max(y), "{w} before the longer of {x} and {y}");
+                    let t = now.checked_add(w).expect("a retry within time");
+                    assert_eq!(ga.retry_after(t, na), Some(0), "A at {t}");
+                    assert_eq!(gb.retry_after(t, nb), Some(0), "B at {t}");
+                }
+                (Some(_), Some(_), None) => {}
+                _ => assert_eq!(got, None, "a member that never admits"),
+            }
             if in_range {
                 assert_eq!(
                     ra,
