@@ -1002,6 +1002,7 @@ impl<const N: usize> Inner<N> {
                 let Some(mut con) = lock(&self.pool).pop() else {
                     match self.reach(true) {
                         Ok(con) => self.put(con),
+                        Err(e) if fault::classify(&e) == Failure::Migrating => {}
                         Err(_) => self.broken(),
                     }
                     continue;

@@ -55,9 +55,12 @@ end
 -- failover), or this node restarted, is not: it may miss bookings.
 local function migrated(stored, me, rep)
   if not rep or not stored then return false end
+  if not string.find(rep, 'second_repl_offset:-1', 1, true) then return false end
   local snode, srepl = string.match(stored, '^%x+ (%x+) (%x+)$')
   local mnode = string.match(me, '^%x+ (%x+) ')
   if not snode or not mnode or snode == mnode then return false end
+  local known = redis.pcall('CLUSTER', 'COUNT-FAILURE-REPORTS', snode)
+  if type(known) == 'table' and known.err then return false end
   return not string.find(rep, srepl, 1, true)
 end
 

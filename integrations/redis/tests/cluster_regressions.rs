@@ -1,0 +1,324 @@
+//! Regressions from a hostile review of the Redis Cluster support, each
+//! red before its fix: a promoted replica of a migration target, and an
+//! owner restarted from its data with a new node id, are restarts (not
+//! migrations); a keeper with an empty pool stays online through
+//! `TRYAGAIN`. Each test starts its own cluster (free loopback ports,
+//! killed on drop, also on panic) with the harness of `tests/common`.
+mod common;
+use common::{serial, Cluster};
+use leaparray_redis::{Config, Decision, RedisGate};
+use std::time::{Duration, Instant};
+
+const LIMIT: u64 = 100;
+
+fn connected<const W: usize>(g: &RedisGate<W>, why: &str, within: Duration) {
+    let t = Instant::now();
+    while !g.is_connected() {
+        assert!(t.elapsed() < within, "{why}: never connected");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn setslot(c: &Cluster, node: usize, slot: u16, args: &[&str]) {
+    let _: () = redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg(args)
+        .query(&mut c.nodes[node].con())
+        .unwrap();
+}
+
+fn get_readonly(c: &Cluster, node: usize, key: &str) -> Option<String> {
+    let mut con = c.nodes[node].con();
+    let _: () = redis::cmd("READONLY").query(&mut con).unwrap();
+    redis::cmd("GET").arg(key).query(&mut con).unwrap()
+}
+
+/// A slot migrates from B to A (the data whole: A's replica RA receives
+/// the migrated keys, `{name}:run` naming B). RA is then cut off before it
+/// receives the adoption (`SET {name}:run <A>`, the first write at A) and
+/// the bookings that follow; A takes the whole limit, dies; RA is promoted.
+/// RA's copy says "made by B", B is another node and B's replid is in
+/// neither of RA's replids: `migrated()` says "came by MIGRATE", the epoch
+/// stays, no write-back: the bookings made at A are forgotten.
+#[test]
+fn a_promoted_replica_of_a_migration_target_is_a_restart() {
+    let _g = serial();
+    let mut cluster = Cluster::start(3, 1);
+    let name = "rv1";
+    let slot = cluster.slot(name);
+    let b = cluster.owner(slot);
+    let a = cluster.other_master(slot);
+    let ra = cluster.replica_of(a);
+    // Intervals of 16 x 500 ms = 8 s: longer than the failover.
+    let window = Duration::from_millis(500);
+    let gate =
+        RedisGate::<16>::open(Config::new(cluster.nodes[b].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through B", Duration::from_secs(5));
+    // Past the first fence: one booking at B (so the hash exists too).
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted at B"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut admitted_before = 1u64;
+    // Migrate B -> A, all keys, but hold the final SETSLOT NODE: B answers
+    // ASK, the gate waits (it does not reach A yet).
+    let (a_id, b_id) = (cluster.id(a), cluster.id(b));
+    setslot(&cluster, a, slot, &["IMPORTING", &b_id]);
+    setslot(&cluster, b, slot, &["MIGRATING", &a_id]);
+    let mut con = cluster.nodes[b].con();
+    let keys: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(100)
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[a].port)
+        .arg("")
+        .arg(0)
+        .arg(5000)
+        .arg("KEYS")
+        .arg(&keys)
+        .query(&mut con)
+        .unwrap();
+    // Premise: RA has every migrated key (among them `{name}:run`, which
+    // names B: only B wrote it). RA cannot GET them (its master does not
+    // serve the slot yet): count them.
+    let run_key = format!("{{{name}}}:run");
+    assert!(keys.contains(&run_key), "premise: {keys:?}");
+    let t = Instant::now();
+    loop {
+        let n: usize = redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(slot)
+            .query(&mut cluster.nodes[ra].con())
+            .unwrap();
+        if n == keys.len() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "premise: RA never got the keys: {n}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Cut RA off: what A writes from now on is A's alone.
+    cluster.nodes[ra].signal("-STOP");
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut cluster.nodes[a].con())
+        .unwrap();
+    // End the migration: the gate follows MOVED to A, adopts the epoch.
+    setslot(&cluster, a, slot, &["NODE", &a_id]);
+    setslot(&cluster, b, slot, &["NODE", &a_id]);
+    for i in 0..cluster.nodes.len() {
+        let rep: String = if i == ra {
+            String::new()
+        } else {
+            redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut cluster.nodes[i].con())
+                .unwrap()
+        };
+        if i != a && i != b && rep.contains("role:master") {
+            setslot(&cluster, i, slot, &["NODE", &a_id]);
+        }
+    }
+    // The limit is taken at A.
+    let t_fill = Instant::now();
+    while admitted_before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: the limit was never taken at A ({admitted_before})"
+        );
+        if gate.try_acquire(1).is_admitted() {
+            admitted_before += 1;
+        }
+    }
+    let at_a = get_readonly(&cluster, a, &run_key).unwrap();
+    assert!(at_a.contains(&a_id), "premise: A adopted the epoch: {at_a}");
+    // A dies; RA (without the adoption nor the bookings) takes over.
+    cluster.nodes[a].kill();
+    let killed = Instant::now();
+    cluster.nodes[ra].signal("-CONT");
+    let mut after = 0u64;
+    let mut decisions = 0u64;
+    // Stay inside the interval of the bookings at A (8 s from t_fill).
+    while t_fill.elapsed() < Duration::from_millis(7_000) {
+        decisions += 1;
+        if gate.try_acquire(1).is_admitted() {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(cluster.owner(slot), ra, "premise: RA took over");
+    println!(
+        "review | migration then failover | before {admitted_before} | after {after} of {decisions} decisions, {:?} after the kill | within one interval of {} ms",
+        killed.elapsed(),
+        16 * 500
+    );
+    assert!(
+        admitted_before + after <= LIMIT,
+        "one interval admitted {admitted_before} at A + {after} at RA > {LIMIT}"
+    );
+}
+
+/// The keeper finds the pool empty while up (a `MOVED` heartbeat dropped
+/// the connection) while the slot migrates (the owner answers `TRYAGAIN`):
+/// its `reach` fails with `TRYAGAIN` and it calls `broken()`: the process
+/// goes offline, every decision goes straight to the fault policy until the
+/// migration ends, contrary to "a new connection that fails with
+/// ASK/TRYAGAIN does not take the process offline".
+#[test]
+fn a_keeper_with_an_empty_pool_stays_online_through_tryagain() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    let name = "rv2";
+    let slot = cluster.slot(name);
+    let b = cluster.owner(slot);
+    let a = cluster.other_master(slot);
+    let c = (0..3).find(|&i| i != a && i != b).unwrap();
+    let window = Duration::from_millis(250);
+    let mut cfg = Config::new(cluster.nodes[b].url(), name, window, LIMIT)
+        .restart_grace(Duration::from_secs(2));
+    cfg.heartbeat = Duration::from_millis(1_000);
+    let gate = RedisGate::<4>::open(cfg).unwrap();
+    connected(&gate, "through B", Duration::from_secs(5));
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // B -> A while idle: the keeper's heartbeat gets MOVED, drops its
+    // pooled connection (the pool is empty, the process stays up).
+    cluster.migrate(slot, b, a);
+    // Wait until the gate's connection to B is gone (its heartbeat got
+    // MOVED): the pool is empty, the next heartbeat is ~1 s away.
+    let evals = |node: usize| -> usize {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut cluster.nodes[node].con())
+            .unwrap();
+        list.lines().filter(|l| l.contains("cmd=eval")).count()
+    };
+    let t = Instant::now();
+    while evals(b) > 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "premise: the MOVED heartbeat never came"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(evals(a), 0, "premise: no connection to A yet");
+    assert!(gate.is_connected(), "premise: up after the MOVED heartbeat");
+    // A -> C starts: one key moved, the others not: A answers TRYAGAIN.
+    let (a_id, c_id) = (cluster.id(a), cluster.id(c));
+    setslot(&cluster, c, slot, &["IMPORTING", &a_id]);
+    setslot(&cluster, a, slot, &["MIGRATING", &c_id]);
+    let _: () = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[c].port)
+        .arg(format!("{{{name}}}:epoch"))
+        .arg(0)
+        .arg(5000)
+        .query(&mut cluster.nodes[a].con())
+        .unwrap();
+    // Over the next heartbeats: offline?
+    let t = Instant::now();
+    let mut offline = 0;
+    let mut unavailable_fast = 0;
+    while t.elapsed() < Duration::from_millis(1_500) {
+        if !gate.is_connected() {
+            offline += 1;
+            let d0 = Instant::now();
+            if gate.try_acquire(1) == Decision::Unavailable
+                && d0.elapsed() < Duration::from_millis(5)
+            {
+                unavailable_fast += 1; // no retry within the timeout
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("review | keeper, TRYAGAIN, empty pool | offline samples {offline} | Unavailable without a retry: {unavailable_fast}");
+    assert_eq!(offline, 0, "the process went offline during a migration");
+}
+
+/// The owner restarts from its persisted data (an RDB saved after the
+/// first booking) but without its `nodes.conf` (a new node id): it claims
+/// the slot whose keys it holds ("I have keys for unassigned slot"). Its
+/// node id differs from the recorded one and its replication id is new
+/// (a master does not keep it across a restart): `migrated()` says "came
+/// by MIGRATE", the epoch stays, nobody writes back: the bookings made
+/// after the snapshot are forgotten.
+#[test]
+fn an_owner_restarted_with_a_new_node_id_is_a_restart() {
+    let _g = serial();
+    let mut cluster = Cluster::start(3, 0);
+    let name = "rv3";
+    let slot = cluster.slot(name);
+    let a = cluster.owner(slot);
+    let window = Duration::from_millis(500);
+    let gate =
+        RedisGate::<16>::open(Config::new(cluster.nodes[a].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through A", Duration::from_secs(5));
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _: () = redis::cmd("SAVE")
+        .query(&mut cluster.nodes[a].con())
+        .unwrap();
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: limit not taken ({before})"
+        );
+        if gate.try_acquire(1).is_admitted() {
+            before += 1;
+        }
+    }
+    let old_id = cluster.id(a);
+    cluster.nodes[a].kill();
+    std::fs::remove_file(cluster.nodes[a].dir.join("nodes.conf")).unwrap();
+    cluster.nodes[a].extra.extend([
+        "--cluster-require-full-coverage".to_owned(),
+        "no".to_owned(),
+    ]);
+    cluster.nodes[a].restart();
+    let new_id = cluster.id(a);
+    assert_ne!(old_id, new_id, "premise: a new node id");
+    let mut after = 0u64;
+    while t_fill.elapsed() < Duration::from_millis(6_000) {
+        if gate.try_acquire(1).is_admitted() {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let owner: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut cluster.nodes[a].con())
+        .unwrap();
+    println!("review | restart with a new node id | before {before} | after {after} | within one interval of 8000 ms");
+    assert!(owner.contains("myself,master"), "premise: {owner}");
+    assert!(
+        before + after <= LIMIT,
+        "one interval admitted {before} + {after} > {LIMIT}"
+    );
+}
