@@ -106,7 +106,11 @@
 //!   of the one before the trip.
 //! - **A closed period's start** is the later of the closing probe's `now`
 //!   and the latest probe grant: a time the breaker has seen, never a
-//!   time derived from one.
+//!   time derived from one. So a probe granted to a caller whose clock
+//!   leads starts the period ahead of callers on time: their reports until
+//!   their clocks reach its first window are counted in
+//!   [`uncounted_reports`](CircuitBreaker::uncounted_reports) (never
+//!   silent), and cannot trip the breaker.
 //! - **Which reports count.** A plain report of the current closed period
 //!   counts only if its window is the period's first window or later and
 //!   one of the `N` windows ending at the newest window the statistics
