@@ -2,16 +2,12 @@
 # leaparray-redis against a real Redis: its tests start their own
 # redis-server processes on free loopback ports (and kill them, a restart
 # included, and the fault tests of tests/faults.rs: RDB and AOF restarts,
-<<<<<<< HEAD
 # FLUSHALL, SIGSTOP, maxmemory, an evicting policy, a caller's clock ahead;
-# and tests/restart_regressions.rs: ACL users, request errors, the fence),
-# so this script only makes sure redis-server is installed.
-=======
-# FLUSHALL, SIGSTOP, maxmemory, an evicting policy, a caller's clock ahead,
-# and the Redis Cluster tests of tests/cluster.rs: 3 masters, + 1 replica
-# each, made with redis-cli --cluster create), so this script only makes
-# sure redis-server (and redis-cli, which comes with it) is installed.
->>>>>>> redis-cluster
+# tests/restart_regressions.rs: ACL users, request errors, the fence; and
+# the Redis Cluster tests of tests/cluster.rs and cluster_regressions.rs:
+# 3 masters, + 1 replica each, made with redis-cli --cluster create), so
+# this script only makes sure redis-server (and redis-cli, which comes with
+# it) is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
