@@ -45,8 +45,11 @@ use crate::packed::Outcome;
 /// first starts past a stretch of time in which some member refuses, and
 /// from `now` on, with nothing else arriving, a member has at most one
 /// such stretch more than the windows it lent ahead (a `Gate<N>` lends at
-/// most `N`). So the sum over the members of (windows lent ahead + 1)
-/// tries suffice; past 64 tries the answer is `None`.
+/// most `N`). So for word-shaped members the sum over the members of
+/// (windows lent ahead + 1) tries suffice. A bucket-shaped member's
+/// answers at later times are not known to settle that way (a fuzzed set
+/// with one kept moving), so the tries are bounded: past 64 the answer is
+/// `None`, "no time found", not "never".
 ///
 /// ```
 /// assert_eq!(leaparray::gate::SEARCH_STEPS, 64);
