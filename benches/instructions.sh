@@ -14,6 +14,6 @@ for regime in hot cold; do
   echo "$(cat "$out/log")"
   callgrind_annotate --inclusive=yes "$out/cg" 2>/dev/null |
     awk -v n="$decisions" -v r="$regime" '/decisions::(owned|shared)_burst \[/ {
-      gsub(",", "", $1); f = ($0 ~ /owned_burst/) ? "LocalKeyedGate" : "KeyedGate";
+      gsub(",", "", $1); f = ($0 ~ /local_burst/) ? "LocalKeyedGate" : "KeyedGate";
       printf "  %s %s: %.1f instructions per decision\n", r, f, $1 / n }'
 done

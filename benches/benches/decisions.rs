@@ -27,7 +27,7 @@ const BURST: usize = 64;
 const BURSTS: usize = 20_000;
 
 #[inline(never)]
-fn owned_burst(
+fn local_burst(
     g: &mut LocalKeyedGate<2, CAP>,
     now: u64,
     r: &[(u64, u64)],
@@ -66,7 +66,7 @@ fn main() {
         for (k, r) in requests.iter_mut().enumerate() {
             r.0 = keys[(i * BURST + k * 7_919) % keys.len()];
         }
-        owned_burst(&mut owned, black_box(now), &requests, &mut out);
+        local_burst(&mut owned, black_box(now), &requests, &mut out);
         refused += out.iter().filter(|d| **d != Decision::Pass).count();
         shared_burst(&shared, black_box(now), &requests, &mut out);
         refused += out.iter().filter(|d| **d != Decision::Pass).count();

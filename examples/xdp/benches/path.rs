@@ -13,16 +13,16 @@
 //!   and bytes into a claimed shard (two `ShardWriter::add`s per batch) and
 //!   one `KeyedGate` decision per frame in bursts (`try_acquire_burst`);
 //! - `police_one_by_one`: the same decisions with one `try_acquire` per frame;
-//! - `count_and_police_owned`: `count_and_police` with the queue's own
+//! - `count_and_police_local`: `count_and_police` with the queue's own
 //!   `LocalKeyedGate` (plain loads and stores) instead of the shared
 //!   `KeyedGate`, each request's home slot prefetched 16 requests before
 //!   its decision (`try_acquire_burst` with `_mm_prefetch`);
-//! - `count_and_police_owned_prefetch_while_reading`: the same, with each
+//! - `count_and_police_local_prefetch_while_reading`: the same, with each
 //!   policed frame's home slot also prefetched as its headers are read
 //!   (`Batch::push_prefetching`);
-//! - `count_and_police_owned_no_prefetch`: the same without the prefetch
+//! - `count_and_police_local_no_prefetch`: the same without the prefetch
 //!   (`|_| ()`: what a caller without `unsafe` gets);
-//! - `1m_flows/keys_only_owned`, `1m_flows/keys_only_floor`: the owned
+//! - `1m_flows/keys_only_local`, `1m_flows/keys_only_floor`: the local
 //!   burst and the floor on the same batches' requests taken from an array,
 //!   with no frames read: what the 64 MiB of frames the other rows stream
 //!   through the caches add (`keys_only_floor` on x86-64 only);
@@ -45,7 +45,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use leaparray::Decision;
 use leaparray_xdp::{
-    flow_gate, prefetch, traffic, write_frame, Batch, FlowGate, OwnedFlowGate, Policer, Traffic,
+    flow_gate, prefetch, traffic, write_frame, Batch, FlowGate, LocalFlowGate, Policer, Traffic,
     Tuple, BATCH,
 };
 
@@ -82,7 +82,7 @@ fn group<const CAP: usize>(
     c: &mut Criterion,
     name: &str,
     mut gate: &FlowGate<CAP>,
-    owned: &mut OwnedFlowGate<CAP>,
+    owned: &mut LocalFlowGate<CAP>,
     flows: u32,
     step: u64,
     shard: usize,
@@ -116,7 +116,7 @@ fn group<const CAP: usize>(
             b.push(&buf[k * SLOT..k * SLOT + lens[k]]);
         }
     };
-    let batch_prefetching = |i: usize, b: &mut Batch, gate: &OwnedFlowGate<CAP>| {
+    let batch_prefetching = |i: usize, b: &mut Batch, gate: &LocalFlowGate<CAP>| {
         b.clear();
         let first = (i * BATCH) % FRAMES;
         for k in first..first + BATCH {
@@ -156,32 +156,32 @@ fn group<const CAP: usize>(
             }
         })
     });
-    let mut refused_owned = 0u64;
-    g.bench_function("count_and_police_owned", |bench| {
+    let mut refused_local = 0u64;
+    g.bench_function("count_and_police_local", |bench| {
         bench.iter(|| {
             i += 1;
             now += step;
             batch_at(i, &mut b);
-            refused_owned += b.process(&mut writer, owned, black_box(now));
+            refused_local += b.process(&mut writer, owned, black_box(now));
         })
     });
-    g.bench_function("count_and_police_owned_prefetch_while_reading", |bench| {
+    g.bench_function("count_and_police_local_prefetch_while_reading", |bench| {
         bench.iter(|| {
             i += 1;
             now += step;
             batch_prefetching(i, &mut b, owned);
-            refused_owned += b.process(&mut writer, owned, black_box(now));
+            refused_local += b.process(&mut writer, owned, black_box(now));
         })
     });
-    g.bench_function("count_and_police_owned_no_prefetch", |bench| {
+    g.bench_function("count_and_police_local_no_prefetch", |bench| {
         bench.iter(|| {
             i += 1;
             now += step;
             batch_at(i, &mut b);
-            refused_owned += b.process(&mut writer, &mut NoPrefetch(owned), black_box(now));
+            refused_local += b.process(&mut writer, &mut NoPrefetch(owned), black_box(now));
         })
     });
-    println!("{name}: owned gate: {refused_owned} refused");
+    println!("{name}: local gate: {refused_local} refused");
     if flows > 4096 {
         // The same batches' requests, from an array: no frames.
         let keys: Vec<Vec<(u64, u64)>> = (0..FRAMES / BATCH)
@@ -192,13 +192,13 @@ fn group<const CAP: usize>(
             .collect();
         let mut out = [Decision::Block; BATCH];
         let mut j = 0usize;
-        g.bench_function("keys_only_owned", |bench| {
+        g.bench_function("keys_only_local", |bench| {
             bench.iter(|| {
                 j += 1;
                 now += step;
                 let reqs = &keys[j % keys.len()];
                 let k = owned.try_acquire_burst(black_box(now), reqs, &mut out, prefetch);
-                refused_owned += out[..k].iter().filter(|d| **d != Decision::Pass).count() as u64;
+                refused_local += out[..k].iter().filter(|d| **d != Decision::Pass).count() as u64;
             })
         });
         floor(&mut g, &mut b, &batch_at, &keys, flows, step);
@@ -209,7 +209,7 @@ fn group<const CAP: usize>(
 
 /// The owned table without a prefetch (`|_| ()`): what a caller without
 /// `unsafe` gets, through the same `Batch::process`.
-struct NoPrefetch<'a, const CAP: usize>(&'a mut OwnedFlowGate<CAP>);
+struct NoPrefetch<'a, const CAP: usize>(&'a mut LocalFlowGate<CAP>);
 
 impl<const CAP: usize> Policer for NoPrefetch<'_, CAP> {
     #[inline(always)]
@@ -330,9 +330,9 @@ fn benches(c: &mut Criterion) {
     // On huge pages, as the example's (a `static` of that size would be
     // file-backed `.data`, 4 KiB pages).
     let big: &FlowGate<{ 1 << 21 }> = leaparray_xdp::leak_gate();
-    let mut big_owned = leaparray_xdp::boxed_owned_gate::<{ 1 << 21 }>();
+    let mut big_owned = leaparray_xdp::boxed_local_gate::<{ 1 << 21 }>();
     group(c, "1m_flows", big, &mut big_owned, 1_000_000, 25, 0);
-    let mut small_owned = leaparray_xdp::boxed_owned_gate::<{ 1 << 15 }>();
+    let mut small_owned = leaparray_xdp::boxed_local_gate::<{ 1 << 15 }>();
     group(c, "4k_flows", &SMALL, &mut small_owned, 4096, 400, 1);
 }
 

@@ -51,10 +51,10 @@ pub const fn flow_gate<const CAP: usize>() -> FlowGate<CAP> {
 
 /// A per-flow gate that one receive queue owns (under receive-side scaling
 /// a flow always lands on the same queue): plain loads and stores.
-pub type OwnedFlowGate<const CAP: usize> = LocalKeyedGate<GATE_N, CAP>;
+pub type LocalFlowGate<const CAP: usize> = LocalKeyedGate<GATE_N, CAP>;
 
-/// A new owned per-flow gate.
-pub const fn owned_flow_gate<const CAP: usize>() -> OwnedFlowGate<CAP> {
+/// A new single-writer per-flow gate.
+pub const fn local_flow_gate<const CAP: usize>() -> LocalFlowGate<CAP> {
     LocalKeyedGate::new(NonZeroU64::new(GATE_WINDOW_US).unwrap(), LIMIT)
 }
 
@@ -64,9 +64,9 @@ pub fn leak_gate<const CAP: usize>() -> &'static FlowGate<CAP> {
     Box::leak(on_huge_pages(flow_gate::<CAP>))
 }
 
-/// An owned per-flow gate on the heap, on huge pages: see [`on_huge_pages`].
-pub fn boxed_owned_gate<const CAP: usize>() -> Box<OwnedFlowGate<CAP>> {
-    on_huge_pages(owned_flow_gate::<CAP>)
+/// A single-writer per-flow gate on the heap, on huge pages: see [`on_huge_pages`].
+pub fn boxed_local_gate<const CAP: usize>() -> Box<LocalFlowGate<CAP>> {
+    on_huge_pages(local_flow_gate::<CAP>)
 }
 
 /// `make()` on the heap, on transparent huge pages where Linux gives them.
@@ -128,7 +128,7 @@ impl<const CAP: usize> Policer for &FlowGate<CAP> {
     }
 }
 
-impl<const CAP: usize> Policer for OwnedFlowGate<CAP> {
+impl<const CAP: usize> Policer for LocalFlowGate<CAP> {
     #[inline(always)]
     fn police(&mut self, now: u64, requests: &[(u64, u64)], decisions: &mut [Decision]) -> usize {
         self.try_acquire_burst(now, requests, decisions, prefetch)
@@ -450,10 +450,10 @@ mod tests {
     }
 
     #[test]
-    fn the_owned_gate_polices_a_batch_as_the_shared_one() {
+    fn the_local_gate_polices_a_batch_as_the_shared_one() {
         static T: Traffic = traffic();
         static SHARED: FlowGate<4096> = flow_gate();
-        let mut owned = boxed_owned_gate::<4096>();
+        let mut owned = boxed_local_gate::<4096>();
         let (mut ws, mut wo) = (T.claim(2).unwrap(), T.claim(3).unwrap());
         let mut buf = [0u8; 256];
         let (mut a, mut b) = (Batch::default(), Batch::default());

@@ -218,7 +218,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
                     match (mode.flows <= 1 << 14, shared_gate) {
                         (true, true) => rx::run(i, mode, t, &SMALL, &live, &ready, &rx_stop),
                         (true, false) => {
-                            let g = leaparray_xdp::boxed_owned_gate::<{ 1 << 15 }>();
+                            let g = leaparray_xdp::boxed_local_gate::<{ 1 << 15 }>();
                             rx::run(i, mode, t, g, &live, &ready, &rx_stop)
                         }
                         (false, true) => {
@@ -226,7 +226,7 @@ pair lpxdp0/lpxdp1, and removes them on exit, on failure and on Ctrl-C.";
                             rx::run(i, mode, t, g, &live, &ready, &rx_stop)
                         }
                         (false, false) => {
-                            let g = leaparray_xdp::boxed_owned_gate::<{ 1 << 21 }>();
+                            let g = leaparray_xdp::boxed_local_gate::<{ 1 << 21 }>();
                             rx::run(i, mode, t, g, &live, &ready, &rx_stop)
                         }
                     }
