@@ -15,6 +15,8 @@
 //!   peer's IP address.
 //! - `--wait N` [`WAIT`]: wait mode with up to N waiting requests (for at
 //!   most one interval each); default: refuse.
+//! - `--capacity C` [`CAPACITY`]: slots of the per-key table: 1024, 4096
+//!   or 16384 (the default, `DEFAULT_CAPACITY`).
 //! - `--ledger` [`LEDGER=1`]: keep the books (below).
 //!
 //! # The ledger
@@ -52,6 +54,7 @@ struct Config {
     interval_ms: u64,
     key_ip: bool,
     wait: Option<usize>,
+    capacity: usize,
     ledger: bool,
 }
 
@@ -64,6 +67,7 @@ fn config() -> Result<Config, String> {
         interval_ms: 1000,
         key_ip: false,
         wait: None,
+        capacity: leaparray_tower::DEFAULT_CAPACITY,
         ledger: false,
     };
     let set = |flag: &str, v: &str, c: &mut Config| -> Result<(), String> {
@@ -79,6 +83,10 @@ fn config() -> Result<Config, String> {
                 _ => return Err(format!("--key {v:?}: header or ip")),
             },
             "--wait" => c.wait = Some(num()? as usize),
+            "--capacity" => match v {
+                "1024" | "4096" | "16384" => c.capacity = num()? as usize,
+                _ => return Err(format!("--capacity {v:?}: 1024, 4096 or 16384")),
+            },
             "--ledger" => c.ledger = v == "1" || v == "true",
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -91,6 +99,7 @@ fn config() -> Result<Config, String> {
         ("INTERVAL_MS", "--interval-ms"),
         ("KEY", "--key"),
         ("WAIT", "--wait"),
+        ("CAPACITY", "--capacity"),
         ("LEDGER", "--ledger"),
     ] {
         if let Some(v) = env(var) {
@@ -202,10 +211,28 @@ fn check(app: &App) -> (bool, String) {
             "{name}: admitted {total}, most in any {WINDOWS} windows {w} (limit {limit}), {straddling} across a window edge: {verdict}\n"
         ));
     };
-    for (k, s) in &b.keys {
-        line(&format!("key {k:?}"), s, app.per_key);
+    // A line for each key over its limit, and for the busiest few; a flood
+    // of keys is summed up in one line.
+    let mut busiest: Vec<(u64, &String)> = b
+        .keys
+        .iter()
+        .map(|(k, s)| (worst(s).0, k))
+        .collect();
+    busiest.sort_unstable_by(|a, b| b.cmp(a));
+    for (rank, (w, k)) in busiest.iter().enumerate() {
+        if rank < 8 || (app.per_key > 0 && *w > app.per_key) {
+            line(&format!("key {k:?}"), &b.keys[*k], app.per_key);
+        }
     }
     line("global", &b.all, app.global);
+    out.push_str(&format!(
+        "keys: {} admitted at least once, {} over the limit\n",
+        busiest.len(),
+        busiest
+            .iter()
+            .filter(|(w, _)| app.per_key > 0 && *w > app.per_key)
+            .count()
+    ));
     let verdict = if ok {
         "LEDGER OK: 0 intervals over a limit\n"
     } else {
@@ -263,7 +290,11 @@ async fn main() {
         } else {
             Key::header(axum::http::HeaderName::from_static("x-api-key"))
         };
-        b = b.per_key("per-key", c.per_key, per, key);
+        b = match c.capacity {
+            1024 => b.per_key_with_capacity::<1024>("per-key", c.per_key, per, key),
+            4096 => b.per_key_with_capacity::<4096>("per-key", c.per_key, per, key),
+            _ => b.per_key("per-key", c.per_key, per, key),
+        };
     }
     if c.global > 0 {
         b = b.global("global", c.global, per);
