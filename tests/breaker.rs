@@ -861,22 +861,26 @@ fn tripped_at_zero() -> CircuitBreaker<2> {
 }
 
 /// Issue 36, reproducer 2b: a probe granted at a far-future `now` and
-/// reported at 60 closes the breaker from the grant's time; 20 errors at
-/// 60 to 79 lie before the period's first window: not counted, and said so.
+/// reported at 60 closed the breaker from the grant's time; 20 errors at
+/// 60 to 79 were then neither counted nor in `uncounted_reports`. The
+/// closed period starts at the later of the closing report's `now` and the
+/// open period's deadline (10): the errors count, the first trips, and the
+/// breaker is open for the recovery timeout from 60, not from the grant.
 #[test]
-fn reports_before_a_far_future_probe_grant_are_counted_as_uncounted() {
+fn a_far_future_probe_grant_moves_neither_the_close_nor_the_next_trip() {
     let b = tripped_at_zero();
     let probe = b.try_acquire(3_600_000).unwrap();
     assert_eq!(
         b.report(60, probe, 1, Outcome::Success).map(|t| t.to),
         Some(State::Closed)
     );
-    for t in 60..80 {
-        let p = b.try_acquire(t).unwrap();
-        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
-    }
-    assert_eq!(b.state(), State::Closed);
-    assert_eq!(b.uncounted_reports(), 20, "20 errors dropped silently");
+    assert_eq!(b.snapshot().time, 60);
+    let p = b.try_acquire(60).unwrap();
+    assert_eq!(
+        b.report(60, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!((b.snapshot().time, b.uncounted_reports()), (70, 0));
 }
 
 /// Issue 36, reproducer 2c: the same with the far-future time on the
@@ -986,4 +990,72 @@ fn u64_max_parameters_mean_never() {
 fn new_panics_with_the_reason_at_run_time() {
     let c = Config::new(Strategy::ErrorCount { max_errors: 1 }, 1_000, 1_000);
     let _ = CircuitBreaker::<3>::new(c); // 1,000 ticks are not 3 windows
+}
+
+// Regression tests from the hostile review of issue 36's fix (F2): a
+// closed period's start and the times that report into it.
+
+/// Review F2: tripped at 0 (open until 10); at the real time 10 a caller
+/// whose clock leads by 19 ticks takes the probe at 29 and reports it
+/// good at 10. The closed period starts at the later of the closing
+/// report's `now` and the open period's deadline (10), not at the leading
+/// grant (29): the errors at the real time count, and the first trips.
+#[test]
+fn review_defect_a_leading_probe_grant_starts_the_closed_period_ahead_of_its_reports() {
+    let b = tripped_at_zero();
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, 10));
+    let probe = b.try_acquire(29).unwrap(); // a clock 19 ticks ahead
+    let t = b.report(10, probe, 1, Outcome::Success).unwrap(); // real time 10
+    assert_eq!(t.to, State::Closed);
+    assert_eq!(b.snapshot().time, 10, "started at the leading grant");
+    let p = b.try_acquire(10).unwrap();
+    let t = b.report(10, p, 1, Outcome::Error);
+    assert_eq!(
+        (t.map(|t| t.to), b.uncounted_reports()),
+        (Some(State::Open), 0),
+        "an error at the real time is not counted"
+    );
+    // Open from the latest time seen by a report (10), not the grant.
+    assert_eq!(b.snapshot().time, 20);
+}
+
+/// The deadline a closed period starts from is its own open period's, not
+/// an earlier one's: closed from 10 after a first trip (open until 10), an
+/// error at 15 trips again (open until 25), a bad probe reopens it (open
+/// until 35), and the probe granted at 35 reports good with a clock lagging
+/// by 16. Closed from 35: the window [10, 20) with the error from before
+/// the trip is not read. From the first open period's deadline (10) or the
+/// lagging `now` (19) it would be, and the next report would re-trip.
+#[test]
+fn a_closed_period_starts_at_its_own_open_periods_deadline() {
+    let b = tripped_at_zero();
+    let probe = b.try_acquire(10).unwrap();
+    assert_eq!(
+        b.report(10, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    let p = b.try_acquire(15).unwrap();
+    assert_eq!(
+        b.report(15, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(b.snapshot().time, 25);
+    // A reopen in between: a bad probe (open until 35), then the probe
+    // that closes it, granted at 35 and reported with a lagging clock.
+    let probe = b.try_acquire(25).unwrap();
+    assert_eq!(
+        b.report(25, probe, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(b.snapshot().time, 35);
+    let probe = b.try_acquire(35).unwrap();
+    assert_eq!(
+        b.report(19, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(b.snapshot().time, 35);
+    assert_eq!(b.counts(35), (0, 0));
+    let p = b.try_acquire(35).unwrap();
+    assert_eq!(b.report(35, p, 1, Outcome::Success), None);
+    assert_eq!(b.state(), State::Closed);
 }

@@ -379,6 +379,12 @@ pub struct CircuitBreaker<const N: usize> {
     /// The latest `now` any report used: with the word's time, what every
     /// deadline counts from. Only ever raised.
     latest: AtomicU64,
+    /// The deadline of the open period the current half-open one came
+    /// from: stored by the caller whose swap moved the word from `Open` to
+    /// `HalfOpen`, before its probe permit is returned; read by the report
+    /// that closes the period (its start is the later of that report's
+    /// `now` and this). The word has no bits left for it.
+    deadline: AtomicU64,
     config: Config,
     /// `stat_interval / N`.
     window: u64,
@@ -439,6 +445,7 @@ impl<const N: usize> CircuitBreaker<N> {
                 stats: LeapArray::new(nonzero),
                 uncounted: atomic_u64(0),
                 latest: atomic_u64(0),
+                deadline: atomic_u64(0),
                 config,
                 window: nonzero.get(),
                 observer: None,
@@ -669,6 +676,17 @@ impl<const N: usize> CircuitBreaker<N> {
                 .compare_exchange(cur, next.pack(), AcqRel, Acquire)
             {
                 Ok(_) => {
+                    if w.state == State::Open {
+                        // Before the probe permit is returned: the report
+                        // that closes this period needs this permit's good
+                        // report, so its load of the word (Acquire) comes
+                        // after that report's swap (Release), after this
+                        // store. A later period's store comes after a
+                        // later swap of the word, which fails the closing
+                        // swap. So the close reads this period's deadline.
+                        // ORDERING: Relaxed; the word's swaps carry it.
+                        self.deadline.store(w.time, Relaxed);
+                    }
                     self.announce(w, next, now);
                     return (next.state == State::HalfOpen).then_some(Permit {
                         breaker: self,
@@ -824,10 +842,17 @@ impl<const N: usize> CircuitBreaker<N> {
             let next = if bad {
                 self.reopened(w, now)
             } else if w.good + 1 >= self.config.probes {
-                // The closed period starts no earlier than the latest
-                // grant (a probe reporting with an older `now` must not
-                // reach back to the windows from before the trip).
-                w.next(State::Closed, if now > w.time { now } else { w.time })
+                // The closed period starts at the later of this `now` and
+                // the deadline of the open period before it: never in a
+                // window of the reports the trip saw (the deadline is a
+                // recovery timeout, at least one window, after the latest
+                // of them), whatever this report's clock lags, and never
+                // later because a probe was granted with a leading clock.
+                // Read after the load of `cur`, which counts the good
+                // report of the permit whose grant stored it (see
+                // `try_acquire`). ORDERING: Relaxed; the word carries it.
+                let deadline = self.deadline.load(Relaxed);
+                w.next(State::Closed, if now > deadline { now } else { deadline })
             } else {
                 Word {
                     good: w.good + 1,
