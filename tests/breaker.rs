@@ -940,8 +940,9 @@ fn too_far_behind_is_decided_by_window_id() {
 }
 
 /// Issue 36: the parameters at `u64::MAX` mean "never" (`Config`'s docs):
-/// no trip at `u64::MAX` errors or requests, open until a `now` of
-/// `u64::MAX`, a lost probe never reopens.
+/// no trip at `u64::MAX` errors, requests or RT threshold, open until a
+/// `now` of `u64::MAX`, a lost probe taken as bad only at a `now` of
+/// `u64::MAX`.
 #[test]
 fn u64_max_parameters_mean_never() {
     let never_trips = [
@@ -954,12 +955,22 @@ fn u64_max_parameters_mean_never() {
         )
         .with_min_requests(1),
         Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(u64::MAX),
+        // No request is slow: an RT is never above `u64::MAX`.
+        Config::new(
+            Strategy::SlowRequestRatio {
+                max_rt: u64::MAX,
+                max_ratio: Ratio::new(0, 1),
+            },
+            10,
+            10,
+        )
+        .with_min_requests(1),
     ];
     for c in never_trips {
         let b = CircuitBreaker::<1>::new(c);
         for t in 0..100 {
             let p = b.try_acquire(t).unwrap();
-            assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+            assert_eq!(b.report(t, p, u64::MAX, Outcome::Error), None);
         }
     }
     let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, u64::MAX)
@@ -1058,4 +1069,50 @@ fn a_closed_period_starts_at_its_own_open_periods_deadline() {
     let p = b.try_acquire(35).unwrap();
     assert_eq!(b.report(35, p, 1, Outcome::Success), None);
     assert_eq!(b.state(), State::Closed);
+}
+
+/// Review F3a (documented in "Times" and GUARANTEES section 5): a time
+/// 2^48 windows (+ 3 ticks) ahead is outside the range of window ids
+/// (kept modulo 2^48): it aliases to window 0, so the errors at the real
+/// time 20.. are counted and trip the breaker (not uncounted), and the
+/// trip opens it until the far time plus the recovery timeout.
+#[test]
+fn a_time_beyond_the_window_range_aliases_and_opens_until_it() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 2 }, 10, 10).with_min_requests(1),
+    );
+    let glitch = (1u64 << 48) * 10 + 3;
+    let _ = b.report(glitch, b.try_acquire(0).unwrap(), 1, Outcome::Success);
+    let mut trip = None;
+    for now in 20..23 {
+        let p = b.try_acquire(now).unwrap();
+        trip = b.report(now, p, 1, Outcome::Error);
+    }
+    assert_eq!(trip.map(|t| t.to), Some(State::Open));
+    assert_eq!((b.uncounted_reports(), b.snapshot().time), (0, glitch + 10));
+}
+
+/// Review F3b (documented in "Times" and `Config::probe_timeout`): the
+/// probe timeout counts from the latest grant's `now`. With two probes,
+/// one granted at 10 and lost, the other granted with a clock at
+/// `u64::MAX`, the breaker stays half-open and refuses until a `now` of
+/// `u64::MAX`, which takes the lost probe as bad.
+#[test]
+fn a_far_ahead_probe_grant_postpones_the_probe_timeout_to_it() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10)
+            .with_min_requests(1)
+            .with_probes(2)
+            .with_probe_timeout(10),
+    );
+    let _ = b.report(0, b.try_acquire(0).unwrap(), 1, Outcome::Error);
+    let first = b.try_acquire(10).unwrap();
+    let second = b.try_acquire(u64::MAX).unwrap(); // a glitched clock
+    drop(first); // lost
+    assert_eq!(b.report(11, second, 1, Outcome::Success), None);
+    assert!(b.try_acquire(1_000_000_000_000).is_none());
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    assert_eq!(b.state(), State::HalfOpen);
+    assert!(b.try_acquire(u64::MAX).is_none()); // reopens: open until u64::MAX
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, u64::MAX));
 }
