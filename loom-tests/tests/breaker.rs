@@ -592,3 +592,52 @@ fn a_close_starts_from_its_own_open_periods_deadline() {
     });
     seen.assert_all(&[true, false]);
 }
+
+/// A caller that half-opens the breaker and stalls before it stores the
+/// open period's deadline never makes a later close start from that
+/// deadline. One probe, probe timeout 10; tripped at 0 (open until 10).
+/// Thread A takes a probe at 10 and loses it. Thread B takes one at 20,
+/// or, if A half-opened first, reopens the breaker at 20 (the lost probe:
+/// open until 30) and takes one at 30; B reports it good with a clock
+/// lagging to 25. Closed from the later of 25 and the deadline of the open
+/// period before B's probe: 30 after A's probe (5 transitions), 25 (the
+/// deadline 10) when B was first (3 transitions). Kills "the deadline
+/// stored with a plain store" (A's store of 10, made after B's of 30: the
+/// close starts from 25).
+#[test]
+fn a_stalled_half_opener_never_moves_a_later_close() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        OBSERVED.with(|o| o.borrow_mut().clear());
+        let b: &'static CircuitBreaker<2> = Box::leak(Box::new(
+            CircuitBreaker::new(
+                Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10)
+                    .with_min_requests(1)
+                    .with_probe_timeout(10),
+            )
+            .with_observer(observe),
+        ));
+        let p = b.try_acquire(0).unwrap();
+        assert!(b.report(0, p, 1, Outcome::Error).is_some());
+        let ta = spawn(move || drop(b.try_acquire(10))); // a lost probe, if any
+        let tb = spawn(move || {
+            let p = b.try_acquire(20).or_else(|| b.try_acquire(30)).unwrap();
+            assert!(p.is_probe());
+            b.report(25, p, 1, Outcome::Success)
+        });
+        ta.join().unwrap();
+        let rb = tb.join().unwrap();
+        let s = b.snapshot();
+        let start = if s.transitions == 5 { 30 } else { 25 };
+        assert_eq!(
+            (s.state, s.time),
+            (State::Closed, start),
+            "closed from an earlier open period's deadline ({} transitions)",
+            s.transitions
+        );
+        each_transition_once(b, &[rb]);
+        record(s.transitions);
+    });
+    seen.assert_all(&[3, 5]);
+}
