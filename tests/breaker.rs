@@ -861,22 +861,26 @@ fn tripped_at_zero() -> CircuitBreaker<2> {
 }
 
 /// Issue 36, reproducer 2b: a probe granted at a far-future `now` and
-/// reported at 60 closes the breaker from the grant's time; 20 errors at
-/// 60 to 79 lie before the period's first window: not counted, and said so.
+/// reported at 60 closed the breaker from the grant's time; 20 errors at
+/// 60 to 79 were then neither counted nor in `uncounted_reports`. The
+/// closed period starts at the later of the closing report's `now` and the
+/// open period's deadline (10): the errors count, the first trips, and the
+/// breaker is open for the recovery timeout from 60, not from the grant.
 #[test]
-fn reports_before_a_far_future_probe_grant_are_counted_as_uncounted() {
+fn a_far_future_probe_grant_moves_neither_the_close_nor_the_next_trip() {
     let b = tripped_at_zero();
     let probe = b.try_acquire(3_600_000).unwrap();
     assert_eq!(
         b.report(60, probe, 1, Outcome::Success).map(|t| t.to),
         Some(State::Closed)
     );
-    for t in 60..80 {
-        let p = b.try_acquire(t).unwrap();
-        assert_eq!(b.report(t, p, 1, Outcome::Error), None);
-    }
-    assert_eq!(b.state(), State::Closed);
-    assert_eq!(b.uncounted_reports(), 20, "20 errors dropped silently");
+    assert_eq!(b.snapshot().time, 60);
+    let p = b.try_acquire(60).unwrap();
+    assert_eq!(
+        b.report(60, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!((b.snapshot().time, b.uncounted_reports()), (70, 0));
 }
 
 /// Issue 36, reproducer 2c: the same with the far-future time on the
@@ -936,8 +940,9 @@ fn too_far_behind_is_decided_by_window_id() {
 }
 
 /// Issue 36: the parameters at `u64::MAX` mean "never" (`Config`'s docs):
-/// no trip at `u64::MAX` errors or requests, open until a `now` of
-/// `u64::MAX`, a lost probe never reopens.
+/// no trip at `u64::MAX` errors, requests or RT threshold, open until a
+/// `now` of `u64::MAX`, a lost probe taken as bad only at a `now` of
+/// `u64::MAX`.
 #[test]
 fn u64_max_parameters_mean_never() {
     let never_trips = [
@@ -950,12 +955,22 @@ fn u64_max_parameters_mean_never() {
         )
         .with_min_requests(1),
         Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10).with_min_requests(u64::MAX),
+        // No request is slow: an RT is never above `u64::MAX`.
+        Config::new(
+            Strategy::SlowRequestRatio {
+                max_rt: u64::MAX,
+                max_ratio: Ratio::new(0, 1),
+            },
+            10,
+            10,
+        )
+        .with_min_requests(1),
     ];
     for c in never_trips {
         let b = CircuitBreaker::<1>::new(c);
         for t in 0..100 {
             let p = b.try_acquire(t).unwrap();
-            assert_eq!(b.report(t, p, 1, Outcome::Error), None);
+            assert_eq!(b.report(t, p, u64::MAX, Outcome::Error), None);
         }
     }
     let cfg = Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, u64::MAX)
@@ -986,4 +1001,118 @@ fn u64_max_parameters_mean_never() {
 fn new_panics_with_the_reason_at_run_time() {
     let c = Config::new(Strategy::ErrorCount { max_errors: 1 }, 1_000, 1_000);
     let _ = CircuitBreaker::<3>::new(c); // 1,000 ticks are not 3 windows
+}
+
+// Regression tests from the hostile review of issue 36's fix (F2): a
+// closed period's start and the times that report into it.
+
+/// Review F2: tripped at 0 (open until 10); at the real time 10 a caller
+/// whose clock leads by 19 ticks takes the probe at 29 and reports it
+/// good at 10. The closed period starts at the later of the closing
+/// report's `now` and the open period's deadline (10), not at the leading
+/// grant (29): the errors at the real time count, and the first trips.
+#[test]
+fn review_defect_a_leading_probe_grant_starts_the_closed_period_ahead_of_its_reports() {
+    let b = tripped_at_zero();
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, 10));
+    let probe = b.try_acquire(29).unwrap(); // a clock 19 ticks ahead
+    let t = b.report(10, probe, 1, Outcome::Success).unwrap(); // real time 10
+    assert_eq!(t.to, State::Closed);
+    assert_eq!(b.snapshot().time, 10, "started at the leading grant");
+    let p = b.try_acquire(10).unwrap();
+    let t = b.report(10, p, 1, Outcome::Error);
+    assert_eq!(
+        (t.map(|t| t.to), b.uncounted_reports()),
+        (Some(State::Open), 0),
+        "an error at the real time is not counted"
+    );
+    // Open from the latest time seen by a report (10), not the grant.
+    assert_eq!(b.snapshot().time, 20);
+}
+
+/// The deadline a closed period starts from is its own open period's, not
+/// an earlier one's: closed from 10 after a first trip (open until 10), an
+/// error at 15 trips again (open until 25), a bad probe reopens it (open
+/// until 35), and the probe granted at 35 reports good with a clock lagging
+/// by 16. Closed from 35: the window [10, 20) with the error from before
+/// the trip is not read. From the first open period's deadline (10) or the
+/// lagging `now` (19) it would be, and the next report would re-trip.
+#[test]
+fn a_closed_period_starts_at_its_own_open_periods_deadline() {
+    let b = tripped_at_zero();
+    let probe = b.try_acquire(10).unwrap();
+    assert_eq!(
+        b.report(10, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    let p = b.try_acquire(15).unwrap();
+    assert_eq!(
+        b.report(15, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(b.snapshot().time, 25);
+    // A reopen in between: a bad probe (open until 35), then the probe
+    // that closes it, granted at 35 and reported with a lagging clock.
+    let probe = b.try_acquire(25).unwrap();
+    assert_eq!(
+        b.report(25, probe, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(b.snapshot().time, 35);
+    let probe = b.try_acquire(35).unwrap();
+    assert_eq!(
+        b.report(19, probe, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(b.snapshot().time, 35);
+    assert_eq!(b.counts(35), (0, 0));
+    let p = b.try_acquire(35).unwrap();
+    assert_eq!(b.report(35, p, 1, Outcome::Success), None);
+    assert_eq!(b.state(), State::Closed);
+}
+
+/// Review F3a (documented in "Times" and GUARANTEES section 5): a time
+/// 2^48 windows (+ 3 ticks) ahead is outside the range of window ids
+/// (kept modulo 2^48): it aliases to window 0, so the errors at the real
+/// time 20.. are counted and trip the breaker (not uncounted), and the
+/// trip opens it until the far time plus the recovery timeout.
+#[test]
+fn a_time_beyond_the_window_range_aliases_and_opens_until_it() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 2 }, 10, 10).with_min_requests(1),
+    );
+    let glitch = (1u64 << 48) * 10 + 3;
+    let _ = b.report(glitch, b.try_acquire(0).unwrap(), 1, Outcome::Success);
+    let mut trip = None;
+    for now in 20..23 {
+        let p = b.try_acquire(now).unwrap();
+        trip = b.report(now, p, 1, Outcome::Error);
+    }
+    assert_eq!(trip.map(|t| t.to), Some(State::Open));
+    assert_eq!((b.uncounted_reports(), b.snapshot().time), (0, glitch + 10));
+}
+
+/// Review F3b (documented in "Times" and `Config::probe_timeout`): the
+/// probe timeout counts from the latest grant's `now`. With two probes,
+/// one granted at 10 and lost, the other granted with a clock at
+/// `u64::MAX`, the breaker stays half-open and refuses until a `now` of
+/// `u64::MAX`, which takes the lost probe as bad.
+#[test]
+fn a_far_ahead_probe_grant_postpones_the_probe_timeout_to_it() {
+    let b = CircuitBreaker::<1>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 10, 10)
+            .with_min_requests(1)
+            .with_probes(2)
+            .with_probe_timeout(10),
+    );
+    let _ = b.report(0, b.try_acquire(0).unwrap(), 1, Outcome::Error);
+    let first = b.try_acquire(10).unwrap();
+    let second = b.try_acquire(u64::MAX).unwrap(); // a glitched clock
+    drop(first); // lost
+    assert_eq!(b.report(11, second, 1, Outcome::Success), None);
+    assert!(b.try_acquire(1_000_000_000_000).is_none());
+    assert!(b.try_acquire(u64::MAX - 1).is_none());
+    assert_eq!(b.state(), State::HalfOpen);
+    assert!(b.try_acquire(u64::MAX).is_none()); // reopens: open until u64::MAX
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, u64::MAX));
 }

@@ -74,7 +74,7 @@ fn tripped(k: u16) -> &'static CircuitBreaker<1> {
 
 /// The observer saw transitions numbered exactly `1..=snapshot().transitions`,
 /// once each, and every transition the calls returned is one of them.
-fn each_transition_once(b: &CircuitBreaker<1>, returned: &[Option<Transition>]) {
+fn each_transition_once<const N: usize>(b: &CircuitBreaker<N>, returned: &[Option<Transition>]) {
     let observed = OBSERVED.with(|o| o.borrow().clone());
     let mut numbers: Vec<u32> = observed.iter().map(|t| t.number).collect();
     numbers.sort_unstable();
@@ -530,4 +530,114 @@ fn a_report_overtaken_by_a_newer_window_is_never_silent() {
         );
     });
     seen.assert_all(&[(true, 0), (false, 1)]);
+}
+
+/// The deadline a closed period starts from (stored beside the word by
+/// the caller that half-opens the breaker) races the report that closes
+/// it. Two windows of 10, no error allowed, `k` = 2. Set up in one
+/// thread: tripped at 0 (open until 10, the deadline kept), closed from 10
+/// by two probes, an error at 15 trips it again (open until 25). Threads A
+/// and B each take a probe at 25 (either half-opens the breaker, either
+/// takes the second probe) and report it good with a clock lagging to 19.
+/// Whichever closes the breaker reads the deadline of this open period,
+/// 25: closed from 25, never from 19, whose window [10, 20) holds the
+/// error from before the trip. Kills "the closing report reads the
+/// deadline before its load of the word" (it can read the earlier open
+/// period's deadline, 10, before the half-open's store: closed from 19).
+#[test]
+fn a_close_starts_from_its_own_open_periods_deadline() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        OBSERVED.with(|o| o.borrow_mut().clear());
+        let b: &'static CircuitBreaker<2> = Box::leak(Box::new(
+            CircuitBreaker::new(
+                Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10)
+                    .with_min_requests(1)
+                    .with_probes(2)
+                    .with_probe_timeout(100),
+            )
+            .with_observer(observe),
+        ));
+        let p = b.try_acquire(0).unwrap();
+        assert!(b.report(0, p, 1, Outcome::Error).is_some());
+        let (p, q) = (b.try_acquire(10).unwrap(), b.try_acquire(10).unwrap());
+        let _ = b.report(10, p, 1, Outcome::Success);
+        assert_eq!(
+            b.report(10, q, 1, Outcome::Success).map(|t| t.to),
+            Some(State::Closed)
+        );
+        let p = b.try_acquire(15).unwrap();
+        assert_eq!(
+            b.report(15, p, 1, Outcome::Error).map(|t| t.to),
+            Some(State::Open)
+        );
+        assert_eq!(b.snapshot().time, 25);
+        let probe_good = move || {
+            let p = b.try_acquire(25).expect("k = 2: both get a probe");
+            assert!(p.is_probe());
+            b.report(19, p, 1, Outcome::Success)
+        };
+        let (ta, tb) = (spawn(probe_good), spawn(probe_good));
+        let (ra, rb) = (ta.join().unwrap(), tb.join().unwrap());
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.transitions, s.time),
+            (State::Closed, 6, 25),
+            "closed from a deadline not its open period's"
+        );
+        assert_eq!(b.counts(25), (0, 0));
+        each_transition_once(b, &[ra, rb]);
+        record(ra.is_some());
+    });
+    seen.assert_all(&[true, false]);
+}
+
+/// A caller that half-opens the breaker and stalls before it stores the
+/// open period's deadline never makes a later close start from that
+/// deadline. One probe, probe timeout 10; tripped at 0 (open until 10).
+/// Thread A takes a probe at 10 and loses it. Thread B takes one at 20,
+/// or, if A half-opened first, reopens the breaker at 20 (the lost probe:
+/// open until 30) and takes one at 30; B reports it good with a clock
+/// lagging to 25. Closed from the later of 25 and the deadline of the open
+/// period before B's probe: 30 after A's probe (5 transitions), 25 (the
+/// deadline 10) when B was first (3 transitions). Kills "the deadline
+/// stored with a plain store" (A's store of 10, made after B's of 30: the
+/// close starts from 25).
+#[test]
+fn a_stalled_half_opener_never_moves_a_later_close() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        OBSERVED.with(|o| o.borrow_mut().clear());
+        let b: &'static CircuitBreaker<2> = Box::leak(Box::new(
+            CircuitBreaker::new(
+                Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10)
+                    .with_min_requests(1)
+                    .with_probe_timeout(10),
+            )
+            .with_observer(observe),
+        ));
+        let p = b.try_acquire(0).unwrap();
+        assert!(b.report(0, p, 1, Outcome::Error).is_some());
+        let ta = spawn(move || drop(b.try_acquire(10))); // a lost probe, if any
+        let tb = spawn(move || {
+            let p = b.try_acquire(20).or_else(|| b.try_acquire(30)).unwrap();
+            assert!(p.is_probe());
+            b.report(25, p, 1, Outcome::Success)
+        });
+        ta.join().unwrap();
+        let rb = tb.join().unwrap();
+        let s = b.snapshot();
+        let start = if s.transitions == 5 { 30 } else { 25 };
+        assert_eq!(
+            (s.state, s.time),
+            (State::Closed, start),
+            "closed from an earlier open period's deadline ({} transitions)",
+            s.transitions
+        );
+        each_transition_once(b, &[rb]);
+        record(s.transitions);
+    });
+    seen.assert_all(&[3, 5]);
 }

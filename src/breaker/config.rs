@@ -152,8 +152,9 @@ pub enum Strategy {
 /// |---|---|
 /// | `min_requests` | never trips (the interval's total would have to reach `u64::MAX`, and each window counts at most [`MAX_COUNT`](crate::MAX_COUNT) = 2^47 - 1 reports: never for `N` below 2^17) |
 /// | `Strategy::ErrorCount { max_errors }` | never trips |
+/// | `Strategy::SlowRequestRatio { max_rt }` | no request is slow (an RT is never above `u64::MAX`): never trips |
 /// | `recovery_timeout` | once tripped, stays open until a `now` of `u64::MAX` |
-/// | `probe_timeout` | a lost probe (never reported) is never taken as bad: with all `k` probes granted and one lost, the breaker stays half-open and refuses every request until a `now` of `u64::MAX` |
+/// | `probe_timeout` | a lost probe (never reported) is taken as bad only at a `now` of `u64::MAX`: with all `k` probes granted and one lost, the breaker stays half-open and refuses every request until then |
 ///
 /// A deadline saturates at `u64::MAX` (a recovery or probe timeout that
 /// would end after it ends there), and `u64::MAX` is the only `now` that
@@ -189,9 +190,11 @@ pub struct Config {
     /// `k`: the probes a half-open breaker admits, all of which must be
     /// good to close it (default 1, as Sentinel). 1 to [`MAX_PROBES`].
     pub probes: u16,
-    /// A half-open breaker that has granted all its probes and granted none
-    /// for this long (a probe was lost: never reported) opens again on the
-    /// next [`try_acquire`](super::CircuitBreaker::try_acquire). Default: the
+    /// A half-open breaker that has granted all its probes opens again (a
+    /// probe was lost: never reported) on the first
+    /// [`try_acquire`](super::CircuitBreaker::try_acquire) whose `now` is
+    /// this long after the latest grant's `now` (a grant with a clock far
+    /// ahead postpones that: "Times" in the [module docs](super)). Default: the
     /// recovery timeout. At least 1. A probe merely slower than this is
     /// taken as lost: its report then changes nothing, and the next
     /// half-open period grants `k` new probes while it may still be in

@@ -30,7 +30,7 @@
 //! | state | [`try_acquire`](CircuitBreaker::try_acquire) | [`report`](CircuitBreaker::report) |
 //! |---|---|---|
 //! | [`State::Closed`] | admits (a plain permit) | a permit of the current closed period: adds the outcome to the window of the report's `now` (unless that window cannot count: see "Times"); trips to `Open` when the strategy's condition holds over the period's windows live at the newest window the statistics hold |
-//! | [`State::Open`] | refuses until the recovery timeout has passed since the trip; then the first caller moves it to `HalfOpen` and is the first probe | nothing (stale permits are ignored) |
+//! | [`State::Open`] | refuses a `now` before its deadline (the recovery timeout after the latest time the breaker had seen when it tripped or reopened: see "Times"); at the deadline or later, the first caller moves it to `HalfOpen` and is the first probe | nothing (stale permits are ignored) |
 //! | [`State::HalfOpen`] | admits until `k` probes have been granted in this half-open period, then refuses; if all `k` were granted and none has been granted for the probe timeout (a probe never reported), the caller moves it back to `Open` | a probe of this period: a bad outcome reopens it at once; when all `k` probes have reported good, it closes |
 //!
 //! So **all `k` probes must be good to close, and any bad one reopens**
@@ -41,7 +41,7 @@
 //! older `now` of a caller that stalled.
 //!
 //! The trip condition, over the windows of the current closed period (at
-//! most the last `N`, and none before the window in which it closed), with
+//! most the last `N`, and none before the window of its start), with
 //! `total` the reports counted there and `bad` the bad ones, needs
 //! `total >= min_requests` and then:
 //!
@@ -83,10 +83,10 @@
 //! window the statistics hold, so the report whose read comes last reads
 //! every add of the period still live. The statistics are a
 //! [`LeapArray`]`<N, 2>` (every report, the bad ones) that nothing resets:
-//! a closed period reads only the windows from the one in which it closed.
+//! a closed period reads only the windows from the one of its start.
 //! A plain report is not one step (it loads the word, then adds): a report
 //! stalled in between counts in a later closed period only if the trip did
-//! not see its `now` and that `now` lies in the window of the close or
+//! not see its `now` and that `now` lies in the window of the period's start or
 //! later.
 //!
 //! The races this closes, each as a Thread 1 / Thread 2 table, and the
@@ -95,22 +95,27 @@
 //! # Times
 //!
 //! Every `now` is the caller's clock in ticks; they need not arrive in
-//! order (a caller reads its clock, then stalls), but the breaker follows
-//! the latest time it has seen: the latest `now` of any report, the time
-//! of its close and of its latest probe grant.
+//! order (a caller reads its clock, then stalls). The breaker keeps the
+//! latest `now` of any report, and the word's time: the start of the
+//! closed period, the deadline of the open one, the latest probe grant of
+//! the half-open one.
 //!
-//! - **Deadlines.** A trip or reopen opens the breaker for the recovery
-//!   timeout from that latest time (or from the reporting `now` if it is
-//!   later). A report with an older `now` neither shortens the open time
-//!   nor lets the next closed period start in a window that holds reports
-//!   of the one before the trip.
-//! - **A closed period's start** is the later of the closing probe's `now`
-//!   and the latest probe grant: a time the breaker has seen, never a
-//!   time derived from one. So a probe granted to a caller whose clock
-//!   leads starts the period ahead of callers on time: their reports until
-//!   their clocks reach its first window are counted in
-//!   [`uncounted_reports`](CircuitBreaker::uncounted_reports) (never
-//!   silent), and cannot trip the breaker.
+//! - **Deadlines.** A trip opens the breaker for the recovery timeout from
+//!   the latest of: the tripping report's `now`, the latest `now` of any
+//!   report, the closed period's start. A reopen (a bad probe, or a lost
+//!   one) from the latest of: its `now`, the latest `now` of any report,
+//!   the latest probe grant. A report with an older `now` neither shortens
+//!   the open time nor lets the next closed period start in a window that
+//!   holds reports of the one before the trip.
+//! - **A closed period's start** is the later of the closing probe
+//!   report's `now` and the deadline of the open period before it (no
+//!   `now` before that deadline half-opens the breaker). A probe grant's
+//!   `now` does not move it: a probe granted to a caller whose clock leads
+//!   leaves the reports of callers on time counted. A report of the new
+//!   period whose `now` is before the start (a clock that lags the closing
+//!   report's or the deadline, or a `now` read before the close) is in no
+//!   window of the period: it is counted in
+//!   [`uncounted_reports`](CircuitBreaker::uncounted_reports).
 //! - **Which reports count.** A plain report of the current closed period
 //!   counts only if its window is the period's first window or later and
 //!   one of the `N` windows ending at the newest window the statistics
@@ -118,13 +123,32 @@
 //!   report at 9 after one at 10 is a window behind, and does not count).
 //!   Every other report of the period is counted in
 //!   [`uncounted_reports`](CircuitBreaker::uncounted_reports), always: no
-//!   report is dropped silently.
+//!   report is dropped silently. One exception: a window counts at most
+//!   [`MAX_COUNT`](crate::MAX_COUNT) (2^47 - 1) reports; a report past
+//!   that is held at the bound and not counted in `uncounted_reports`.
 //!
-//! So one time far ahead (a clock step, a glitch: a report, or a probe
-//! grant that closes the breaker from it) stops tripping until the real
-//! time catches up, and every report at the real time meanwhile is counted
-//! in `uncounted_reports`; a trip or reopen in that time opens the breaker
-//! until the far time plus the recovery timeout.
+//! One time far ahead (a clock step, a glitch), fewer than 2^47 windows
+//! ahead of the real time (the range of window ids: [`guarantees`](crate::guarantees),
+//! section 5), does this until the real time catches up with it:
+//!
+//! - **a report at that time**, or a close by a probe report at that
+//!   time: every report at the real time is counted in
+//!   `uncounted_reports` and none trips the breaker; a trip or reopen
+//!   after it opens the breaker
+//!   until that time plus the recovery timeout (saturating: for a time
+//!   near `u64::MAX`, until a `now` of `u64::MAX`);
+//! - **a probe grant at that time**: a bad probe of that half-open period
+//!   reopens the breaker until that time plus the recovery timeout, and a
+//!   lost probe of that period is taken as bad only at a `now` of that
+//!   time plus the probe timeout (saturating at `u64::MAX`): until then the
+//!   breaker stays half-open and refuses every request. If that period
+//!   closes, the grant moves neither the closed period's start nor any
+//!   later deadline.
+//!
+//! A time 2^47 windows or more ahead is outside that range: its window id
+//! is taken modulo 2^48 windows, so reports at the real time may count
+//! and trip after it instead of being uncounted, and that trip opens the
+//! breaker until the far time plus the recovery timeout.
 //!
 //! # Transitions
 //!
@@ -247,11 +271,12 @@ pub struct Snapshot {
     pub state: State,
     /// Transitions so far, modulo 2^32.
     pub transitions: u32,
-    /// `Closed`: when it closed (the closing report's `now`, or the latest
-    /// probe grant if that was later; 0 for a new breaker), the start of
-    /// its statistics; `Open`: when it may half-open (the recovery timeout
-    /// after the latest time the breaker had seen, saturating at
-    /// `u64::MAX`); `HalfOpen`: when its latest probe was granted.
+    /// `Closed`: the start of its statistics (the closing probe report's
+    /// `now`, or the deadline of the open period before it if that was
+    /// later; 0 for a new breaker); `Open`: when it may half-open (the
+    /// recovery timeout after the latest time the breaker had seen,
+    /// saturating at `u64::MAX`); `HalfOpen`: when its latest probe was
+    /// granted.
     pub time: u64,
     /// `HalfOpen`: probes granted in this period (0 otherwise).
     pub probes_granted: u16,
@@ -347,7 +372,9 @@ impl<const N: usize> Permit<'_, N> {
 /// targets where a [`KeyedGate`](crate::keyed::KeyedGate) is).
 ///
 /// Memory: the 16-byte word, the `LeapArray<N, 2>` of statistics (`N`
-/// windows of two counters), the configuration.
+/// windows of two counters), three `u64` atomics (the uncounted reports,
+/// the latest `now` of any report, the deadline of the latest open
+/// period), the configuration, the window length and the observer.
 ///
 /// ```
 /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Ratio, Strategy};
@@ -379,6 +406,12 @@ pub struct CircuitBreaker<const N: usize> {
     /// The latest `now` any report used: with the word's time, what every
     /// deadline counts from. Only ever raised.
     latest: AtomicU64,
+    /// The deadline of the open period the current half-open one came
+    /// from: stored by the caller whose swap moved the word from `Open` to
+    /// `HalfOpen`, before its probe permit is returned; read by the report
+    /// that closes the period (its start is the later of that report's
+    /// `now` and this). The word has no bits left for it.
+    deadline: AtomicU64,
     config: Config,
     /// `stat_interval / N`.
     window: u64,
@@ -439,6 +472,7 @@ impl<const N: usize> CircuitBreaker<N> {
                 stats: LeapArray::new(nonzero),
                 uncounted: atomic_u64(0),
                 latest: atomic_u64(0),
+                deadline: atomic_u64(0),
                 config,
                 window: nonzero.get(),
                 observer: None,
@@ -532,13 +566,16 @@ impl<const N: usize> CircuitBreaker<N> {
 
     /// How many reports of a current closed period were **not counted**:
     /// their window was before the period's first window (the window of
-    /// its close), or not among the `N` windows ending at the newest window
-    /// the statistics hold (by window id), right after their add. One time
-    /// far ahead (a clock step, a glitch) makes every report at the real
-    /// time uncounted until the real time catches up, so no trip can
-    /// happen meanwhile: a rising count here says so. Times must stay
-    /// within the `N` windows of the newest one. See "Times" in the
-    /// [module docs](self).
+    /// its start), or not among the `N` windows ending at the newest window
+    /// the statistics hold (by window id), before or right after their add
+    /// or right after their read. One time far ahead (a clock step, a
+    /// glitch) fewer than 2^47 windows ahead of the real time makes every
+    /// report at the real time uncounted until the real time catches up,
+    /// so no trip can happen meanwhile: a rising count here says so (a time
+    /// 2^47 windows or more ahead aliases: see "Times"). Times must stay
+    /// within the `N` windows of the newest one. Not counted here: a report
+    /// into a window already holding [`MAX_COUNT`](crate::MAX_COUNT)
+    /// reports (held at that bound). See "Times" in the [module docs](self).
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Strategy};
@@ -669,6 +706,21 @@ impl<const N: usize> CircuitBreaker<N> {
                 .compare_exchange(cur, next.pack(), AcqRel, Acquire)
             {
                 Ok(_) => {
+                    if w.state == State::Open {
+                        // Before the probe permit is returned: the report
+                        // that closes this period needs this permit's good
+                        // report, so its load of the word (Acquire) comes
+                        // after that report's swap (Release), after this
+                        // store. A later period's store comes after a
+                        // later swap of the word, which fails the closing
+                        // swap. A max, not a store: no open period's
+                        // deadline is earlier than the one before, so a
+                        // caller stalled here never lowers a later
+                        // period's. So the close reads this period's
+                        // deadline (the argument: `protocol`).
+                        // ORDERING: Relaxed; the word's swaps carry it.
+                        self.deadline.fetch_max(w.time, Relaxed);
+                    }
                     self.announce(w, next, now);
                     return (next.state == State::HalfOpen).then_some(Permit {
                         breaker: self,
@@ -824,10 +876,17 @@ impl<const N: usize> CircuitBreaker<N> {
             let next = if bad {
                 self.reopened(w, now)
             } else if w.good + 1 >= self.config.probes {
-                // The closed period starts no earlier than the latest
-                // grant (a probe reporting with an older `now` must not
-                // reach back to the windows from before the trip).
-                w.next(State::Closed, if now > w.time { now } else { w.time })
+                // The closed period starts at the later of this `now` and
+                // the deadline of the open period before it: never in a
+                // window of the reports the trip saw (the deadline is a
+                // recovery timeout, at least one window, after the latest
+                // of them), whatever this report's clock lags, and never
+                // later because a probe was granted with a leading clock.
+                // Read after the load of `cur`, which counts the good
+                // report of the permit whose grant stored it (see
+                // `try_acquire`). ORDERING: Relaxed; the word carries it.
+                let deadline = self.deadline.load(Relaxed);
+                w.next(State::Closed, if now > deadline { now } else { deadline })
             } else {
                 Word {
                     good: w.good + 1,

@@ -3,8 +3,9 @@
 //! every period's probes and every closed period's reports kept in full
 //! (a map from window id to counts), no word, no packing. Times may arrive
 //! in any order; the model follows the module docs' "Times": every
-//! deadline counts from the latest time the breaker has seen, and a plain
-//! report is counted only in its period's first window or later and in the
+//! deadline counts from the latest time the breaker has seen, a closed
+//! period starts at the later of the closing report's `now` and the
+//! deadline of the open period before it, and a plain report is counted only in its period's first window or later and in the
 //! `N` windows ending at the newest window counted so far (by window id),
 //! otherwise in `uncounted`. Sequential: one call at a time (the races are
 //! loom's subject, the array's exactness `tests/model.rs`'s).
@@ -38,6 +39,9 @@ pub struct BreakerModel<const N: usize> {
     newest: Option<u64>,
     /// The latest `now` of any report.
     pub latest: u64,
+    /// The deadline of the latest open period (a half-open period's close
+    /// starts no earlier).
+    deadline: u64,
     /// Plain reports of a current closed period not counted.
     pub uncounted: u64,
 }
@@ -55,6 +59,7 @@ impl<const N: usize> BreakerModel<N> {
             reports: BTreeMap::new(),
             newest: None,
             latest: 0,
+            deadline: 0,
             uncounted: 0,
         }
     }
@@ -97,6 +102,7 @@ impl<const N: usize> BreakerModel<N> {
             ),
             State::Open if now < self.time => (None, None),
             State::Open => {
+                self.deadline = self.time;
                 let t = self.enter(State::HalfOpen, now, now);
                 self.granted = 1;
                 (
@@ -192,7 +198,7 @@ impl<const N: usize> BreakerModel<N> {
             }
             self.good += 1;
             if self.good == self.config.probes {
-                return Some(self.enter(State::Closed, now.max(self.time), now));
+                return Some(self.enter(State::Closed, now.max(self.deadline), now));
             }
             return None;
         }
