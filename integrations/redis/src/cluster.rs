@@ -8,7 +8,10 @@
 //! * It connects to the node it knows (the slot's last known owner, else
 //!   the URL's node). A node that does not serve the slot answers the
 //!   script with `MOVED <slot> <host:port>`: the gate connects there (the
-//!   same URL with that host and port: same database, credentials), up to
+//!   same URL with that host and port: same database, credentials; an
+//!   empty host, from `cluster-preferred-endpoint-type unknown-endpoint`,
+//!   is the answering node's host, as the Redis Cluster specification
+//!   says), up to
 //!   [`MAX_HOPS`] redirections per connection, and learns the cluster's
 //!   nodes with `CLUSTER SLOTS` (after a redirection, or once when the
 //!   first connection finds a cluster).
@@ -67,6 +70,14 @@ fn same(a: &ConnectionInfo, b: &ConnectionInfo) -> bool {
     a.addr == b.addr
 }
 
+/// The host a connection reaches (`None`: a Unix socket, no cluster).
+fn host_of(info: &ConnectionInfo) -> Option<&str> {
+    match &info.addr {
+        ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => Some(h),
+        _ => None,
+    }
+}
+
 impl Route {
     pub fn new(url: &str, seeds: &[String]) -> RedisResult<Self> {
         let base = url.into_connection_info()?;
@@ -103,11 +114,24 @@ impl Route {
         info
     }
 
-    /// A `MOVED` redirection's node (`host:port`; IPv6 hosts hold colons).
-    pub fn moved_to(&self, addr: &str) -> Option<ConnectionInfo> {
+    /// A `MOVED` redirection's node (`host:port`; IPv6 hosts hold colons),
+    /// sent by the node at `from`. An empty host (`MOVED 3999 :6381`, from
+    /// `cluster-preferred-endpoint-type unknown-endpoint`) is `from`'s host,
+    /// as the Redis Cluster specification says ("the client should send the
+    /// next request to the same endpoint as the current request but with
+    /// the provided port"). `?` (a `hostname` endpoint type without a
+    /// hostname: a misconfigured node) is not followed.
+    pub fn moved_to(&self, addr: &str, from: &ConnectionInfo) -> Option<ConnectionInfo> {
         let (host, port) = addr.rsplit_once(':')?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        Some(self.at(host, port.parse().ok()?))
+        let port = port.parse().ok()?;
+        if host.is_empty() {
+            return Some(self.at(host_of(from)?, port));
+        }
+        if host == "?" {
+            return None;
+        }
+        Some(self.at(host, port))
     }
 
     /// The node to try first: the slot's owner as last learned, else the URL's.
@@ -150,8 +174,11 @@ impl Route {
     }
 
     /// Learns the cluster's nodes (masters and replicas) from `CLUSTER
-    /// SLOTS` on `con`.
-    pub fn learn(&self, con: &mut redis::Connection) -> RedisResult<()> {
+    /// SLOTS` on `con`, a connection to `from`. A node whose endpoint is
+    /// NULL (`unknown-endpoint`) is at `from`'s host (the specification of
+    /// `CLUSTER SLOTS`); one whose endpoint is `""` (a node that does not
+    /// know its address) or `?` (a misconfigured hostname) is left out.
+    pub fn learn(&self, con: &mut redis::Connection, from: &ConnectionInfo) -> RedisResult<()> {
         let slots: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(con)?;
         let mut nodes: Vec<ConnectionInfo> = Vec::new();
         for range in &slots {
@@ -165,10 +192,11 @@ impl Route {
                 let (Some(h), Some(p)) = (n.first(), n.get(1)) else {
                     continue;
                 };
-                let (Ok(host), Ok(port)) = (
-                    redis::from_redis_value::<String>(h),
-                    redis::from_redis_value::<u16>(p),
-                ) else {
+                let host = match h {
+                    redis::Value::Nil => host_of(from).map(str::to_owned),
+                    h => redis::from_redis_value::<String>(h).ok(),
+                };
+                let (Some(host), Ok(port)) = (host, redis::from_redis_value::<u16>(p)) else {
                     continue;
                 };
                 if host.is_empty() || host == "?" {
@@ -198,13 +226,19 @@ mod tests {
             &["redis://10.0.0.2:7000/".to_owned()],
         )
         .unwrap();
-        let to = r.moved_to("10.0.0.3:7001").unwrap();
+        let from = r.first();
+        let to = r.moved_to("10.0.0.3:7001", &from).unwrap();
         assert_eq!(to.addr, ConnectionAddr::Tcp("10.0.0.3".into(), 7001));
         assert_eq!(to.redis.db, 2);
         assert_eq!(to.redis.password.as_deref(), Some("secret"));
-        let v6 = r.moved_to("[::1]:7002").unwrap();
+        let v6 = r.moved_to("[::1]:7002", &from).unwrap();
         assert_eq!(v6.addr, ConnectionAddr::Tcp("::1".into(), 7002));
-        assert!(r.moved_to("no port").is_none());
+        assert!(r.moved_to("no port", &from).is_none());
+        // An empty host is the answering node's; `?` is not followed.
+        let same_host = r.moved_to(":7003", &to).unwrap();
+        assert_eq!(same_host.addr, ConnectionAddr::Tcp("10.0.0.3".into(), 7003));
+        assert_eq!(same_host.redis.password.as_deref(), Some("secret"));
+        assert!(r.moved_to("?:7004", &from).is_none());
         // First the URL's node; then, after a redirection, the new owner
         // first and the URL's node and the seed as the others.
         assert_eq!(r.first().addr, r.base.addr);

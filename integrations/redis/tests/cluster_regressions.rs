@@ -2,7 +2,8 @@
 //! red before its fix: a promoted replica of a migration target, and an
 //! owner restarted from its data with a new node id, are restarts (not
 //! migrations); a keeper with an empty pool stays online through
-//! `TRYAGAIN`. Each test starts its own cluster (free loopback ports,
+//! `TRYAGAIN`; `MOVED` with an empty host (`unknown-endpoint`) is
+//! followed to the answering node's host. Each test starts its own cluster (free loopback ports,
 //! killed on drop, also on panic) with the harness of `tests/common`.
 mod common;
 use common::{serial, Cluster};
@@ -321,4 +322,57 @@ fn an_owner_restarted_with_a_new_node_id_is_a_restart() {
         before + after <= LIMIT,
         "one interval admitted {before} + {after} > {LIMIT}"
     );
+}
+
+/// With `cluster-preferred-endpoint-type unknown-endpoint` (nodes behind
+/// one address), a non-owner answers `MOVED <slot> :<port>`: the empty
+/// host is the host of the node that answered (Redis Cluster spec). A gate
+/// given a non-owner's URL connects to the owner.
+#[test]
+fn moved_with_an_empty_host_is_followed_to_the_answering_host() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    for s in &cluster.nodes {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-preferred-endpoint-type")
+            .arg("unknown-endpoint")
+            .query(&mut s.con())
+            .unwrap();
+    }
+    let name = "rv4";
+    let slot = cluster.slot(name);
+    let owner = cluster.owner(slot);
+    let other = cluster.other_master(slot);
+    // Premise: the redirection names no host.
+    let moved = redis::cmd("GET")
+        .arg(format!("{{{name}}}"))
+        .query::<Option<String>>(&mut cluster.nodes[other].con())
+        .unwrap_err();
+    let port = cluster.nodes[owner].port;
+    assert_eq!(
+        moved.redirect_node(),
+        Some((format!(":{port}").as_str(), slot)),
+        "premise: {moved}"
+    );
+    let gate = RedisGate::<4>::open(Config::new(
+        cluster.nodes[other].url(),
+        name,
+        Duration::from_millis(250),
+        LIMIT,
+    ))
+    .unwrap();
+    connected(
+        &gate,
+        "through a non-owner, MOVED :port",
+        Duration::from_secs(5),
+    );
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "never admitted through MOVED :port"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
