@@ -165,6 +165,10 @@ struct Inner<const N: usize> {
     epoch: RwLock<String>,
     ledger: Ledger<N>,
     lease: Mutex<Lease>,
+    /// The node id of the latest master that answered `MOVED` (see
+    /// [`Self::vouch`]), sent with each fresh connection's check until one
+    /// passes.
+    vouch: Mutex<Option<String>>,
     /// The evicting `maxmemory-policy` the latest fresh connection read.
     evicting: Mutex<Option<String>>,
     /// Signalled when a refill ends.
@@ -268,6 +272,7 @@ impl<const N: usize> RedisGate<N> {
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
             evicting: Mutex::new(None),
+            vouch: Mutex::new(None),
             lease_cv: Condvar::new(),
             returns: Mutex::new(Vec::new()),
             fallback,
@@ -520,7 +525,7 @@ impl<const N: usize> Inner<N> {
                     self.route.owned_by(info.clone());
                     return Ok(Conn { con: c, at: info });
                 }
-                Err(e) => match self.moved(&e, &info) {
+                Err(e) => match self.moved(&e, &mut c, &info) {
                     Some(to) => info = to,
                     None => return Err(e),
                 },
@@ -533,28 +538,61 @@ impl<const N: usize> Inner<N> {
             .into())
     }
 
-    /// The node a `MOVED` reply from the node at `from` names (now the
-    /// slot's owner: pooled connections, to the old one, are dropped).
-    fn moved(&self, e: &RedisError, from: &ConnectionInfo) -> Option<ConnectionInfo> {
+    /// The node a `MOVED` reply on `con` (to the node at `from`) names (now
+    /// the slot's owner: pooled connections, to the old one, are dropped).
+    fn moved(
+        &self,
+        e: &RedisError,
+        con: &mut Connection,
+        from: &ConnectionInfo,
+    ) -> Option<ConnectionInfo> {
         if fault::classify(e) != Failure::Moved {
             return None;
         }
         let to = self.route.moved_to(e.redirect_node()?.0, from)?;
+        // Before the route changes, so that every connection to the new
+        // owner carries it.
+        self.vouch(con);
         self.route.redirected(to.clone());
         lock(&self.pool).clear();
         Some(to)
     }
 
-    /// A call to the node at `from` failed with `e`: whether to try again
-    /// (before `deadline`): after `MOVED`, at the new owner; after `ASK` or
-    /// `TRYAGAIN` (the slot is migrating), at the owner after a pause.
-    fn again(&self, e: &RedisError, from: &ConnectionInfo, deadline: Instant) -> bool {
+    /// After `MOVED` on `con`: if the node that sent it is a master, its
+    /// node id is the vouch the next fresh connections' checks carry (a
+    /// master that answers `MOVED` gave the slot away by migration; after a
+    /// failover the old master answers `MOVED` only as a replica). Any
+    /// failure leaves no vouch: the new owner then makes a new epoch (a
+    /// fence, never an admission over the limit). Argued in the module
+    /// `restart`.
+    fn vouch(&self, con: &mut Connection) {
+        let r: RedisResult<(String, String)> = redis::pipe()
+            .cmd("CLUSTER")
+            .arg("MYID")
+            .cmd("INFO")
+            .arg("replication")
+            .query(con);
+        self.keeper_round_trips.fetch_add(1, Relaxed);
+        *lock(&self.vouch) = match r {
+            Ok((id, rep)) if rep.contains("role:master") => Some(id),
+            _ => None,
+        };
+    }
+
+    /// A call on `con` (none: a new connection, which follows `MOVED`
+    /// itself) failed with `e`: whether to try again (before `deadline`):
+    /// after `MOVED`, at the new owner; after `ASK` or `TRYAGAIN` (the slot
+    /// is migrating), at the owner after a pause.
+    fn again(&self, e: &RedisError, con: Option<&mut Conn>, deadline: Instant) -> bool {
         let now = Instant::now();
         if now >= deadline {
             return false;
         }
         match fault::classify(e) {
-            Failure::Moved => self.moved(e, from).is_some(),
+            Failure::Moved => match con {
+                Some(c) => self.moved(e, &mut c.con, &c.at).is_some(),
+                None => false,
+            },
             Failure::Migrating => {
                 std::thread::sleep(Duration::from_millis(2).min(deadline - now));
                 true
@@ -630,8 +668,7 @@ impl<const N: usize> Inner<N> {
         while restores < 2 {
             let mut con = match self.conn() {
                 Ok(c) => c,
-                // A new connection follows MOVED itself (`open_at`).
-                Err(e) if self.again(&e, &self.route.first(), deadline) => continue,
+                Err(e) if self.again(&e, None, deadline) => continue,
                 Err(e) => {
                     self.unreached(&e);
                     return self.fault(n);
@@ -645,7 +682,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    if self.again(&e, &con.at, deadline) {
+                    if self.again(&e, Some(&mut con), deadline) {
                         self.keep_if_migrating(&e, con);
                         continue;
                     }
@@ -750,8 +787,7 @@ impl<const N: usize> Inner<N> {
         while restores < 2 {
             let mut con = match self.conn() {
                 Ok(c) => c,
-                // A new connection follows MOVED itself (`open_at`).
-                Err(e) if self.again(&e, &self.route.first(), deadline) => continue,
+                Err(e) if self.again(&e, None, deadline) => continue,
                 Err(e) => {
                     self.unreached(&e);
                     return self.fault(n);
@@ -767,7 +803,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    if self.again(&e, &con.at, deadline) {
+                    if self.again(&e, Some(&mut con), deadline) {
                         self.keep_if_migrating(&e, con);
                         continue;
                     }
@@ -866,7 +902,7 @@ impl<const N: usize> Inner<N> {
                 Failure::Offline => self.broken(),
                 // Not retried: permits left counted are under the limit.
                 Failure::Moved => {
-                    let _ = self.moved(&e, &con.at);
+                    let _ = self.moved(&e, &mut con.con, &con.at);
                 }
                 Failure::Unbooked | Failure::Migrating => self.put(con),
                 Failure::Request => {}
@@ -953,7 +989,22 @@ impl<const N: usize> Inner<N> {
     fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<bool> {
         let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
         let local = self.clock.now();
-        let r = self.calls.check(con, &known, fresh)?;
+        let vouch = if fresh {
+            lock(&self.vouch).clone()
+        } else {
+            None
+        };
+        let r = self
+            .calls
+            .check(con, &known, fresh, vouch.as_deref().unwrap_or(""))?;
+        if vouch.is_some() {
+            // Used: the node holds its own identity now (adopted or a new
+            // epoch). Kept if a newer MOVED replaced it meanwhile.
+            let mut v = lock(&self.vouch);
+            if *v == vouch {
+                *v = None;
+            }
+        }
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
         if let Some(policy) = r.policy.as_deref() {
@@ -1032,7 +1083,7 @@ impl<const N: usize> Inner<N> {
                 match self.beat(&mut con, false) {
                     Ok(_) => self.put(con),
                     // The slot moved: the next connection goes to its owner.
-                    Err(e) if self.moved(&e, &con.at).is_some() => {}
+                    Err(e) if self.moved(&e, &mut con.con, &con.at).is_some() => {}
                     // The slot is migrating: the connection is fine.
                     Err(e) if fault::classify(&e) == Failure::Migrating => self.put(con),
                     Err(_) => self.broken(),

@@ -3,7 +3,8 @@
 //! owner restarted from its data with a new node id, are restarts (not
 //! migrations); a keeper with an empty pool stays online through
 //! `TRYAGAIN`; `MOVED` with an empty host (`unknown-endpoint`) is
-//! followed to the answering node's host. Each test starts its own cluster (free loopback ports,
+//! followed to the answering node's host; a migration to a former replica
+//! of the source is not fenced. Each test starts its own cluster (free loopback ports,
 //! killed on drop, also on panic) with the harness of `tests/common`.
 mod common;
 use common::{serial, Cluster};
@@ -375,4 +376,240 @@ fn moved_with_an_empty_host_is_followed_to_the_answering_host() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A migration to a master that was once a replica of the source (here:
+/// its replica, detached with `CLUSTER RESET SOFT`, which flushes it, and
+/// met again): its `master_replid2` is the source's replid, as a promoted
+/// replica's would be. The gate saw the source answer `MOVED` while a
+/// master: the data came by `MIGRATE`, the epoch is adopted, nothing is
+/// refused (a fence would refuse every paced request for nothing).
+#[test]
+fn migration_to_a_former_replica_of_the_source_is_not_fenced() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let name = "rv5";
+    let slot = cluster.slot(name);
+    let m = cluster.owner(slot);
+    let r = cluster.replica_of(m);
+    let window = Duration::from_millis(250);
+    let gate =
+        RedisGate::<4>::open(Config::new(cluster.nodes[m].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through M", Duration::from_secs(5));
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // R leaves M: a master of nothing, then met again.
+    let _: () = redis::cmd("CLUSTER")
+        .arg("RESET")
+        .arg("SOFT")
+        .query(&mut cluster.nodes[r].con())
+        .unwrap();
+    let bus: u16 = {
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut cluster.nodes[m].con())
+            .unwrap();
+        let me = nodes.lines().find(|l| l.contains("myself")).unwrap();
+        me.split(' ')
+            .nth(1)
+            .unwrap()
+            .split(['@', ','])
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[m].port)
+        .arg(bus)
+        .query(&mut cluster.nodes[r].con())
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut cluster.nodes[r].con())
+            .unwrap();
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut cluster.nodes[m].con())
+            .unwrap();
+        let rid = cluster.id(r);
+        let r_master = nodes
+            .lines()
+            .any(|l| l.starts_with(&rid) && l.contains("master"));
+        if info.contains("cluster_state:ok") && r_master {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: R never rejoined as a master: {nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut cluster.nodes[r].con())
+        .unwrap();
+    println!(
+        "regression | former replica | {}",
+        rep.lines()
+            .filter(|l| l.contains("replid"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    // An interval later, migrate M -> R (only masters get SETSLOT).
+    std::thread::sleep(Duration::from_millis(1_100));
+    let (m_id, r_id) = (cluster.id(m), cluster.id(r));
+    setslot(&cluster, r, slot, &["IMPORTING", &m_id]);
+    setslot(&cluster, m, slot, &["MIGRATING", &r_id]);
+    let mut con = cluster.nodes[m].con();
+    let keys: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(100)
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[r].port)
+        .arg("")
+        .arg(0)
+        .arg(5000)
+        .arg("KEYS")
+        .arg(&keys)
+        .query(&mut con)
+        .unwrap();
+    for i in 0..cluster.nodes.len() {
+        let rep: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut cluster.nodes[i].con())
+            .unwrap();
+        if rep.contains("role:master") {
+            setslot(&cluster, i, slot, &["NODE", &r_id]);
+        }
+    }
+    // Paced: 1 request per 25 ms for 500 ms, far under the limit.
+    let mut refused = 0;
+    let mut asked = 0;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(500) {
+        asked += 1;
+        if gate.try_acquire(1) == Decision::Refused {
+            refused += 1;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let fence: bool = redis::cmd("EXISTS")
+        .arg(format!("{{{name}}}:fence"))
+        .query::<i64>(&mut cluster.nodes[r].con())
+        .map(|n| n == 1)
+        .unwrap_or(false);
+    println!("regression | migration to a former replica | paced refused {refused} of {asked} | fence {fence}");
+    assert_eq!(refused, 0, "a migration was fenced");
+}
+
+/// The rule's other side: a forced failover (`CLUSTER FAILOVER TAKEOVER`)
+/// to a replica cut off before the owner's last bookings. The old owner X
+/// lives on and answers the gate's pooled connections `MOVED` (to its
+/// replica Y, now the owner), as a replica. Y's copy names X, and Y's
+/// `master_replid2` is X's replid, as in a migration to a former replica:
+/// only X's role at the `MOVED` tells the two apart. Adopting would forget
+/// every booking Y missed.
+#[test]
+fn a_forced_failover_whose_old_master_answers_moved_is_a_restart() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let name = "rv6";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let y = cluster.replica_of(x);
+    // Intervals of 16 x 500 ms = 8 s: longer than the failover.
+    let window = Duration::from_millis(500);
+    let gate =
+        RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted at X"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Premise: Y holds the epoch X made (`{name}:run` names X).
+    let run_key = format!("{{{name}}}:run");
+    let x_id = cluster.id(x);
+    let t = Instant::now();
+    while !get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "premise: Y never got the epoch"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Cut Y off: what X books from now on is X's alone.
+    cluster.nodes[y].signal("-STOP");
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: the limit was never taken at X ({before})"
+        );
+        if gate.try_acquire(1).is_admitted() {
+            before += 1;
+        }
+    }
+    // Y takes over without X's agreement, before it resyncs.
+    cluster.nodes[y].signal("-CONT");
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .arg("TAKEOVER")
+        .query(&mut cluster.nodes[y].con())
+        .unwrap();
+    let taken = Instant::now();
+    let at_y: std::collections::HashMap<String, u64> = redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(&mut cluster.nodes[y].con())
+        .unwrap();
+    let at_y: u64 = at_y.values().sum();
+    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
+    let mut after = 0u64;
+    let mut decisions = 0u64;
+    while t_fill.elapsed() < Duration::from_millis(7_000) {
+        decisions += 1;
+        if gate.try_acquire(1).is_admitted() {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(cluster.owner(slot), y, "premise: Y took over");
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    assert!(rep.contains("role:slave"), "premise: X is Y's replica");
+    println!(
+        "regression | forced failover, old master answers MOVED | Y held {at_y} | before {before} | after {after} of {decisions} decisions, {:?} after the takeover | within one interval of 8000 ms",
+        taken.elapsed()
+    );
+    assert!(
+        before + after <= LIMIT,
+        "one interval admitted {before} at X + {after} at Y > {LIMIT}"
+    );
 }
