@@ -98,12 +98,17 @@
 //!   first new connection went straight to the new owner) makes a new
 //!   epoch if it reaches the new owner first: a fence, refusals for
 //!   `restart_grace`, never an admission over the limit.
+//! * R's role is read one round trip after its `MOVED`. R demoted, then
+//!   promoted back in between, vouches as a master, but then the node its
+//!   `MOVED` named is a replica again and adopts nothing (it answers
+//!   `MOVED` itself).
 //! * Not covered: a failover while R kept another slot its replica did not
-//!   know of (a slot imported into R during the failover), and R demoted
-//!   then promoted again between its `MOVED` and the `INFO` read (one round
-//!   trip): R then vouches as a master, and the promoted node adopts a copy
-//!   that can miss what replication had not carried (at most the bookings
-//!   of the replication lag, within one interval).
+//!   know of (a slot imported into R during the failover): R stays a master
+//!   and vouches, and the promoted node adopts a copy that can miss what
+//!   replication had not carried (at most the bookings of the replication
+//!   lag, within one interval).
+//! * A master on the minority side of a partition (two masters for the
+//!   slot): the README's "Split brain" states what the limit means then.
 //!
 //! A proxy that keeps the client's connection across a restart of the
 //! redis-server behind it (twemproxy, Envoy) hides the restart: connect
