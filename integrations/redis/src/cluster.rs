@@ -43,6 +43,7 @@
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Redirections followed by one new connection before it gives up.
 pub(crate) const MAX_HOPS: usize = 5;
@@ -215,6 +216,61 @@ impl Route {
     }
 }
 
+/// Node ids of masters that answered this process `MOVED` (the vouch of
+/// the module `restart`, "Redis Cluster: migration or failover"): each
+/// sent with the fresh connections' checks for a while after its `MOVED`,
+/// until a fresh check sent after it passes (the node that passed then
+/// holds its own identity: adopted or a new epoch).
+#[derive(Debug, Default)]
+pub(crate) struct Vouches {
+    /// (node id, when its `MOVED` came, sequence number), and the latest
+    /// sequence number.
+    seen: Mutex<(Vec<Vouch>, u64)>,
+}
+
+/// A node id, when its `MOVED` came, its sequence number.
+type Vouch = (String, Instant, u64);
+
+/// Vouches kept at most.
+const VOUCHES: usize = 8;
+
+impl Vouches {
+    /// The master `id` answered `MOVED`.
+    pub fn master(&self, id: String) {
+        let mut g = lock(&self.seen);
+        g.1 += 1;
+        let seq = g.1;
+        g.0.retain(|v| v.0 != id);
+        g.0.push((id, Instant::now(), seq));
+        if g.0.len() > VOUCHES {
+            g.0.remove(0);
+        }
+    }
+
+    /// `id` answered `MOVED` as a replica: it vouches for nothing.
+    pub fn replica(&self, id: &str) {
+        lock(&self.seen).0.retain(|v| v.0 != id);
+    }
+
+    /// The node ids whose `MOVED` came less than `within` ago, separated by
+    /// spaces (the script's argument), and the mark to give [`Self::used`].
+    pub fn current(&self, within: Duration) -> (String, u64) {
+        let g = lock(&self.seen);
+        let ids: Vec<&str> =
+            g.0.iter()
+                .filter(|v| v.1.elapsed() < within)
+                .map(|v| v.0.as_str())
+                .collect();
+        (ids.join(" "), g.1)
+    }
+
+    /// A fresh check sent with `current`'s `mark` passed: the vouches it
+    /// carried are spent (those that came after stay).
+    pub fn used(&self, mark: u64) {
+        lock(&self.seen).0.retain(|v| v.2 > mark);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +308,25 @@ mod tests {
                 ConnectionAddr::Tcp("10.0.0.2".into(), 7000)
             ]
         );
+    }
+
+    #[test]
+    fn vouches_are_spent_by_a_check_sent_after_them_and_expire() {
+        let v = Vouches::default();
+        let long = Duration::from_secs(60);
+        v.master("b".into());
+        v.master("c".into());
+        let (ids, mark) = v.current(long);
+        assert_eq!(ids, "b c");
+        // `d` answers while that check is under way: it stays.
+        v.master("d".into());
+        v.replica("c");
+        v.used(mark);
+        assert_eq!(v.current(long).0, "d");
+        assert_eq!(v.current(Duration::ZERO).0, "");
+        for i in 0..10 {
+            v.master(format!("n{i}"));
+        }
+        assert_eq!(v.current(long).0.split(' ').count(), VOUCHES);
     }
 }

@@ -2,7 +2,7 @@
 //! or from blocks booked in Redis (lease mode), with a keeper thread that
 //! reconnects, writes bookings back after a restart and returns leases.
 
-use crate::cluster::{Route, MAX_HOPS};
+use crate::cluster::{Route, Vouches, MAX_HOPS};
 use crate::config::{Config, FaultPolicy, Mode, OnEviction};
 use crate::fault::{self, Failure};
 use crate::restart::Ledger;
@@ -165,10 +165,8 @@ struct Inner<const N: usize> {
     epoch: RwLock<String>,
     ledger: Ledger<N>,
     lease: Mutex<Lease>,
-    /// The node id of the latest master that answered `MOVED` (see
-    /// [`Self::vouch`]), sent with each fresh connection's check until one
-    /// passes.
-    vouch: Mutex<Option<String>>,
+    /// Masters that answered `MOVED` (see [`Self::vouch`]).
+    vouches: Vouches,
     /// The evicting `maxmemory-policy` the latest fresh connection read.
     evicting: Mutex<Option<String>>,
     /// Signalled when a refill ends.
@@ -272,7 +270,7 @@ impl<const N: usize> RedisGate<N> {
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
             evicting: Mutex::new(None),
-            vouch: Mutex::new(None),
+            vouches: Vouches::default(),
             lease_cv: Condvar::new(),
             returns: Mutex::new(Vec::new()),
             fallback,
@@ -559,12 +557,12 @@ impl<const N: usize> Inner<N> {
     }
 
     /// After `MOVED` on `con`: if the node that sent it is a master, its
-    /// node id is the vouch the next fresh connections' checks carry (a
-    /// master that answers `MOVED` gave the slot away by migration; after a
-    /// failover the old master answers `MOVED` only as a replica). Any
-    /// failure leaves no vouch: the new owner then makes a new epoch (a
-    /// fence, never an admission over the limit). Argued in the module
-    /// `restart`.
+    /// node id is a vouch the fresh connections' checks carry for
+    /// `heartbeat + max_backoff + timeout` (a master that answers `MOVED`
+    /// gave the slot away by migration; after a failover the old master
+    /// answers `MOVED` only as a replica). Without a vouch for the recorded
+    /// node the new owner makes a new epoch (a fence, never an admission
+    /// over the limit). Argued in the module `restart`.
     fn vouch(&self, con: &mut Connection) {
         let r: RedisResult<(String, String)> = redis::pipe()
             .cmd("CLUSTER")
@@ -573,10 +571,11 @@ impl<const N: usize> Inner<N> {
             .arg("replication")
             .query(con);
         self.keeper_round_trips.fetch_add(1, Relaxed);
-        *lock(&self.vouch) = match r {
-            Ok((id, rep)) if rep.contains("role:master") => Some(id),
-            _ => None,
-        };
+        match r {
+            Ok((id, rep)) if rep.contains("role:master") => self.vouches.master(id),
+            Ok((id, _)) => self.vouches.replica(&id),
+            Err(_) => {}
+        }
     }
 
     /// A call on `con` (none: a new connection, which follows `MOVED`
@@ -989,21 +988,16 @@ impl<const N: usize> Inner<N> {
     fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<bool> {
         let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
         let local = self.clock.now();
-        let vouch = if fresh {
-            lock(&self.vouch).clone()
+        let (vouch, mark) = if fresh {
+            let c = &self.cfg;
+            self.vouches
+                .current(c.heartbeat + c.max_backoff + c.timeout)
         } else {
-            None
+            (String::new(), 0)
         };
-        let r = self
-            .calls
-            .check(con, &known, fresh, vouch.as_deref().unwrap_or(""))?;
-        if vouch.is_some() {
-            // Used: the node holds its own identity now (adopted or a new
-            // epoch). Kept if a newer MOVED replaced it meanwhile.
-            let mut v = lock(&self.vouch);
-            if *v == vouch {
-                *v = None;
-            }
+        let r = self.calls.check(con, &known, fresh, &vouch)?;
+        if fresh {
+            self.vouches.used(mark);
         }
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);

@@ -50,8 +50,10 @@
 //!
 //! 1. **The vouch.** The connecting process saw R answer `MOVED` while R
 //!    was a master (the client reads `CLUSTER MYID` and `INFO replication`
-//!    on that connection right after the `MOVED` and sends R's id with its
-//!    next fresh checks, until one passes). A master gives a slot away only
+//!    on that connection right after the `MOVED`, and sends the ids of the
+//!    masters whose `MOVED` it saw in the last `heartbeat + max_backoff +
+//!    timeout` with its fresh checks, until a check sent after them
+//!    passes: that node then holds its own identity). A master gives a slot away only
 //!    by `SETSLOT ... NODE` (a migration); after a failover the old master
 //!    has lost every slot to its replica and turns into that replica's
 //!    replica in the same step (Redis's `clusterUpdateSlotsConfigWith`),
@@ -98,6 +100,12 @@
 //!   first new connection went straight to the new owner) makes a new
 //!   epoch if it reaches the new owner first: a fence, refusals for
 //!   `restart_grace`, never an admission over the limit.
+//! * A vouch is a fact about the past. It is spent by the next fresh check
+//!   that passes and expires after `heartbeat + max_backoff + timeout`
+//!   (200 ms by default), so it could vouch wrongly only if, within that
+//!   time, the slot went back to R and R was failed over to a lagging
+//!   replica without this process reaching R: a failover faster than
+//!   that time (Redis Cluster's takes at least `cluster-node-timeout`).
 //! * R's role is read one round trip after its `MOVED`. R demoted, then
 //!   promoted back in between, vouches as a master, but then the node its
 //!   `MOVED` named is a replica again and adopts nothing (it answers

@@ -50,7 +50,8 @@ end
 
 -- On a cluster, whether the data came whole by MIGRATE from the recorded
 -- node (argued in src/restart.rs, "Redis Cluster: migration or
--- failover"): `vouch` (the caller's) names the recorded node, which
+-- failover"): `vouch` (the caller's, node ids separated by spaces) names
+-- the recorded node, which
 -- answered the caller MOVED while a master, and this node's replication
 -- history rules out a replicated copy: it was never promoted since its
 -- start and neither of its replids is the recorded one, or it is a
@@ -61,7 +62,8 @@ local function migrated(stored, me, rep, vouch)
   if not rep or not stored then return false end
   local snode, srepl = string.match(stored, '^%x+ (%x+) (%x+)$')
   local mnode = string.match(me, '^%x+ (%x+) ')
-  if not snode or not mnode or snode == mnode or vouch ~= snode then return false end
+  if not snode or not mnode or snode == mnode then return false end
+  if not string.find(' ' .. vouch .. ' ', ' ' .. snode .. ' ', 1, true) then return false end
   local known = redis.pcall('CLUSTER', 'COUNT-FAILURE-REPORTS', snode)
   if type(known) == 'table' and known.err then return false end
   if string.find(rep, 'second_repl_offset:-1', 1, true) then
@@ -138,8 +140,8 @@ if op == 'book' then
   return {0, fmt(now), epoch, fmt(cur), take, room - take}
 elseif op == 'check' then
   -- A heartbeat: is this still the caller's epoch? ARGV[6] '1' on a fresh
-  -- connection (ARGV[7]: the node id that answered the caller MOVED while
-  -- a master, or ''): also, was the epoch made by this redis-server process? If
+  -- connection (ARGV[7]: node ids, separated by spaces, of masters that
+  -- answered the caller MOVED): also, was the epoch made by this redis-server process? If
   -- not, Redis restarted from persisted data (RDB, AOF) or a replica took
   -- over: what it holds may miss bookings, so it is a restart (a new epoch,
   -- the fence, every process writes back). On a cluster, data that came
