@@ -21,15 +21,6 @@ fn connected<const W: usize>(g: &RedisGate<W>, why: &str, within: Duration) {
     }
 }
 
-fn setslot(c: &Cluster, node: usize, slot: u16, args: &[&str]) {
-    let _: () = redis::cmd("CLUSTER")
-        .arg("SETSLOT")
-        .arg(slot)
-        .arg(args)
-        .query(&mut c.nodes[node].con())
-        .unwrap();
-}
-
 fn get_readonly(c: &Cluster, node: usize, key: &str) -> Option<String> {
     let mut con = c.nodes[node].con();
     let _: () = redis::cmd("READONLY").query(&mut con).unwrap();
@@ -69,26 +60,8 @@ fn a_promoted_replica_of_a_migration_target_is_a_restart() {
     let mut admitted_before = 1u64;
     // Migrate B -> A, all keys, but hold the final SETSLOT NODE: B answers
     // ASK, the gate waits (it does not reach A yet).
-    let (a_id, b_id) = (cluster.id(a), cluster.id(b));
-    setslot(&cluster, a, slot, &["IMPORTING", &b_id]);
-    setslot(&cluster, b, slot, &["MIGRATING", &a_id]);
-    let mut con = cluster.nodes[b].con();
-    let keys: Vec<String> = redis::cmd("CLUSTER")
-        .arg("GETKEYSINSLOT")
-        .arg(slot)
-        .arg(100)
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("MIGRATE")
-        .arg("127.0.0.1")
-        .arg(cluster.nodes[a].port)
-        .arg("")
-        .arg(0)
-        .arg(5000)
-        .arg("KEYS")
-        .arg(&keys)
-        .query(&mut con)
-        .unwrap();
+    cluster.begin_migration(slot, b, a);
+    let keys = cluster.move_keys(slot, b, a);
     // Premise: RA has every migrated key (among them `{name}:run`, which
     // names B: only B wrote it). RA cannot GET them (its master does not
     // serve the slot yet): count them.
@@ -119,21 +92,8 @@ fn a_promoted_replica_of_a_migration_target_is_a_restart() {
         .query(&mut cluster.nodes[a].con())
         .unwrap();
     // End the migration: the gate follows MOVED to A, adopts the epoch.
-    setslot(&cluster, a, slot, &["NODE", &a_id]);
-    setslot(&cluster, b, slot, &["NODE", &a_id]);
-    for i in 0..cluster.nodes.len() {
-        let rep: String = if i == ra {
-            String::new()
-        } else {
-            redis::cmd("INFO")
-                .arg("replication")
-                .query(&mut cluster.nodes[i].con())
-                .unwrap()
-        };
-        if i != a && i != b && rep.contains("role:master") {
-            setslot(&cluster, i, slot, &["NODE", &a_id]);
-        }
-    }
+    cluster.end_migration(slot, b, a, &[ra]);
+    let a_id = cluster.id(a);
     // The limit is taken at A.
     let t_fill = Instant::now();
     while admitted_before < LIMIT {
@@ -225,9 +185,7 @@ fn a_keeper_with_an_empty_pool_stays_online_through_tryagain() {
     assert_eq!(evals(a), 0, "premise: no connection to A yet");
     assert!(gate.is_connected(), "premise: up after the MOVED heartbeat");
     // A -> C starts: one key moved, the others not: A answers TRYAGAIN.
-    let (a_id, c_id) = (cluster.id(a), cluster.id(c));
-    setslot(&cluster, c, slot, &["IMPORTING", &a_id]);
-    setslot(&cluster, a, slot, &["MIGRATING", &c_id]);
+    cluster.begin_migration(slot, a, c);
     let _: () = redis::cmd("MIGRATE")
         .arg("127.0.0.1")
         .arg(cluster.nodes[c].port)
@@ -466,37 +424,9 @@ fn migration_to_a_former_replica_of_the_source_is_not_fenced() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    // An interval later, migrate M -> R (only masters get SETSLOT).
+    // An interval later, migrate M -> R.
     std::thread::sleep(Duration::from_millis(1_100));
-    let (m_id, r_id) = (cluster.id(m), cluster.id(r));
-    setslot(&cluster, r, slot, &["IMPORTING", &m_id]);
-    setslot(&cluster, m, slot, &["MIGRATING", &r_id]);
-    let mut con = cluster.nodes[m].con();
-    let keys: Vec<String> = redis::cmd("CLUSTER")
-        .arg("GETKEYSINSLOT")
-        .arg(slot)
-        .arg(100)
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("MIGRATE")
-        .arg("127.0.0.1")
-        .arg(cluster.nodes[r].port)
-        .arg("")
-        .arg(0)
-        .arg(5000)
-        .arg("KEYS")
-        .arg(&keys)
-        .query(&mut con)
-        .unwrap();
-    for i in 0..cluster.nodes.len() {
-        let rep: String = redis::cmd("INFO")
-            .arg("replication")
-            .query(&mut cluster.nodes[i].con())
-            .unwrap();
-        if rep.contains("role:master") {
-            setslot(&cluster, i, slot, &["NODE", &r_id]);
-        }
-    }
+    cluster.migrate(slot, m, r);
     // Paced: 1 request per 25 ms for 500 ms, far under the limit.
     let mut refused = 0;
     let mut asked = 0;
@@ -575,13 +505,22 @@ fn a_forced_failover_whose_old_master_answers_moved_is_a_restart() {
             before += 1;
         }
     }
-    // Y takes over without X's agreement, before it resyncs.
+    // Y takes over without X's agreement, before it resyncs: the command
+    // waits in Y's socket while Y is stopped, and Y reads its clients
+    // before its timers (which reconnect to X) when it resumes.
+    let takeover = cluster.nodes[y].port;
+    let sent = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut con = std::net::TcpStream::connect(("127.0.0.1", takeover)).unwrap();
+        con.write_all(b"CLUSTER FAILOVER TAKEOVER\r\n").unwrap();
+        let mut reply = [0u8; 5];
+        con.read_exact(&mut reply).unwrap();
+        String::from_utf8_lossy(&reply).into_owned()
+    });
+    std::thread::sleep(Duration::from_millis(100));
     cluster.nodes[y].signal("-CONT");
-    let _: () = redis::cmd("CLUSTER")
-        .arg("FAILOVER")
-        .arg("TAKEOVER")
-        .query(&mut cluster.nodes[y].con())
-        .unwrap();
+    let reply = sent.join().unwrap();
+    assert_eq!(reply, "+OK\r\n", "premise: the takeover was accepted");
     let taken = Instant::now();
     let at_y: std::collections::HashMap<String, u64> = redis::cmd("HGETALL")
         .arg(format!("{{{name}}}"))
