@@ -62,7 +62,9 @@
 //!    rejoins as a replica).
 //! 2. R is another node than N, and one N knows (`CLUSTER
 //!    COUNT-FAILURE-REPORTS`: a node restarted without its `nodes.conf`
-//!    knows nobody).
+//!    knows nobody); and N holds the counters hash (one key, moved whole:
+//!    a slot assigned to N while R still held it makes R delete it,
+//!    `cluster_regressions::a_slot_assigned_before_its_counters_moved_is_a_restart`).
 //! 3. **N's history rules out a replicated copy:** either N was never
 //!    promoted since it started (`second_repl_offset:-1`) and `r` is
 //!    neither of its replids, or `r` is its `master_replid2`: N was R's
@@ -99,7 +101,9 @@
 //!   migration, was offline through it, or its pool was empty and its
 //!   first new connection went straight to the new owner) makes a new
 //!   epoch if it reaches the new owner first: a fence, refusals for
-//!   `restart_grace`, never an admission over the limit.
+//!   `restart_grace`, never an admission over the limit. So does a
+//!   migration of an idle limit whose counters expired (`2N` windows
+//!   after its latest booking).
 //! * A vouch is a fact about the past. It is spent by the next fresh check
 //!   that passes and expires after `heartbeat + max_backoff + timeout`
 //!   (200 ms by default), so it could vouch wrongly only if, within that

@@ -64,6 +64,9 @@ local function migrated(stored, me, rep, vouch)
   local mnode = string.match(me, '^%x+ (%x+) ')
   if not snode or not mnode or snode == mnode then return false end
   if not string.find(' ' .. vouch .. ' ', ' ' .. snode .. ' ', 1, true) then return false end
+  -- The counters came too (one key, moved whole): a slot assigned to this
+  -- node while the source still held them makes the source delete them.
+  if redis.call('EXISTS', KEYS[1]) == 0 then return false end
   local known = redis.pcall('CLUSTER', 'COUNT-FAILURE-REPORTS', snode)
   if type(known) == 'table' and known.err then return false end
   if string.find(rep, 'second_repl_offset:-1', 1, true) then

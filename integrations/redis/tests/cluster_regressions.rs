@@ -424,8 +424,11 @@ fn migration_to_a_former_replica_of_the_source_is_not_fenced() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    // An interval later, migrate M -> R.
+    // An interval later, a booking (the counters exist: an idle limit's
+    // expire after 2N windows, and a migration without them is fenced),
+    // then migrate M -> R.
     std::thread::sleep(Duration::from_millis(1_100));
+    assert!(gate.try_acquire(1).is_admitted(), "premise: admitted at M");
     cluster.migrate(slot, m, r);
     // Paced: 1 request per 25 ms for 500 ms, far under the limit.
     let mut refused = 0;
@@ -550,5 +553,85 @@ fn a_forced_failover_whose_old_master_answers_moved_is_a_restart() {
     assert!(
         before + after <= LIMIT,
         "one interval admitted {before} at X + {after} at Y > {LIMIT}"
+    );
+}
+
+/// A slot assigned to its new owner A before all its keys moved (an
+/// interrupted reshard finished by hand: `SETSLOT ... NODE A` on A and
+/// another master): A holds the epoch and `{name}:run` (naming B) but not
+/// the counters. Redis itself then deletes them at B (a master that loses
+/// a slot it holds keys of drops them), and B answers `MOVED` as a master:
+/// the process that booked at B vouches for B. A must not adopt an epoch
+/// whose counters did not come: a new epoch, the fence, the write-back.
+#[test]
+fn a_slot_assigned_before_its_counters_moved_is_a_restart() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    let name = "rv7";
+    let slot = cluster.slot(name);
+    let b = cluster.owner(slot);
+    let a = cluster.other_master(slot);
+    let c = (0..3).find(|&i| i != a && i != b).unwrap();
+    // Intervals of 16 x 500 ms = 8 s.
+    let window = Duration::from_millis(500);
+    let g1 =
+        RedisGate::<16>::open(Config::new(cluster.nodes[b].url(), name, window, LIMIT)).unwrap();
+    connected(&g1, "through B", Duration::from_secs(5));
+    let t = Instant::now();
+    while !g1.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted at B"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: the limit was never taken at B ({before})"
+        );
+        if g1.try_acquire(1).is_admitted() {
+            before += 1;
+        }
+    }
+    // B -> A: the epoch and the identity move, the counters do not.
+    cluster.begin_migration(slot, b, a);
+    for key in [format!("{{{name}}}:epoch"), format!("{{{name}}}:run")] {
+        let _: () = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(cluster.nodes[a].port)
+            .arg(&key)
+            .arg(0)
+            .arg(5000)
+            .query(&mut cluster.nodes[b].con())
+            .unwrap();
+    }
+    let a_id = cluster.id(a);
+    cluster.setslot(a, slot, &["NODE", &a_id]);
+    cluster.setslot(c, slot, &["NODE", &a_id]);
+    // The first process's heartbeat gets B's MOVED and reaches A first;
+    // then a second process, given C's URL (C redirects it to A).
+    std::thread::sleep(Duration::from_millis(300));
+    let g2 =
+        RedisGate::<16>::open(Config::new(cluster.nodes[c].url(), name, window, LIMIT)).unwrap();
+    connected(&g2, "through C", Duration::from_secs(5));
+    let mut after = 0u64;
+    while t_fill.elapsed() < Duration::from_millis(6_000) {
+        if g2.try_acquire(1).is_admitted() {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let counters: usize = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(slot)
+        .query(&mut cluster.nodes[b].con())
+        .unwrap();
+    println!("regression | slot assigned before its counters moved | before {before} at B | after {after} at A | keys left at B {counters} | within one interval of 8000 ms");
+    assert!(
+        before + after <= LIMIT,
+        "one interval admitted {before} at B + {after} at A > {LIMIT}"
     );
 }
