@@ -11,9 +11,10 @@
 //!   `DashMapStateStore`, `hashmap` its `HashMapStateStore` (a mutex
 //!   around a `HashMap`); all hash with std's `RandomState` (SipHash).
 //! - The quota: a burst of 1,000, one cell per microsecond. The clock is
-//!   governor's `FakeRelativeClock`, advanced 1 microsecond every 4,096
-//!   decisions (no clock read in the measurement), so nearly every decision
-//!   admits. Refusals are counted and printed.
+//!   governor's `FakeRelativeClock` (no clock read in the measurement),
+//!   advanced 1 microsecond every 256 decisions with 1,000 keys and every
+//!   4,096 with 1,000,000, so nearly every decision admits. Refusals are
+//!   counted and printed.
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -21,6 +22,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use governor::clock::FakeRelativeClock;
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
 use governor::state::keyed::{DashMapStateStore, HashMapStateStore};
 use governor::state::StateStore;
 use governor::{Quota, RateLimiter};
@@ -58,9 +61,11 @@ fn bench_store<S: StateStore<Key = u64>>(
     store: S,
     set: &[u64],
     seq: &[u64],
+    every: usize,
 ) {
     let clock = FakeRelativeClock::default();
-    let lim = RateLimiter::new(quota(), store, clock.clone());
+    let lim: RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>> =
+        RateLimiter::new(quota(), store, clock.clone());
     let mut refused = 0u64;
     for k in set {
         refused += u64::from(lim.check_key(k).is_err());
@@ -76,7 +81,7 @@ fn bench_store<S: StateStore<Key = u64>>(
         b.iter(|| {
             let k = &seq[i & (seq.len() - 1)];
             i = i.wrapping_add(1);
-            if i % 4096 == 0 {
+            if i % every == 0 {
                 clock.advance(Duration::from_micros(1));
             }
             let r = black_box(lim.check_key(black_box(k)));
@@ -96,6 +101,7 @@ fn stores(c: &mut Criterion) {
         KeyedStore::<u64, 4096>::new(),
         &set,
         &seq,
+        256,
     );
     bench_store(
         c,
@@ -104,6 +110,7 @@ fn stores(c: &mut Criterion) {
         DashMapStateStore::<u64>::default(),
         &set,
         &seq,
+        256,
     );
     bench_store(
         c,
@@ -112,6 +119,7 @@ fn stores(c: &mut Criterion) {
         HashMapStateStore::<u64>::default(),
         &set,
         &seq,
+        256,
     );
     let (set, seq) = keys(1_000_000, 2);
     bench_store(
@@ -121,6 +129,7 @@ fn stores(c: &mut Criterion) {
         KeyedStore::<u64, { 1 << 21 }>::new(),
         &set,
         &seq,
+        4096,
     );
     bench_store(
         c,
@@ -129,6 +138,7 @@ fn stores(c: &mut Criterion) {
         DashMapStateStore::<u64>::default(),
         &set,
         &seq,
+        4096,
     );
     bench_store(
         c,
@@ -137,6 +147,7 @@ fn stores(c: &mut Criterion) {
         HashMapStateStore::<u64>::default(),
         &set,
         &seq,
+        4096,
     );
 }
 

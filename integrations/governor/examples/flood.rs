@@ -47,7 +47,10 @@ fn flood<S: StateStore<Key = u64>>(store: S) -> (u64, u64, S) {
     let mut admitted = 0;
     for key in 0..KEYS {
         clock.advance(Duration::from_micros(1));
-        admitted += u64::from(lim.check_key(&key.wrapping_mul(0x9e37_79b9_7f4a_7c15)).is_ok());
+        admitted += u64::from(
+            lim.check_key(&key.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .is_ok(),
+        );
     }
     let rss = rss_kib();
     (admitted, rss, lim.into_state_store())
