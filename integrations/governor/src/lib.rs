@@ -7,16 +7,18 @@
 //! flood of distinct keys (every address of an IPv6 /64) grows them without
 //! bound. [`KeyedStore`] keeps `CAP` slots of (a 64-bit key fingerprint,
 //! governor's theoretical arrival time), whatever arrives. Migrating is one
-//! line:
+//! line (and the limiter's type, [`KeyedRateLimiter`], where nothing else
+//! names it):
 //!
 //! ```
 //! use std::net::IpAddr;
 //! use governor::{clock::DefaultClock, Quota, RateLimiter};
-//! use leaparray_governor::KeyedStore;
+//! use leaparray_governor::{KeyedRateLimiter, KeyedStore};
 //! use nonzero_ext::nonzero;
 //!
 //! let quota = Quota::per_second(nonzero!(10u32));
-//! let limiter = RateLimiter::new(quota, KeyedStore::<IpAddr, 65_536>::new(), DefaultClock::default());
+//! let limiter: KeyedRateLimiter<IpAddr, 65_536> =
+//!     RateLimiter::new(quota, KeyedStore::<IpAddr, 65_536>::new(), DefaultClock::default());
 //! let ip: IpAddr = "192.0.2.1".parse().unwrap();
 //! assert!(limiter.check_key(&ip).is_ok());
 //! ```
@@ -58,9 +60,29 @@ use core::hash::{BuildHasher, Hash};
 use core::marker::PhantomData;
 use std::hash::RandomState;
 
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::keyed::ShrinkableKeyedStateStore;
 use governor::state::StateStore;
+use governor::RateLimiter;
+
+/// governor's keyed `RateLimiter` on a [`KeyedStore`] of `CAP` slots, with
+/// no middleware and the clock `C` (governor's `DefaultClock` unless
+/// given): the type to name where nothing else fixes the limiter's
+/// middleware (`RateLimiter::new` is generic over it).
+///
+/// ```
+/// use governor::{clock::DefaultClock, Quota, RateLimiter};
+/// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+/// use nonzero_ext::nonzero;
+///
+/// let limiter: KeyedRateLimiter<u64, 1024> =
+///     RateLimiter::new(Quota::per_minute(nonzero!(60u32)), KeyedStore::new(), DefaultClock::default());
+/// assert!(limiter.check_key(&42).is_ok());
+/// ```
+pub type KeyedRateLimiter<K, const CAP: usize, C = DefaultClock> =
+    RateLimiter<K, KeyedStore<K, CAP>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
 /// A keyed [`StateStore`] for governor of `CAP` slots, each a key's 64-bit
 /// fingerprint (the hash of the key by `S`) and its theoretical arrival
@@ -71,11 +93,11 @@ use governor::state::StateStore;
 ///
 /// ```
 /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
-/// use leaparray_governor::KeyedStore;
+/// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
 /// use nonzero_ext::nonzero;
 ///
 /// let clock = FakeRelativeClock::default();
-/// let limiter = RateLimiter::new(
+/// let limiter: KeyedRateLimiter<&str, 1024, FakeRelativeClock> = RateLimiter::new(
 ///     Quota::per_second(nonzero!(2u32)),
 ///     KeyedStore::<&str, 1024>::new(),
 ///     clock.clone(),
@@ -129,7 +151,7 @@ impl<K, const CAP: usize, S> KeyedStore<K, CAP, S> {
     /// use std::hash::RandomState;
     /// use leaparray_governor::KeyedStore;
     /// let store = KeyedStore::<u64, 64, _>::with_hasher(RandomState::new());
-    /// assert!(store.is_empty());
+    /// assert_eq!(store.capacity(), 64);
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
         const {
@@ -168,10 +190,10 @@ impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
     ///
     /// ```
     /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
-    /// use leaparray_governor::KeyedStore;
+    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
     /// use nonzero_ext::nonzero;
     ///
-    /// let limiter = RateLimiter::new(
+    /// let limiter: KeyedRateLimiter<u32, 64, FakeRelativeClock> = RateLimiter::new(
     ///     Quota::per_second(nonzero!(1u32)),
     ///     KeyedStore::<u32, 64>::new(),
     ///     FakeRelativeClock::default(),
@@ -243,11 +265,11 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> ShrinkableKeyedStat
     /// ```
     /// use std::time::Duration;
     /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
-    /// use leaparray_governor::KeyedStore;
+    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
     /// use nonzero_ext::nonzero;
     ///
     /// let clock = FakeRelativeClock::default();
-    /// let limiter = RateLimiter::new(
+    /// let limiter: KeyedRateLimiter<u32, 64, FakeRelativeClock> = RateLimiter::new(
     ///     Quota::per_second(nonzero!(1u32)),
     ///     KeyedStore::<u32, 64>::new(),
     ///     clock.clone(),

@@ -53,8 +53,6 @@ macro_rules! ported {
             use governor::{
                 clock::{Clock, DefaultClock, FakeRelativeClock},
                 middleware::NoOpMiddleware,
-                nanos::Nanos,
-                state::StateStore,
                 Quota, RateLimiter,
             };
             use nonzero_ext::nonzero;
