@@ -31,8 +31,11 @@
 //!   store makes, request for request (`tests/differential.rs`).
 //! - **No key past its quota.** An update swaps the whole slot from exactly
 //!   the value governor's closure saw (its "update only if unchanged",
-//!   `src/slot.rs`); a key with a live arrival time keeps its slot; a new
-//!   key whose probe is full of live keys is refused.
+//!   `src/slot.rs`); a key keeps its slot until its arrival time has passed
+//!   for the caller that reuses it, and a key inserted after a reuse starts
+//!   from the latest freed arrival time (a caller whose clock is behind is
+//!   limited as if the slot had stayed); a new key whose probe is full of
+//!   live keys is refused.
 //! - **Fingerprint collisions only refuse more.** Two keys with the same
 //!   64-bit fingerprint share one limit. With `n` keys stored, a given
 //!   key's chance of sharing is at most `(n - 1) / 2^64` (3.6e-15 at
