@@ -192,3 +192,28 @@ fn review_defect_a_far_ahead_refused_acquire_ends_a_half_open_period_with_no_los
         b.snapshot().time
     );
 }
+
+/// Defect (docs): "a report from an earlier period changes nothing"
+/// (module "Permits", `report`'s docs, GUARANTEES "Probes decide, and only
+/// probes of the period"). It changes the breaker's latest time: every
+/// report raises it before it loads the word, stale or not, and every
+/// later trip and reopen counts from it. One stale report with a glitched
+/// `now` near `u64::MAX` makes every later open period last until a `now`
+/// of `u64::MAX`: the breaker never half-opens again.
+#[test]
+fn review_defect_a_report_from_an_earlier_period_moves_every_later_deadline() {
+    let b = breaker(1);
+    let stale = b.try_acquire(0).unwrap();
+    assert_eq!(error_at(&b, 5), Some(State::Open)); // open until 35
+    assert_eq!(b.report(u64::MAX - 1, stale, 1, Outcome::Success), None);
+    let p = b.try_acquire(35).unwrap();
+    assert_eq!(
+        b.report(36, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(
+        b.snapshot().time,
+        66,
+        "the stale report changed the reopen deadline (the docs: it changes nothing)"
+    );
+}
