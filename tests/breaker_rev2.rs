@@ -217,3 +217,22 @@ fn review_defect_a_report_from_an_earlier_period_moves_every_later_deadline() {
         "the stale report changed the reopen deadline (the docs: it changes nothing)"
     );
 }
+
+/// Defect (docs, a missing bound): module "Times": "One time far ahead
+/// (a clock step, a glitch), fewer than 2^47 windows ahead of the real
+/// time ... a report at that time ...: every report at the real time is
+/// counted in `uncounted_reports` and none trips the breaker". There is an
+/// upper bound but no lower one: a report fewer than `N` windows ahead
+/// leaves the real-time reports counting, and they trip.
+#[test]
+fn review_defect_a_report_ahead_by_fewer_than_n_windows_leaves_real_time_counting() {
+    let b = breaker(1); // N = 2 windows of 10
+    let p = b.try_acquire(5).unwrap();
+    assert_eq!(b.report(15, p, 1, Outcome::Success), None); // one window ahead of 5
+    let t = error_at(&b, 5);
+    assert_eq!(
+        (t, b.uncounted_reports()),
+        (None, 1),
+        "the docs: after a report ahead, a report at the real time is uncounted and never trips"
+    );
+}
