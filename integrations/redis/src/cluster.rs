@@ -8,7 +8,10 @@
 //! * It connects to the node it knows (the slot's last known owner, else
 //!   the URL's node). A node that does not serve the slot answers the
 //!   script with `MOVED <slot> <host:port>`: the gate connects there (the
-//!   same URL with that host and port: same database, credentials), up to
+//!   same URL with that host and port: same database, credentials; an
+//!   empty host, from `cluster-preferred-endpoint-type unknown-endpoint`,
+//!   is the answering node's host, as the Redis Cluster specification
+//!   says), up to
 //!   [`MAX_HOPS`] redirections per connection, and learns the cluster's
 //!   nodes with `CLUSTER SLOTS` (after a redirection, or once when the
 //!   first connection finds a cluster).
@@ -40,6 +43,7 @@
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Redirections followed by one new connection before it gives up.
 pub(crate) const MAX_HOPS: usize = 5;
@@ -65,6 +69,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn same(a: &ConnectionInfo, b: &ConnectionInfo) -> bool {
     a.addr == b.addr
+}
+
+/// The host a connection reaches (`None`: a Unix socket, no cluster).
+fn host_of(info: &ConnectionInfo) -> Option<&str> {
+    match &info.addr {
+        ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => Some(h),
+        _ => None,
+    }
 }
 
 impl Route {
@@ -103,11 +115,24 @@ impl Route {
         info
     }
 
-    /// A `MOVED` redirection's node (`host:port`; IPv6 hosts hold colons).
-    pub fn moved_to(&self, addr: &str) -> Option<ConnectionInfo> {
+    /// A `MOVED` redirection's node (`host:port`; IPv6 hosts hold colons),
+    /// sent by the node at `from`. An empty host (`MOVED 3999 :6381`, from
+    /// `cluster-preferred-endpoint-type unknown-endpoint`) is `from`'s host,
+    /// as the Redis Cluster specification says ("the client should send the
+    /// next request to the same endpoint as the current request but with
+    /// the provided port"). `?` (a `hostname` endpoint type without a
+    /// hostname: a misconfigured node) is not followed.
+    pub fn moved_to(&self, addr: &str, from: &ConnectionInfo) -> Option<ConnectionInfo> {
         let (host, port) = addr.rsplit_once(':')?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        Some(self.at(host, port.parse().ok()?))
+        let port = port.parse().ok()?;
+        if host.is_empty() {
+            return Some(self.at(host_of(from)?, port));
+        }
+        if host == "?" {
+            return None;
+        }
+        Some(self.at(host, port))
     }
 
     /// The node to try first: the slot's owner as last learned, else the URL's.
@@ -150,8 +175,11 @@ impl Route {
     }
 
     /// Learns the cluster's nodes (masters and replicas) from `CLUSTER
-    /// SLOTS` on `con`.
-    pub fn learn(&self, con: &mut redis::Connection) -> RedisResult<()> {
+    /// SLOTS` on `con`, a connection to `from`. A node whose endpoint is
+    /// NULL (`unknown-endpoint`) is at `from`'s host (the specification of
+    /// `CLUSTER SLOTS`); one whose endpoint is `""` (a node that does not
+    /// know its address) or `?` (a misconfigured hostname) is left out.
+    pub fn learn(&self, con: &mut redis::Connection, from: &ConnectionInfo) -> RedisResult<()> {
         let slots: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(con)?;
         let mut nodes: Vec<ConnectionInfo> = Vec::new();
         for range in &slots {
@@ -165,10 +193,11 @@ impl Route {
                 let (Some(h), Some(p)) = (n.first(), n.get(1)) else {
                     continue;
                 };
-                let (Ok(host), Ok(port)) = (
-                    redis::from_redis_value::<String>(h),
-                    redis::from_redis_value::<u16>(p),
-                ) else {
+                let host = match h {
+                    redis::Value::Nil => host_of(from).map(str::to_owned),
+                    h => redis::from_redis_value::<String>(h).ok(),
+                };
+                let (Some(host), Ok(port)) = (host, redis::from_redis_value::<u16>(p)) else {
                     continue;
                 };
                 if host.is_empty() || host == "?" {
@@ -187,6 +216,61 @@ impl Route {
     }
 }
 
+/// Node ids of masters that answered this process `MOVED` (the vouch of
+/// the module `restart`, "Redis Cluster: migration or failover"): each
+/// sent with the fresh connections' checks for a while after its `MOVED`,
+/// until a fresh check sent after it passes (the node that passed then
+/// holds its own identity: adopted or a new epoch).
+#[derive(Debug, Default)]
+pub(crate) struct Vouches {
+    /// (node id, when its `MOVED` came, sequence number), and the latest
+    /// sequence number.
+    seen: Mutex<(Vec<Vouch>, u64)>,
+}
+
+/// A node id, when its `MOVED` came, its sequence number.
+type Vouch = (String, Instant, u64);
+
+/// Vouches kept at most.
+const VOUCHES: usize = 8;
+
+impl Vouches {
+    /// The master `id` answered `MOVED`.
+    pub fn master(&self, id: String) {
+        let mut g = lock(&self.seen);
+        g.1 += 1;
+        let seq = g.1;
+        g.0.retain(|v| v.0 != id);
+        g.0.push((id, Instant::now(), seq));
+        if g.0.len() > VOUCHES {
+            g.0.remove(0);
+        }
+    }
+
+    /// `id` answered `MOVED` as a replica: it vouches for nothing.
+    pub fn replica(&self, id: &str) {
+        lock(&self.seen).0.retain(|v| v.0 != id);
+    }
+
+    /// The node ids whose `MOVED` came less than `within` ago, separated by
+    /// spaces (the script's argument), and the mark to give [`Self::used`].
+    pub fn current(&self, within: Duration) -> (String, u64) {
+        let g = lock(&self.seen);
+        let ids: Vec<&str> =
+            g.0.iter()
+                .filter(|v| v.1.elapsed() < within)
+                .map(|v| v.0.as_str())
+                .collect();
+        (ids.join(" "), g.1)
+    }
+
+    /// A fresh check sent with `current`'s `mark` passed: the vouches it
+    /// carried are spent (those that came after stay).
+    pub fn used(&self, mark: u64) {
+        lock(&self.seen).0.retain(|v| v.2 > mark);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,13 +282,19 @@ mod tests {
             &["redis://10.0.0.2:7000/".to_owned()],
         )
         .unwrap();
-        let to = r.moved_to("10.0.0.3:7001").unwrap();
+        let from = r.first();
+        let to = r.moved_to("10.0.0.3:7001", &from).unwrap();
         assert_eq!(to.addr, ConnectionAddr::Tcp("10.0.0.3".into(), 7001));
         assert_eq!(to.redis.db, 2);
         assert_eq!(to.redis.password.as_deref(), Some("secret"));
-        let v6 = r.moved_to("[::1]:7002").unwrap();
+        let v6 = r.moved_to("[::1]:7002", &from).unwrap();
         assert_eq!(v6.addr, ConnectionAddr::Tcp("::1".into(), 7002));
-        assert!(r.moved_to("no port").is_none());
+        assert!(r.moved_to("no port", &from).is_none());
+        // An empty host is the answering node's; `?` is not followed.
+        let same_host = r.moved_to(":7003", &to).unwrap();
+        assert_eq!(same_host.addr, ConnectionAddr::Tcp("10.0.0.3".into(), 7003));
+        assert_eq!(same_host.redis.password.as_deref(), Some("secret"));
+        assert!(r.moved_to("?:7004", &from).is_none());
         // First the URL's node; then, after a redirection, the new owner
         // first and the URL's node and the seed as the others.
         assert_eq!(r.first().addr, r.base.addr);
@@ -218,5 +308,25 @@ mod tests {
                 ConnectionAddr::Tcp("10.0.0.2".into(), 7000)
             ]
         );
+    }
+
+    #[test]
+    fn vouches_are_spent_by_a_check_sent_after_them_and_expire() {
+        let v = Vouches::default();
+        let long = Duration::from_secs(60);
+        v.master("b".into());
+        v.master("c".into());
+        let (ids, mark) = v.current(long);
+        assert_eq!(ids, "b c");
+        // `d` answers while that check is under way: it stays.
+        v.master("d".into());
+        v.replica("c");
+        v.used(mark);
+        assert_eq!(v.current(long).0, "d");
+        assert_eq!(v.current(Duration::ZERO).0, "");
+        for i in 0..10 {
+            v.master(format!("n{i}"));
+        }
+        assert_eq!(v.current(long).0.split(' ').count(), VOUCHES);
     }
 }

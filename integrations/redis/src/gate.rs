@@ -2,7 +2,7 @@
 //! or from blocks booked in Redis (lease mode), with a keeper thread that
 //! reconnects, writes bookings back after a restart and returns leases.
 
-use crate::cluster::{Route, MAX_HOPS};
+use crate::cluster::{Route, Vouches, MAX_HOPS};
 use crate::config::{Config, FaultPolicy, Mode, OnEviction};
 use crate::fault::{self, Failure};
 use crate::restart::Ledger;
@@ -129,6 +129,26 @@ struct Lease {
     refilling: bool,
 }
 
+/// A checked connection and the node it reaches (a redirection it gets
+/// that names no host means this node's host).
+struct Conn {
+    con: Connection,
+    at: ConnectionInfo,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.con
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.con
+    }
+}
+
 struct Inner<const N: usize> {
     cfg: Config,
     /// The node serving the limit (on Redis Cluster, followed; see the
@@ -137,7 +157,7 @@ struct Inner<const N: usize> {
     calls: Calls,
     window_us: u64,
     /// Idle connections; a decision takes one, and puts it back unless it failed.
-    pool: Mutex<Vec<Connection>>,
+    pool: Mutex<Vec<Conn>>,
     /// A connection works and this process's bookings are in Redis's epoch.
     up: AtomicBool,
     /// The epoch this process's bookings are in. Read-locked by a booking
@@ -145,6 +165,8 @@ struct Inner<const N: usize> {
     epoch: RwLock<String>,
     ledger: Ledger<N>,
     lease: Mutex<Lease>,
+    /// Masters that answered `MOVED` (see [`Self::vouch`]).
+    vouches: Vouches,
     /// The evicting `maxmemory-policy` the latest fresh connection read.
     evicting: Mutex<Option<String>>,
     /// Signalled when a refill ends.
@@ -248,6 +270,7 @@ impl<const N: usize> RedisGate<N> {
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
             evicting: Mutex::new(None),
+            vouches: Vouches::default(),
             lease_cv: Condvar::new(),
             returns: Mutex::new(Vec::new()),
             fallback,
@@ -434,7 +457,7 @@ impl<const N: usize> Inner<N> {
     }
 
     /// An idle connection, or a new one (bounded by the timeout).
-    fn conn(&self) -> RedisResult<Connection> {
+    fn conn(&self) -> RedisResult<Conn> {
         if let Some(c) = lock(&self.pool).pop() {
             return Ok(c);
         }
@@ -461,7 +484,7 @@ impl<const N: usize> Inner<N> {
     /// use: its first call asks whether Redis's epoch was made by this
     /// redis-server process (see the module `restart`), and writes this
     /// process's bookings back if not.
-    fn fresh(&self) -> RedisResult<Connection> {
+    fn fresh(&self) -> RedisResult<Conn> {
         self.reach(false)
     }
 
@@ -469,7 +492,7 @@ impl<const N: usize> Inner<N> {
     /// with `scan` (the keeper, `open`), if that fails, at every other node
     /// known (the URL's, the seeds, those learned; see the module
     /// `cluster`).
-    fn reach(&self, scan: bool) -> RedisResult<Connection> {
+    fn reach(&self, scan: bool) -> RedisResult<Conn> {
         let first = self.route.first();
         let e = match self.open_at(first.clone()) {
             Ok(c) => return Ok(c),
@@ -487,20 +510,20 @@ impl<const N: usize> Inner<N> {
 
     /// A checked connection to `info`, or to the node its `MOVED` replies
     /// name (at most [`MAX_HOPS`]); that node becomes the slot's owner.
-    fn open_at(&self, mut info: ConnectionInfo) -> RedisResult<Connection> {
+    fn open_at(&self, mut info: ConnectionInfo) -> RedisResult<Conn> {
         for _ in 0..MAX_HOPS {
             let mut c = self.connect(&info)?;
             match self.beat(&mut c, true) {
                 Ok(cluster) => {
                     if cluster && self.route.take_stale() {
                         // Best effort: the nodes to try if this one fails.
-                        let _ = self.route.learn(&mut c);
+                        let _ = self.route.learn(&mut c, &info);
                         self.keeper_round_trips.fetch_add(1, Relaxed);
                     }
-                    self.route.owned_by(info);
-                    return Ok(c);
+                    self.route.owned_by(info.clone());
+                    return Ok(Conn { con: c, at: info });
                 }
-                Err(e) => match self.moved(&e) {
+                Err(e) => match self.moved(&e, &mut c, &info) {
                     Some(to) => info = to,
                     None => return Err(e),
                 },
@@ -513,28 +536,62 @@ impl<const N: usize> Inner<N> {
             .into())
     }
 
-    /// The node a `MOVED` reply names (now the slot's owner: pooled
-    /// connections, to the old one, are dropped).
-    fn moved(&self, e: &RedisError) -> Option<ConnectionInfo> {
+    /// The node a `MOVED` reply on `con` (to the node at `from`) names (now
+    /// the slot's owner: pooled connections, to the old one, are dropped).
+    fn moved(
+        &self,
+        e: &RedisError,
+        con: &mut Connection,
+        from: &ConnectionInfo,
+    ) -> Option<ConnectionInfo> {
         if fault::classify(e) != Failure::Moved {
             return None;
         }
-        let to = self.route.moved_to(e.redirect_node()?.0)?;
+        let to = self.route.moved_to(e.redirect_node()?.0, from)?;
+        // Before the route changes, so that every connection to the new
+        // owner carries it.
+        self.vouch(con);
         self.route.redirected(to.clone());
         lock(&self.pool).clear();
         Some(to)
     }
 
-    /// A call failed with `e`: whether to try again (before `deadline`):
+    /// After `MOVED` on `con`: if the node that sent it is a master, its
+    /// node id is a vouch the fresh connections' checks carry for
+    /// `heartbeat + max_backoff + timeout` (a master that answers `MOVED`
+    /// gave the slot away by migration; after a failover the old master
+    /// answers `MOVED` only as a replica). Without a vouch for the recorded
+    /// node the new owner makes a new epoch (a fence, never an admission
+    /// over the limit). Argued in the module `restart`.
+    fn vouch(&self, con: &mut Connection) {
+        let r: RedisResult<(String, String)> = redis::pipe()
+            .cmd("CLUSTER")
+            .arg("MYID")
+            .cmd("INFO")
+            .arg("replication")
+            .query(con);
+        self.keeper_round_trips.fetch_add(1, Relaxed);
+        match r {
+            Ok((id, rep)) if rep.contains("role:master") => self.vouches.master(id),
+            Ok((id, _)) => self.vouches.replica(&id),
+            Err(_) => {}
+        }
+    }
+
+    /// A call on `con` (none: a new connection, which follows `MOVED`
+    /// itself) failed with `e`: whether to try again (before `deadline`):
     /// after `MOVED`, at the new owner; after `ASK` or `TRYAGAIN` (the slot
     /// is migrating), at the owner after a pause.
-    fn again(&self, e: &RedisError, deadline: Instant) -> bool {
+    fn again(&self, e: &RedisError, con: Option<&mut Conn>, deadline: Instant) -> bool {
         let now = Instant::now();
         if now >= deadline {
             return false;
         }
         match fault::classify(e) {
-            Failure::Moved => self.moved(e).is_some(),
+            Failure::Moved => match con {
+                Some(c) => self.moved(e, &mut c.con, &c.at).is_some(),
+                None => false,
+            },
             Failure::Migrating => {
                 std::thread::sleep(Duration::from_millis(2).min(deadline - now));
                 true
@@ -543,7 +600,7 @@ impl<const N: usize> Inner<N> {
         }
     }
 
-    fn put(&self, c: Connection) {
+    fn put(&self, c: Conn) {
         lock(&self.pool).push(c);
     }
 
@@ -554,7 +611,7 @@ impl<const N: usize> Inner<N> {
     /// (a script or decode error, for one request) drops only this
     /// connection and is refused (if it was the last, the keeper makes a
     /// checked one at its next heartbeat).
-    fn failed(&self, e: &redis::RedisError, n: u64, con: Connection) -> Decision {
+    fn failed(&self, e: &redis::RedisError, n: u64, con: Conn) -> Decision {
         match fault::classify(e) {
             Failure::Offline | Failure::Moved => {
                 drop(con);
@@ -610,7 +667,7 @@ impl<const N: usize> Inner<N> {
         while restores < 2 {
             let mut con = match self.conn() {
                 Ok(c) => c,
-                Err(e) if self.again(&e, deadline) => continue,
+                Err(e) if self.again(&e, None, deadline) => continue,
                 Err(e) => {
                     self.unreached(&e);
                     return self.fault(n);
@@ -624,7 +681,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    if self.again(&e, deadline) {
+                    if self.again(&e, Some(&mut con), deadline) {
                         self.keep_if_migrating(&e, con);
                         continue;
                     }
@@ -663,7 +720,7 @@ impl<const N: usize> Inner<N> {
 
     /// After a retried `ASK` or `TRYAGAIN` the connection is still the
     /// owner's: back to the pool (after `MOVED` it is dropped).
-    fn keep_if_migrating(&self, e: &RedisError, con: Connection) {
+    fn keep_if_migrating(&self, e: &RedisError, con: Conn) {
         if fault::classify(e) == Failure::Migrating {
             self.put(con);
         }
@@ -729,7 +786,7 @@ impl<const N: usize> Inner<N> {
         while restores < 2 {
             let mut con = match self.conn() {
                 Ok(c) => c,
-                Err(e) if self.again(&e, deadline) => continue,
+                Err(e) if self.again(&e, None, deadline) => continue,
                 Err(e) => {
                     self.unreached(&e);
                     return self.fault(n);
@@ -745,7 +802,7 @@ impl<const N: usize> Inner<N> {
                 Ok(r) => r,
                 Err(e) => {
                     drop(epoch);
-                    if self.again(&e, deadline) {
+                    if self.again(&e, Some(&mut con), deadline) {
                         self.keep_if_migrating(&e, con);
                         continue;
                     }
@@ -844,7 +901,7 @@ impl<const N: usize> Inner<N> {
                 Failure::Offline => self.broken(),
                 // Not retried: permits left counted are under the limit.
                 Failure::Moved => {
-                    let _ = self.moved(&e);
+                    let _ = self.moved(&e, &mut con.con, &con.at);
                 }
                 Failure::Unbooked | Failure::Migrating => self.put(con),
                 Failure::Request => {}
@@ -931,7 +988,17 @@ impl<const N: usize> Inner<N> {
     fn beat(&self, con: &mut Connection, fresh: bool) -> RedisResult<bool> {
         let known = self.epoch.read().unwrap_or_else(|e| e.into_inner()).clone();
         let local = self.clock.now();
-        let r = self.calls.check(con, &known, fresh)?;
+        let (vouch, mark) = if fresh {
+            let c = &self.cfg;
+            self.vouches
+                .current(c.heartbeat + c.max_backoff + c.timeout)
+        } else {
+            (String::new(), 0)
+        };
+        let r = self.calls.check(con, &known, fresh, &vouch)?;
+        if fresh {
+            self.vouches.used(mark);
+        }
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
         if let Some(policy) = r.policy.as_deref() {
@@ -1010,7 +1077,7 @@ impl<const N: usize> Inner<N> {
                 match self.beat(&mut con, false) {
                     Ok(_) => self.put(con),
                     // The slot moved: the next connection goes to its owner.
-                    Err(e) if self.moved(&e).is_some() => {}
+                    Err(e) if self.moved(&e, &mut con.con, &con.at).is_some() => {}
                     // The slot is migrating: the connection is fine.
                     Err(e) if fault::classify(&e) == Failure::Migrating => self.put(con),
                     Err(_) => self.broken(),

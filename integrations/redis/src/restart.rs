@@ -38,17 +38,89 @@
 //! connection (on a cluster also `INFO replication` and `CLUSTER MYID`);
 //! nothing per decision (a booking reads neither `{name}:run` nor `INFO`).
 //!
+//! # Redis Cluster: migration or failover
+//!
 //! On Redis Cluster the slot can also move whole to another master
-//! (`MIGRATE`), which loses nothing and must not fence. So there the
-//! epoch records `run_id`, node id and replication id of the node that
-//! made or adopted it, and a fresh connection whose node differs adopts
-//! the epoch (no fence) only when the recorded node is another node and
-//! the recorded replication id is neither this node's `master_replid` nor
-//! its `master_replid2`: the data did not reach it by replication from the
-//! recorded master (a promoted replica has that master's id as
-//! `master_replid2`) nor from its own disk (same node id). Not covered: a
-//! master restarted from persisted data and failed over before any
-//! process reconnected to it. See the module `cluster`.
+//! (`MIGRATE`), which loses nothing and must not fence; a promoted replica
+//! can lack the last bookings and must. So there the epoch records
+//! `run_id`, node id and replication id of the node that made or adopted
+//! it, "run node replid", and a fresh connection's check on a node N whose
+//! identity differs from the recorded one (node R, replid `r`) *adopts* the
+//! epoch (no fence) only if all of these hold, else makes a new epoch:
+//!
+//! 1. **The vouch.** The connecting process saw R answer `MOVED` while R
+//!    was a master (the client reads `CLUSTER MYID` and `INFO replication`
+//!    on that connection right after the `MOVED`, and sends the ids of the
+//!    masters whose `MOVED` it saw in the last `heartbeat + max_backoff +
+//!    timeout` with its fresh checks, until a check sent after them
+//!    passes: that node then holds its own identity). A master gives a slot away only
+//!    by `SETSLOT ... NODE` (a migration); after a failover the old master
+//!    has lost every slot to its replica and turns into that replica's
+//!    replica in the same step (Redis's `clusterUpdateSlotsConfigWith`),
+//!    so it answers `MOVED` only as a replica (a dead master answers
+//!    nothing; one restarted from its `nodes.conf` after a failover
+//!    rejoins as a replica).
+//! 2. R is another node than N, and one N knows (`CLUSTER
+//!    COUNT-FAILURE-REPORTS`: a node restarted without its `nodes.conf`
+//!    knows nobody); and N holds the counters hash (one key, moved whole:
+//!    a slot assigned to N while R still held it makes R delete it,
+//!    `cluster_regressions::a_slot_assigned_before_its_counters_moved_is_a_restart`).
+//! 3. **N's history rules out a replicated copy:** either N was never
+//!    promoted since it started (`second_repl_offset:-1`) and `r` is
+//!    neither of its replids, or `r` is its `master_replid2`: N was R's
+//!    own replica and was detached (`CLUSTER RESET`, which flushes it) or
+//!    promoted; by 1, R was still a master, so it was not a failover of R
+//!    (a promoted replica of another node, such as one of a migration
+//!    target that missed the adoption, fails both).
+//!
+//! The race the vouch (1 with R's role) prevents, limit 100, intervals
+//! longer than the failover (`cluster_regressions::
+//! a_forced_failover_whose_old_master_answers_moved_is_a_restart`):
+//!
+//! | step | Process (gate) | Node X (owner) | Node Y (X's replica) |
+//! |---|---|---|---|
+//! | 1 | books 1 at X | epoch E, `run` = X | replicates E and `run` = X |
+//! | 2 | | | cut off (lag) |
+//! | 3 | books 99 more at X | holds 100 | holds 1 |
+//! | 4 | | learns Y's takeover: Y's replica | `CLUSTER FAILOVER TAKEOVER`: owner, `master_replid2` = X's replid |
+//! | 5 | a decision gets `MOVED` Y from X; `INFO`: X is a replica: no vouch | | |
+//! | 6 | fresh check at Y, no vouch | | new epoch E', the fence |
+//! | 7 | *stale*: writes back 100 under E'; refused | | holds 101 |
+//!
+//! Without the role test (any `MOVED` vouches), step 6 sends X's id: Y's
+//! `master_replid2` is the recorded replid, as for a migration to a former
+//! replica, so Y adopts E: no write-back, and 99 more are admitted in the
+//! interval (199 of 100, the test's red run). Without the vouch at all,
+//! the history test alone cannot tell Y from a former replica of X that
+//! received the slot by `MIGRATE` (`cluster_regressions::
+//! migration_to_a_former_replica_of_the_source_is_not_fenced`).
+//!
+//! What this costs and leaves open:
+//!
+//! * A process that did not see R's `MOVED` (it started after the
+//!   migration, was offline through it, or its pool was empty and its
+//!   first new connection went straight to the new owner) makes a new
+//!   epoch if it reaches the new owner first: a fence, refusals for
+//!   `restart_grace`, never an admission over the limit. So does a
+//!   migration of an idle limit whose counters expired (`2N` windows
+//!   after its latest booking).
+//! * A vouch is a fact about the past. It is spent by the next fresh check
+//!   that passes and expires after `heartbeat + max_backoff + timeout`
+//!   (200 ms by default), so it could vouch wrongly only if, within that
+//!   time, the slot went back to R and R was failed over to a lagging
+//!   replica without this process reaching R: a failover faster than
+//!   that time (Redis Cluster's takes at least `cluster-node-timeout`).
+//! * R's role is read one round trip after its `MOVED`. R demoted, then
+//!   promoted back in between, vouches as a master, but then the node its
+//!   `MOVED` named is a replica again and adopts nothing (it answers
+//!   `MOVED` itself).
+//! * Not covered: a failover while R kept another slot its replica did not
+//!   know of (a slot imported into R during the failover): R stays a master
+//!   and vouches, and the promoted node adopts a copy that can miss what
+//!   replication had not carried (at most the bookings of the replication
+//!   lag, within one interval).
+//! * A master on the minority side of a partition (two masters for the
+//!   slot): the README's "Split brain" states what the limit means then.
 //!
 //! A proxy that keeps the client's connection across a restart of the
 //! redis-server behind it (twemproxy, Envoy) hides the restart: connect

@@ -109,10 +109,18 @@ impl Calls {
     /// empty). With `fresh` (a new connection's first call): also makes a
     /// new epoch if the epoch was made by another redis-server process (a
     /// restart from persisted data, a failover), and reads the
-    /// `maxmemory-policy`.
-    pub fn check(&self, con: &mut Connection, epoch: &str, fresh: bool) -> RedisResult<Reply> {
+    /// `maxmemory-policy`. `vouch` (fresh only): node ids, separated by
+    /// spaces, of masters that answered this process `MOVED` (see the
+    /// module `restart`).
+    pub fn check(
+        &self,
+        con: &mut Connection,
+        epoch: &str,
+        fresh: bool,
+        vouch: &str,
+    ) -> RedisResult<Reply> {
         let fresh = if fresh { "1" } else { "" };
-        self.invoke(con, "check", epoch, &[fresh.to_owned()])
+        self.invoke(con, "check", epoch, &[fresh.to_owned(), vouch.to_owned()])
     }
 
     /// Adds `windows` (id, permits) under `epoch`, once per `process` and

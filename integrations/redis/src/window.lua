@@ -48,20 +48,31 @@ local function identity()
   return run .. ' ' .. redis.call('CLUSTER', 'MYID') .. ' ' .. replid, rep
 end
 
--- On a cluster, whether the data came whole by MIGRATE from another
--- master: the identity stored with the epoch names another node, and its
--- replication id is neither this node's nor the one it had before a
--- promotion (master_replid2). A promoted replica of that master (a
--- failover), or this node restarted, is not: it may miss bookings.
-local function migrated(stored, me, rep)
+-- On a cluster, whether the data came whole by MIGRATE from the recorded
+-- node (argued in src/restart.rs, "Redis Cluster: migration or
+-- failover"): `vouch` (the caller's, node ids separated by spaces) names
+-- the recorded node, which
+-- answered the caller MOVED while a master, and this node's replication
+-- history rules out a replicated copy: it was never promoted since its
+-- start and neither of its replids is the recorded one, or it is a
+-- former replica of the recorded node itself (master_replid2), detached
+-- and flushed by CLUSTER RESET (a promoted replica's old master answers
+-- MOVED only as a replica).
+local function migrated(stored, me, rep, vouch)
   if not rep or not stored then return false end
-  if not string.find(rep, 'second_repl_offset:-1', 1, true) then return false end
   local snode, srepl = string.match(stored, '^%x+ (%x+) (%x+)$')
   local mnode = string.match(me, '^%x+ (%x+) ')
   if not snode or not mnode or snode == mnode then return false end
+  if not string.find(' ' .. vouch .. ' ', ' ' .. snode .. ' ', 1, true) then return false end
+  -- The counters came too (one key, moved whole): a slot assigned to this
+  -- node while the source still held them makes the source delete them.
+  if redis.call('EXISTS', KEYS[1]) == 0 then return false end
   local known = redis.pcall('CLUSTER', 'COUNT-FAILURE-REPORTS', snode)
   if type(known) == 'table' and known.err then return false end
-  return not string.find(rep, srepl, 1, true)
+  if string.find(rep, 'second_repl_offset:-1', 1, true) then
+    return not string.find(rep, srepl, 1, true)
+  end
+  return string.match(rep, 'master_replid2:(%x+)') == srepl
 end
 
 -- A new epoch; fresh bookings wait (the fence) for every process's write-back.
@@ -132,7 +143,8 @@ if op == 'book' then
   return {0, fmt(now), epoch, fmt(cur), take, room - take}
 elseif op == 'check' then
   -- A heartbeat: is this still the caller's epoch? ARGV[6] '1' on a fresh
-  -- connection: also, was the epoch made by this redis-server process? If
+  -- connection (ARGV[7]: node ids, separated by spaces, of masters that
+  -- answered the caller MOVED): also, was the epoch made by this redis-server process? If
   -- not, Redis restarted from persisted data (RDB, AOF) or a replica took
   -- over: what it holds may miss bookings, so it is a restart (a new epoch,
   -- the fence, every process writes back). On a cluster, data that came
@@ -144,7 +156,7 @@ elseif op == 'check' then
     local me, rep = identity()
     local stored = redis.call('GET', KEYS[5])
     if stored ~= me then
-      if migrated(stored, me, rep) then
+      if migrated(stored, me, rep, ARGV[7] or '') then
         redis.call('SET', KEYS[5], me)
       else
         epoch = new_epoch(me)

@@ -2,7 +2,9 @@
 //! red before its fix: a promoted replica of a migration target, and an
 //! owner restarted from its data with a new node id, are restarts (not
 //! migrations); a keeper with an empty pool stays online through
-//! `TRYAGAIN`. Each test starts its own cluster (free loopback ports,
+//! `TRYAGAIN`; `MOVED` with an empty host (`unknown-endpoint`) is
+//! followed to the answering node's host; a migration to a former replica
+//! of the source is not fenced. Each test starts its own cluster (free loopback ports,
 //! killed on drop, also on panic) with the harness of `tests/common`.
 mod common;
 use common::{serial, Cluster};
@@ -17,15 +19,6 @@ fn connected<const W: usize>(g: &RedisGate<W>, why: &str, within: Duration) {
         assert!(t.elapsed() < within, "{why}: never connected");
         std::thread::sleep(Duration::from_millis(5));
     }
-}
-
-fn setslot(c: &Cluster, node: usize, slot: u16, args: &[&str]) {
-    let _: () = redis::cmd("CLUSTER")
-        .arg("SETSLOT")
-        .arg(slot)
-        .arg(args)
-        .query(&mut c.nodes[node].con())
-        .unwrap();
 }
 
 fn get_readonly(c: &Cluster, node: usize, key: &str) -> Option<String> {
@@ -67,26 +60,8 @@ fn a_promoted_replica_of_a_migration_target_is_a_restart() {
     let mut admitted_before = 1u64;
     // Migrate B -> A, all keys, but hold the final SETSLOT NODE: B answers
     // ASK, the gate waits (it does not reach A yet).
-    let (a_id, b_id) = (cluster.id(a), cluster.id(b));
-    setslot(&cluster, a, slot, &["IMPORTING", &b_id]);
-    setslot(&cluster, b, slot, &["MIGRATING", &a_id]);
-    let mut con = cluster.nodes[b].con();
-    let keys: Vec<String> = redis::cmd("CLUSTER")
-        .arg("GETKEYSINSLOT")
-        .arg(slot)
-        .arg(100)
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("MIGRATE")
-        .arg("127.0.0.1")
-        .arg(cluster.nodes[a].port)
-        .arg("")
-        .arg(0)
-        .arg(5000)
-        .arg("KEYS")
-        .arg(&keys)
-        .query(&mut con)
-        .unwrap();
+    cluster.begin_migration(slot, b, a);
+    let keys = cluster.move_keys(slot, b, a);
     // Premise: RA has every migrated key (among them `{name}:run`, which
     // names B: only B wrote it). RA cannot GET them (its master does not
     // serve the slot yet): count them.
@@ -117,21 +92,8 @@ fn a_promoted_replica_of_a_migration_target_is_a_restart() {
         .query(&mut cluster.nodes[a].con())
         .unwrap();
     // End the migration: the gate follows MOVED to A, adopts the epoch.
-    setslot(&cluster, a, slot, &["NODE", &a_id]);
-    setslot(&cluster, b, slot, &["NODE", &a_id]);
-    for i in 0..cluster.nodes.len() {
-        let rep: String = if i == ra {
-            String::new()
-        } else {
-            redis::cmd("INFO")
-                .arg("replication")
-                .query(&mut cluster.nodes[i].con())
-                .unwrap()
-        };
-        if i != a && i != b && rep.contains("role:master") {
-            setslot(&cluster, i, slot, &["NODE", &a_id]);
-        }
-    }
+    cluster.end_migration(slot, b, a, &[ra]);
+    let a_id = cluster.id(a);
     // The limit is taken at A.
     let t_fill = Instant::now();
     while admitted_before < LIMIT {
@@ -223,9 +185,7 @@ fn a_keeper_with_an_empty_pool_stays_online_through_tryagain() {
     assert_eq!(evals(a), 0, "premise: no connection to A yet");
     assert!(gate.is_connected(), "premise: up after the MOVED heartbeat");
     // A -> C starts: one key moved, the others not: A answers TRYAGAIN.
-    let (a_id, c_id) = (cluster.id(a), cluster.id(c));
-    setslot(&cluster, c, slot, &["IMPORTING", &a_id]);
-    setslot(&cluster, a, slot, &["MIGRATING", &c_id]);
+    cluster.begin_migration(slot, a, c);
     let _: () = redis::cmd("MIGRATE")
         .arg("127.0.0.1")
         .arg(cluster.nodes[c].port)
@@ -320,5 +280,358 @@ fn an_owner_restarted_with_a_new_node_id_is_a_restart() {
     assert!(
         before + after <= LIMIT,
         "one interval admitted {before} + {after} > {LIMIT}"
+    );
+}
+
+/// With `cluster-preferred-endpoint-type unknown-endpoint` (nodes behind
+/// one address), a non-owner answers `MOVED <slot> :<port>`: the empty
+/// host is the host of the node that answered (Redis Cluster spec). A gate
+/// given a non-owner's URL connects to the owner.
+#[test]
+fn moved_with_an_empty_host_is_followed_to_the_answering_host() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    for s in &cluster.nodes {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-preferred-endpoint-type")
+            .arg("unknown-endpoint")
+            .query(&mut s.con())
+            .unwrap();
+    }
+    let name = "rv4";
+    let slot = cluster.slot(name);
+    let owner = cluster.owner(slot);
+    let other = cluster.other_master(slot);
+    // Premise: the redirection names no host.
+    let moved = redis::cmd("GET")
+        .arg(format!("{{{name}}}"))
+        .query::<Option<String>>(&mut cluster.nodes[other].con())
+        .unwrap_err();
+    let port = cluster.nodes[owner].port;
+    assert_eq!(
+        moved.redirect_node(),
+        Some((format!(":{port}").as_str(), slot)),
+        "premise: {moved}"
+    );
+    let gate = RedisGate::<4>::open(Config::new(
+        cluster.nodes[other].url(),
+        name,
+        Duration::from_millis(250),
+        LIMIT,
+    ))
+    .unwrap();
+    connected(
+        &gate,
+        "through a non-owner, MOVED :port",
+        Duration::from_secs(5),
+    );
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "never admitted through MOVED :port"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A migration to a master that was once a replica of the source (here:
+/// its replica, detached with `CLUSTER RESET SOFT`, which flushes it, and
+/// met again): its `master_replid2` is the source's replid, as a promoted
+/// replica's would be. The gate saw the source answer `MOVED` while a
+/// master: the data came by `MIGRATE`, the epoch is adopted, nothing is
+/// refused (a fence would refuse every paced request for nothing).
+#[test]
+fn migration_to_a_former_replica_of_the_source_is_not_fenced() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let name = "rv5";
+    let slot = cluster.slot(name);
+    let m = cluster.owner(slot);
+    let r = cluster.replica_of(m);
+    let window = Duration::from_millis(250);
+    let gate =
+        RedisGate::<4>::open(Config::new(cluster.nodes[m].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through M", Duration::from_secs(5));
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // R leaves M: a master of nothing, then met again.
+    let _: () = redis::cmd("CLUSTER")
+        .arg("RESET")
+        .arg("SOFT")
+        .query(&mut cluster.nodes[r].con())
+        .unwrap();
+    let bus: u16 = {
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut cluster.nodes[m].con())
+            .unwrap();
+        let me = nodes.lines().find(|l| l.contains("myself")).unwrap();
+        me.split(' ')
+            .nth(1)
+            .unwrap()
+            .split(['@', ','])
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[m].port)
+        .arg(bus)
+        .query(&mut cluster.nodes[r].con())
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut cluster.nodes[r].con())
+            .unwrap();
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut cluster.nodes[m].con())
+            .unwrap();
+        let rid = cluster.id(r);
+        let r_master = nodes
+            .lines()
+            .any(|l| l.starts_with(&rid) && l.contains("master"));
+        if info.contains("cluster_state:ok") && r_master {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: R never rejoined as a master: {nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut cluster.nodes[r].con())
+        .unwrap();
+    println!(
+        "regression | former replica | {}",
+        rep.lines()
+            .filter(|l| l.contains("replid"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    // An interval later, a booking (the counters exist: an idle limit's
+    // expire after 2N windows, and a migration without them is fenced),
+    // then migrate M -> R.
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert!(gate.try_acquire(1).is_admitted(), "premise: admitted at M");
+    cluster.migrate(slot, m, r);
+    // Paced: 1 request per 25 ms for 500 ms, far under the limit.
+    let mut refused = 0;
+    let mut asked = 0;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(500) {
+        asked += 1;
+        if gate.try_acquire(1) == Decision::Refused {
+            refused += 1;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let fence: bool = redis::cmd("EXISTS")
+        .arg(format!("{{{name}}}:fence"))
+        .query::<i64>(&mut cluster.nodes[r].con())
+        .map(|n| n == 1)
+        .unwrap_or(false);
+    println!("regression | migration to a former replica | paced refused {refused} of {asked} | fence {fence}");
+    assert_eq!(refused, 0, "a migration was fenced");
+}
+
+/// The rule's other side: a forced failover (`CLUSTER FAILOVER TAKEOVER`)
+/// to a replica cut off before the owner's last bookings. The old owner X
+/// lives on and answers the gate's pooled connections `MOVED` (to its
+/// replica Y, now the owner), as a replica. Y's copy names X, and Y's
+/// `master_replid2` is X's replid, as in a migration to a former replica:
+/// only X's role at the `MOVED` tells the two apart. Adopting would forget
+/// every booking Y missed.
+#[test]
+fn a_forced_failover_whose_old_master_answers_moved_is_a_restart() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let name = "rv6";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let y = cluster.replica_of(x);
+    // Intervals of 16 x 500 ms = 8 s: longer than the failover.
+    let window = Duration::from_millis(500);
+    let gate =
+        RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let t = Instant::now();
+    while !gate.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted at X"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Premise: Y holds the epoch X made (`{name}:run` names X).
+    let run_key = format!("{{{name}}}:run");
+    let x_id = cluster.id(x);
+    let t = Instant::now();
+    while !get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "premise: Y never got the epoch"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Cut Y off: what X books from now on is X's alone.
+    cluster.nodes[y].signal("-STOP");
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: the limit was never taken at X ({before})"
+        );
+        if gate.try_acquire(1).is_admitted() {
+            before += 1;
+        }
+    }
+    // Y takes over without X's agreement, before it resyncs: the command
+    // waits in Y's socket while Y is stopped, and Y reads its clients
+    // before its timers (which reconnect to X) when it resumes.
+    let takeover = cluster.nodes[y].port;
+    let sent = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut con = std::net::TcpStream::connect(("127.0.0.1", takeover)).unwrap();
+        con.write_all(b"CLUSTER FAILOVER TAKEOVER\r\n").unwrap();
+        let mut reply = [0u8; 5];
+        con.read_exact(&mut reply).unwrap();
+        String::from_utf8_lossy(&reply).into_owned()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    cluster.nodes[y].signal("-CONT");
+    let reply = sent.join().unwrap();
+    assert_eq!(reply, "+OK\r\n", "premise: the takeover was accepted");
+    let taken = Instant::now();
+    let at_y: std::collections::HashMap<String, u64> = redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(&mut cluster.nodes[y].con())
+        .unwrap();
+    let at_y: u64 = at_y.values().sum();
+    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
+    let mut after = 0u64;
+    let mut decisions = 0u64;
+    while t_fill.elapsed() < Duration::from_millis(7_000) {
+        decisions += 1;
+        if gate.try_acquire(1).is_admitted() {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(cluster.owner(slot), y, "premise: Y took over");
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    assert!(rep.contains("role:slave"), "premise: X is Y's replica");
+    println!(
+        "regression | forced failover, old master answers MOVED | Y held {at_y} | before {before} | after {after} of {decisions} decisions, {:?} after the takeover | within one interval of 8000 ms",
+        taken.elapsed()
+    );
+    assert!(
+        before + after <= LIMIT,
+        "one interval admitted {before} at X + {after} at Y > {LIMIT}"
+    );
+}
+
+/// A slot assigned to its new owner A before all its keys moved (an
+/// interrupted reshard finished by hand: `SETSLOT ... NODE A` on A and
+/// another master): A holds the epoch and `{name}:run` (naming B) but not
+/// the counters. Redis itself then deletes them at B (a master that loses
+/// a slot it holds keys of drops them), and B answers `MOVED` as a master:
+/// the process that booked at B vouches for B. A must not adopt an epoch
+/// whose counters did not come: a new epoch, the fence, the write-back.
+#[test]
+fn a_slot_assigned_before_its_counters_moved_is_a_restart() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    let name = "rv7";
+    let slot = cluster.slot(name);
+    let b = cluster.owner(slot);
+    let a = cluster.other_master(slot);
+    let c = (0..3).find(|&i| i != a && i != b).unwrap();
+    // Intervals of 16 x 500 ms = 8 s.
+    let window = Duration::from_millis(500);
+    let g1 =
+        RedisGate::<16>::open(Config::new(cluster.nodes[b].url(), name, window, LIMIT)).unwrap();
+    connected(&g1, "through B", Duration::from_secs(5));
+    let t = Instant::now();
+    while !g1.try_acquire(1).is_admitted() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "premise: never admitted at B"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: the limit was never taken at B ({before})"
+        );
+        if g1.try_acquire(1).is_admitted() {
+            before += 1;
+        }
+    }
+    // B -> A: the epoch and the identity move, the counters do not.
+    cluster.begin_migration(slot, b, a);
+    for key in [format!("{{{name}}}:epoch"), format!("{{{name}}}:run")] {
+        let _: () = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(cluster.nodes[a].port)
+            .arg(&key)
+            .arg(0)
+            .arg(5000)
+            .query(&mut cluster.nodes[b].con())
+            .unwrap();
+    }
+    let a_id = cluster.id(a);
+    cluster.setslot(a, slot, &["NODE", &a_id]);
+    cluster.setslot(c, slot, &["NODE", &a_id]);
+    // The first process's heartbeat gets B's MOVED and reaches A first;
+    // then a second process, given C's URL (C redirects it to A).
+    std::thread::sleep(Duration::from_millis(300));
+    let g2 =
+        RedisGate::<16>::open(Config::new(cluster.nodes[c].url(), name, window, LIMIT)).unwrap();
+    connected(&g2, "through C", Duration::from_secs(5));
+    let mut after = 0u64;
+    while t_fill.elapsed() < Duration::from_millis(6_000) {
+        if g2.try_acquire(1).is_admitted() {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let counters: usize = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(slot)
+        .query(&mut cluster.nodes[b].con())
+        .unwrap();
+    println!("regression | slot assigned before its counters moved | before {before} at B | after {after} at A | keys left at B {counters} | within one interval of 8000 ms");
+    assert!(
+        before + after <= LIMIT,
+        "one interval admitted {before} at B + {after} at A > {LIMIT}"
     );
 }

@@ -291,18 +291,33 @@ impl Cluster {
     /// --cluster reshard` does: IMPORTING, MIGRATING, `MIGRATE` of its
     /// keys, then `SETSLOT ... NODE` on every master.
     pub fn migrate(&self, slot: u16, from: usize, to: usize) {
+        self.begin_migration(slot, from, to);
+        self.move_keys(slot, from, to);
+        self.end_migration(slot, from, to, &[]);
+    }
+
+    /// `SETSLOT` on `node` (`IMPORTING <id>`, `NODE <id>`, ...).
+    pub fn setslot(&self, node: usize, slot: u16, args: &[&str]) {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(args)
+            .query(&mut self.nodes[node].con())
+            .unwrap();
+    }
+
+    /// A migration's first phase: `to` IMPORTING, `from` MIGRATING.
+    pub fn begin_migration(&self, slot: u16, from: usize, to: usize) {
         let (from_id, to_id) = (self.id(from), self.id(to));
-        let setslot = |node: usize, args: &[&str]| {
-            let _: () = redis::cmd("CLUSTER")
-                .arg("SETSLOT")
-                .arg(slot)
-                .arg(args)
-                .query(&mut self.nodes[node].con())
-                .unwrap();
-        };
-        setslot(to, &["IMPORTING", &from_id]);
-        setslot(from, &["MIGRATING", &to_id]);
+        self.setslot(to, slot, &["IMPORTING", &from_id]);
+        self.setslot(from, slot, &["MIGRATING", &to_id]);
+    }
+
+    /// A migration's second phase: `MIGRATE` of every key of `slot` from
+    /// `from` to `to`; the keys moved.
+    pub fn move_keys(&self, slot: u16, from: usize, to: usize) -> Vec<String> {
         let mut con = self.nodes[from].con();
+        let mut moved = Vec::new();
         loop {
             let keys: Vec<String> = redis::cmd("CLUSTER")
                 .arg("GETKEYSINSLOT")
@@ -311,7 +326,7 @@ impl Cluster {
                 .query(&mut con)
                 .unwrap();
             if keys.is_empty() {
-                break;
+                return moved;
             }
             let _: () = redis::cmd("MIGRATE")
                 .arg("127.0.0.1")
@@ -323,12 +338,27 @@ impl Cluster {
                 .arg(&keys)
                 .query(&mut con)
                 .unwrap();
+            moved.extend(keys);
         }
-        setslot(to, &["NODE", &to_id]);
-        setslot(from, &["NODE", &to_id]);
+    }
+
+    /// A migration's last phase: `SETSLOT ... NODE` on `to`, `from`, then
+    /// every other live master but those in `skip` (a stopped node would
+    /// not answer).
+    pub fn end_migration(&self, slot: u16, from: usize, to: usize, skip: &[usize]) {
+        let to_id = self.id(to);
+        self.setslot(to, slot, &["NODE", &to_id]);
+        self.setslot(from, slot, &["NODE", &to_id]);
         for i in 0..self.nodes.len() {
-            if i != from && i != to && self.nodes[i].child.is_some() {
-                setslot(i, &["NODE", &to_id]);
+            if i == from || i == to || skip.contains(&i) || self.nodes[i].child.is_none() {
+                continue;
+            }
+            let rep: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut self.nodes[i].con())
+                .unwrap();
+            if rep.contains("role:master") {
+                self.setslot(i, slot, &["NODE", &to_id]);
             }
         }
     }
