@@ -692,7 +692,12 @@ impl<const N: usize> CircuitBreaker<N> {
                             ..w
                         }
                     } else if now >= w.time.saturating_add(self.config.probe_timeout) {
-                        self.reopened(w, now)
+                        // Open from when the probe became lost by the
+                        // breaker's own times (the latest grant plus the
+                        // probe timeout, at most this `now`), not from
+                        // this caller's `now`: a refused caller's clock
+                        // far ahead does not move the deadline to it.
+                        self.reopened(w, w.time.saturating_add(self.config.probe_timeout))
                     } else {
                         return None;
                     }
@@ -903,11 +908,12 @@ impl<const N: usize> CircuitBreaker<N> {
         }
     }
 
-    /// The word of the `Open` period that follows `w` (closed or half-open)
-    /// at `now`: open for the recovery timeout from the latest time the
-    /// breaker has seen (`now`, the word's time: the close or the latest
-    /// probe grant, and the latest `now` of any report), never from an
-    /// older `now` alone (a stalled caller's).
+    /// The word of the `Open` period that follows `w` (closed or half-open):
+    /// open for the recovery timeout from the latest of `now` (the `now` of
+    /// the report that trips or reopens it; for a lost probe, the latest
+    /// grant plus the probe timeout), the word's time (the close or the
+    /// latest probe grant) and the latest `now` of any report, never from
+    /// an older `now` alone (a stalled caller's).
     fn reopened(&self, w: Word, now: u64) -> Word {
         // ORDERING: Relaxed; what this must see of other reports' `now`s
         // is ordered by the array's `SeqCst` adds and reads (see `report`).
