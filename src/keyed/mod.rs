@@ -159,6 +159,7 @@
 use core::fmt;
 
 mod local;
+mod memory;
 mod shared;
 mod slot;
 
@@ -179,10 +180,16 @@ pub const PROBE: usize = 16;
 /// use leaparray::KeyedGate;
 /// use leaparray::Decision;
 /// // One slot: the second key finds no room.
-/// let t = KeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10);
-/// assert_eq!(t.overflow(), Overflow::Refuse);
-/// assert_eq!(t.try_acquire(1, 0, 1), Decision::Pass);
-/// assert_eq!(t.try_acquire(2, 0, 1), Decision::Block);
+/// let w = NonZeroU64::new(500).unwrap();
+/// let t = KeyedGate::<2, 1>::new(w, 10);
+/// assert_eq!(t.overflow(), Overflow::Evict);
+/// assert_eq!(t.try_acquire(1, 0, 10), Decision::Pass);
+/// assert_eq!(t.try_acquire(2, 0, 1), Decision::Pass); // evicts key 1
+/// assert_eq!(t.try_acquire(1, 0, 1), Decision::Block); // remembered: still at its limit
+/// assert_eq!(t.occupancy(0).evicted, 2);
+/// let closed = KeyedGate::<2, 1>::new(w, 10).with_overflow(Overflow::Refuse);
+/// assert_eq!(closed.try_acquire(1, 0, 1), Decision::Pass);
+/// assert_eq!(closed.try_acquire(2, 0, 1), Decision::Block);
 /// let open = KeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10).with_overflow(Overflow::Admit);
 /// assert_eq!(open.try_acquire(1, 0, 1), Decision::Pass);
 /// assert_eq!(open.try_acquire(2, 0, 1), Decision::Pass);
@@ -191,9 +198,15 @@ pub const PROBE: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Overflow {
-    /// Refuse it (fail closed): no key is ever admitted beyond its own
-    /// limit, and a flood of new keys gets nothing. The default.
+    /// Evict the key its probe values least (by demand: requests admitted
+    /// and refused, halved per window), remembering the evicted key's
+    /// counts conservatively, and take its slot: no key, evicted or not,
+    /// is admitted beyond its limit, and a flood of new keys evicts the
+    /// flood first (module docs, "Overflow"). The default.
     #[default]
+    Evict,
+    /// Refuse it (fail closed): no key is ever admitted beyond its own
+    /// limit, and a flood of new keys gets nothing.
     Refuse,
     /// Admit it without counting it anywhere (fail open): availability
     /// over limits. A key with no slot is not limited at all.
@@ -275,7 +288,8 @@ pub struct Headroom {
 /// use leaparray::KeyedGate;
 /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
 /// let _ = T.try_acquire(1, 0, 1);
-/// assert_eq!(T.occupancy(0), Occupancy { resident: 1, recyclable: 0, recycled: 0, overflowed: 0 });
+/// let s = T.occupancy(0);
+/// assert_eq!(s, Occupancy { resident: 1, recyclable: 0, recycled: 0, overflowed: 0, evicted: 0, remembered: 0 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -289,8 +303,15 @@ pub struct Occupancy {
     /// Slots taken from an idle key for a new one, since the table was
     /// built.
     pub recycled: u64,
-    /// Decisions made under the [`Overflow`] policy (no room for the key).
+    /// Decisions made under the [`Overflow`] policy with no slot taken
+    /// (no room for the key, and no eviction).
     pub overflowed: u64,
+    /// Keys evicted ([`Overflow::Evict`]) since the table was built.
+    pub evicted: u64,
+    /// Keys inserted since the table was built with counts estimated from
+    /// the memory of evicted keys: keys that came back after an eviction
+    /// (or shared cells with one).
+    pub remembered: u64,
 }
 
 /// Keys of any hashable type as the `u64` keys of a [`KeyedGate`], with a

@@ -83,6 +83,7 @@
 
 use core::num::NonZeroU64;
 
+use super::memory::{Memory, Shape, Word};
 use super::{KeyedError, KeyedGate, Overflow, PROBE};
 use crate::divide::Divisor;
 use crate::packed::{self, Fast, Layout, Outcome};
@@ -113,6 +114,9 @@ pub(super) enum Booking {
     },
     /// Refused by the key's gate.
     Refused,
+    /// Refused by the key's gate, on the slot's value as it was then (the
+    /// refusal wrote the slot: its demand): never decided again.
+    Counted,
     /// No room for the key: the overflow policy decides.
     Overflowed,
     /// `n == 0`.
@@ -134,21 +138,136 @@ pub(super) const fn key_of(slot: u128) -> u64 {
     (slot >> 64) as u64
 }
 
-/// The slot holding `key` and `word`.
+/// The key fingerprint of a slot's key half (module docs, "A slot").
 #[inline(always)]
-const fn slot(key: u64, word: u64) -> u128 {
-    ((key as u128) << 64) | word as u128
+pub(super) const fn fp_of(half: u64) -> u64 {
+    half >> 8
+}
+
+/// The demand counter of a slot's key half.
+#[inline(always)]
+pub(super) const fn demand_of(half: u64) -> u64 {
+    half & 0xff
+}
+
+/// The key half of a key with fingerprint `fp` and no demand yet.
+#[inline(always)]
+pub(super) const fn half_of(fp: u64) -> u64 {
+    fp << 8
+}
+
+/// The slot holding the key half `half` and `word`.
+#[inline(always)]
+pub(super) const fn slot(half: u64, word: u64) -> u128 {
+    ((half as u128) << 64) | word as u128
 }
 
 /// A claim's word (a token), as opposed to a gate word or a free slot.
 #[inline(always)]
-const fn is_claim(w: u64) -> bool {
+pub(super) const fn is_claim(w: u64) -> bool {
     w != 0 && w & USED == 0
+}
+
+/// The probe position a claim's word was made for (its low 4 bits: a
+/// settler of another key's claim finds the key's home from it, as a
+/// fingerprint does not give it).
+#[inline(always)]
+pub(super) const fn claim_position(w: u64) -> usize {
+    (w & 0xf) as usize
+}
+
+/// The home slot and the fingerprint of `key` under `seed` in a table of
+/// `CAP` slots: the home from the top bits of the key's mix (Lemire's
+/// multiply-shift: uniform over `0..CAP`, no division), the fingerprint
+/// 56 bits of an odd multiple of the mix (so no function of the home).
+#[inline(always)]
+pub(super) fn locate<const CAP: usize>(seed: u64, key: u64) -> (usize, u64) {
+    let m = mix(key ^ seed);
+    (
+        ((u128::from(m) * CAP as u128) >> 64) as usize,
+        m.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8,
+    )
+}
+
+/// The key half after a decision for `n` permits that stored a word whose
+/// newest window is `d` windows after `old`'s (0 for the same window or a
+/// late caller): demand halves per window moved on, then adds `n`,
+/// saturating at 255.
+#[inline(always)]
+pub(super) fn bumped(l: &Layout, half: u64, old: u64, c: u64, n: u64) -> u64 {
+    let d = match packed::ahead_of(l, old, c) {
+        Some(d) => d.min(8),
+        None => 0,
+    };
+    let demand = ((demand_of(half) >> d) + n).min(255);
+    (half & !0xff) | demand
+}
+
+/// What an eviction values the slot `s` at, for a caller in window `c`:
+/// the least is evicted first. Its demand halved per window since its
+/// newest, then the older newest window.
+#[inline]
+pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
+    let w = word(s);
+    let d = packed::ahead_of(l, w, c).unwrap_or(0).min(8);
+    (demand_of(key_of(s)) >> d, packed::newest_of(l, w, c))
+}
+
+/// Folds the gate word `w` of the key with fingerprint `fp`, evicted by a
+/// caller in window `c`, into `memory`: each of its windows' counts.
+/// Returns the word's newest window (the high water must reach it first).
+pub(super) fn fold_into<C: Word, const N: usize, const CAP: usize>(
+    l: &Layout,
+    memory: &Memory<C, CAP>,
+    shape: &Shape,
+    fp: u64,
+    w: u64,
+    c: u64,
+) {
+    let newest = packed::newest_of(l, w, c);
+    for k in 0..N as u32 {
+        if let Some(window) = newest.checked_sub(u64::from(k)) {
+            memory.fold(shape, fp, window, packed::count_at(l, w, k));
+        }
+    }
+}
+
+/// The gate word a key with fingerprint `fp`, inserted by a caller in
+/// window `c` with the table's high water `high_water`, starts with when
+/// the memory has an estimate for it: newest window `h = max(c, high
+/// water)`, each window `h - k` holding the estimate of that window (all
+/// the limit in window `h` if they sum above it). `None`: no estimate,
+/// the key starts at [`fresh`].
+pub(super) fn seeded<C: Word, const N: usize, const CAP: usize>(
+    l: &Layout,
+    memory: &Memory<C, CAP>,
+    shape: &Shape,
+    fp: u64,
+    c: u64,
+    high_water: u64,
+) -> Option<u64> {
+    let h = c.max(high_water);
+    let mut est = [0u64; 32];
+    let mut sum = 0u64;
+    for (k, e) in est.iter_mut().enumerate().take(N) {
+        if let Some(window) = h.checked_sub(k as u64) {
+            *e = memory.estimate(shape, fp, window);
+            sum = sum.saturating_add(*e);
+        }
+    }
+    if sum == 0 {
+        return None;
+    }
+    Some(if sum > l.limit {
+        packed::word_with::<u64>(l, h, |k| if k == 0 { l.limit } else { 0 })
+    } else {
+        packed::word_with::<u64>(l, h, |k| est[k as usize])
+    })
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit moves every output bit.
 #[inline(always)]
-const fn mix(mut h: u64) -> u64 {
+pub(super) const fn mix(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -210,13 +329,6 @@ pub(super) const fn probe_len(cap: usize) -> usize {
 /// windows after its newest window.
 pub(super) const fn grace<const N: usize>() -> u64 {
     N as u64
-}
-
-/// The slot where `key`'s probe starts in a table of `CAP` slots.
-#[inline(always)]
-pub(super) fn home_of<const CAP: usize>(seed: u64, key: u64) -> usize {
-    // Lemire's multiply-shift: uniform over 0..CAP, no division.
-    ((u128::from(mix(key ^ seed)) * CAP as u128) >> 64) as usize
 }
 
 /// The `i`-th slot of the probe starting at `home`.
@@ -281,7 +393,8 @@ pub(super) fn remaining_from<const N: usize>(
         (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
         (None, true) => l.limit,
         (None, false) => match overflow {
-            Overflow::Refuse => 0,
+            // (An evicting table with a memory finds room: it evicts.)
+            Overflow::Refuse | Overflow::Evict => 0,
             Overflow::Admit => l.limit,
         },
     }
@@ -306,7 +419,7 @@ pub(super) fn retry_after_from<const N: usize, I: Iterator<Item = u64>>(
             Overflow::Admit => Some(0),
             // Every slot of the probe holds a gate word: the first to
             // become recyclable.
-            Overflow::Refuse => probe()
+            Overflow::Refuse | Overflow::Evict => probe()
                 .filter_map(|w| {
                     let newest = packed::newest_of(l, w, c);
                     let free = newest.checked_add(N as u64 + grace::<N>())?;
@@ -320,11 +433,12 @@ pub(super) fn retry_after_from<const N: usize, I: Iterator<Item = u64>>(
 
 /// The shared table's side of the protocol: booking, claims, settling.
 impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
-    /// [`book_from`](Self::book_from), taking `first` at its word.
+    /// [`book_from`](Self::book_from), taking `first` at its word. `fp`:
+    /// the key's fingerprint.
     #[inline(always)]
     pub(super) fn book_scan(
         &self,
-        key: u64,
+        fp: u64,
         home: usize,
         mut first: Option<u128>,
         c: u64,
@@ -338,14 +452,17 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Booking::Refused;
         }
+        let evicts = self.evicts();
         'scan: loop {
-            // Whether this pass's read of the home slot is `first`.
-            let early = first.is_some();
-            // The first slot a new key may take, and a claim of another key
+            // This pass's read of the home slot, if it is `first`.
+            let early = first;
+            // The first slot a new key may take, a claim of another key
             // in the way (settled before overflowing, so a table with room
-            // never overflows for a claim in flight).
+            // never overflows for a claim in flight), and the slot an
+            // eviction would take.
             let mut room = None;
             let mut claim = None;
+            let mut victim: Option<(usize, u128, (u64, u64))> = None;
             for i in 0..Self::PROBE {
                 let at = Self::at(home, i);
                 let mut s = match first.take() {
@@ -359,21 +476,36 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     }
                     continue;
                 }
-                if key_of(s) == key {
+                if fp_of(key_of(s)) == fp {
                     if is_claim(w) {
-                        self.settle(key, i, s, c);
+                        self.settle(fp, home, i, s, c);
                         continue 'scan;
                     }
                     // The key's gate word: decide as its gate.
                     loop {
                         let w = word(s);
-                        let Some((new, outcome)) = self.decide(w, c, n) else {
-                            return Booking::Refused;
+                        let half = key_of(s);
+                        let next = match self.decide(w, c, n) {
+                            Some((new, outcome)) => {
+                                Ok((slot(bumped(l, half, w, c, n), new), new, outcome))
+                            }
+                            // A refusal counts in the key's demand (while
+                            // the counter is below saturation).
+                            None if evicts && demand_of(half) < 255 => {
+                                Err(slot((half & !0xff) | (demand_of(half) + n).min(255), w))
+                            }
+                            None => return Booking::Refused,
+                        };
+                        let new_slot = match next {
+                            Ok((ns, _, _)) | Err(ns) => ns,
                         };
                         // ORDERING: Release publishes the booking as a
                         // gate's swap does; a failed swap rereads.
-                        match self.slots[at].compare_exchange(s, slot(key, new), AcqRel, Acquire) {
+                        match self.slots[at].compare_exchange(s, new_slot, AcqRel, Acquire) {
                             Ok(_) => {
+                                let Ok((_, new, outcome)) = next else {
+                                    return Booking::Counted;
+                                };
                                 // No prioritized request borrows here.
                                 let at = match outcome {
                                     Outcome::Booked(w) => w,
@@ -383,35 +515,45 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                             }
                             Err(actual) => s = actual,
                         }
-                        if key_of(s) != key || word(s) & USED == 0 {
-                            // Recycled, or withdrawn: look again.
+                        if fp_of(key_of(s)) != fp || word(s) & USED == 0 {
+                            // Recycled, evicted, or withdrawn: look again.
                             continue 'scan;
                         }
                     }
                 }
                 if is_claim(w) {
                     if claim.is_none() {
-                        claim = Some((i, s));
+                        claim = Some((at, s));
                     }
-                } else if room.is_none() && self.recyclable(w, c) {
-                    room = Some((at, s));
+                } else if room.is_none() {
+                    if self.recyclable(w, c) {
+                        room = Some((at, s));
+                    } else if evicts {
+                        let v = value_of(l, s, c);
+                        if victim.is_none_or(|(_, _, least)| v < least) {
+                            victim = Some((at, s, v));
+                        }
+                    }
                 }
+            }
+            if (room.is_some() || victim.is_some())
+                && early.is_some_and(|s| self.slots[home].load(Acquire) != s)
+            {
+                // The home slot's value came from before a burst's earlier
+                // requests, and they changed it (the key may be there
+                // now): look again rather than take a slot for nothing.
+                continue 'scan;
             }
             if let Some((at, s)) = room {
                 let recycling = word(s) != 0;
-                if recycling && early && at == home && self.slots[at].load(Acquire) != s {
-                    // The home slot's value came from before a burst's
-                    // earlier requests, and they changed it: look again
-                    // rather than raise the high water for nothing.
-                    continue 'scan;
-                }
                 if recycling {
                     // ORDERING: before the swap that evicts, so a settler
                     // that reads the evicted slot reads this too (module
                     // docs, "Recycling").
                     self.shared.high_water.fetch_max(c, AcqRel);
                 }
-                let mine = slot(key, self.token());
+                let i = (at + CAP - home) % CAP;
+                let mine = slot(half_of(fp), self.token(i));
                 if self.slots[at]
                     .compare_exchange(s, mine, AcqRel, Acquire)
                     .is_ok()
@@ -419,21 +561,46 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     if recycling {
                         self.shared.recycled.fetch_add(1, Relaxed);
                     }
-                    let i = (at + CAP - home) % CAP;
-                    self.settle(key, i, mine, c);
+                    self.settle(fp, home, i, mine, c);
                 }
                 continue 'scan;
             }
-            if let Some((i_other, s)) = claim {
+            if let Some((at, s)) = claim {
                 // Another key's claim: settle it, then look again.
-                let other = key_of(s);
-                let at = Self::at(home, i_other);
-                let j = (at + CAP - self.home(other)) % CAP;
-                self.settle(other, j, s, c);
+                let j = claim_position(word(s));
+                let other_home = (at + CAP - j) % CAP;
+                self.settle(fp_of(key_of(s)), other_home, j, s, c);
+                continue 'scan;
+            }
+            if let Some((at, s, _)) = victim {
+                let w = word(s);
+                // ORDERING: the high water reaches the evicted word's
+                // newest window, and its counts are folded, before the
+                // swap that evicts: a settler that reads the evicted slot
+                // reads both (module docs, "Eviction"; `memory.rs`).
+                let newest = packed::newest_of(l, w, c);
+                self.shared.high_water.fetch_max(c.max(newest), AcqRel);
+                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(key_of(s)), w, c);
+                let i = (at + CAP - home) % CAP;
+                let mine = slot(half_of(fp), self.token(i));
+                if self.slots[at]
+                    .compare_exchange(s, mine, AcqRel, Acquire)
+                    .is_ok()
+                {
+                    self.shared.evicted.fetch_add(1, Relaxed);
+                    self.settle(fp, home, i, mine, c);
+                }
                 continue 'scan;
             }
             return Booking::Overflowed;
         }
+    }
+
+    /// Whether a key with no room evicts: the policy is
+    /// [`Overflow::Evict`] and the memory can hold what it evicts.
+    #[inline(always)]
+    pub(super) fn evicts(&self) -> bool {
+        matches!(self.overflow, Overflow::Evict) && self.shape.remembers()
     }
 
     /// [`decide`] with this table's layout.
@@ -442,9 +609,11 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         decide::<N>(&self.layout, w, c, n)
     }
 
-    /// A claim token no claim had: nonzero, top bit clear.
-    fn token(&self) -> u64 {
-        self.shared.tokens.fetch_add(1, Relaxed) % (USED - 1) + 1
+    /// A claim token no claim had, for probe position `i`: nonzero, top
+    /// bit clear, `i` in its low 4 bits.
+    fn token(&self, i: usize) -> u64 {
+        let t = self.shared.tokens.fetch_add(1, Relaxed) % ((1 << 58) - 1) + 1;
+        (t << 4) | i as u64
     }
 
     /// Whether the gate word `w` is recyclable by a caller in window `c`:
@@ -453,13 +622,28 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         recyclable::<N>(&self.layout, w, c)
     }
 
-    /// Settles the claim `mine` of `key` at position `i` of its probe
-    /// (module docs): withdraws it if the probe holds the key's gate word
-    /// or an earlier claim of it, withdraws later claims of it, and
-    /// otherwise swaps it for an empty gate word. Whoever meets a claim may
-    /// call this; all but one of the swaps from `mine` fail.
-    fn settle(&self, key: u64, i: usize, mine: u128, c: u64) {
-        let home = self.home(key);
+    /// The word a key with fingerprint `fp` inserted now by a caller in
+    /// window `c` starts from: its estimate if the table evicts and
+    /// remembers one (reading the high water after whatever the caller
+    /// read of the probe), else [`fresh`]. And whether it was an estimate.
+    pub(super) fn start_word(&self, fp: u64, c: u64) -> (u64, bool) {
+        let hw = self.shared.high_water.load(Acquire);
+        if self.evicts() {
+            if let Some(w) = seeded::<_, N, CAP>(&self.layout, &self.memory, &self.shape, fp, c, hw)
+            {
+                return (w, true);
+            }
+        }
+        (fresh::<N>(&self.layout, c, hw), false)
+    }
+
+    /// Settles the claim `mine` of the key with fingerprint `fp` and home
+    /// `home` at position `i` of its probe (module docs): withdraws it if
+    /// the probe holds the key's gate word or an earlier claim of it,
+    /// withdraws later claims of it, and otherwise swaps it for the key's
+    /// starting word (an empty one, or its estimate). Whoever meets a
+    /// claim may call this; all but one of the swaps from `mine` fail.
+    fn settle(&self, fp: u64, home: usize, i: usize, mine: u128, c: u64) {
         let at = Self::at(home, i);
         for j in 0..Self::PROBE {
             if j == i {
@@ -469,7 +653,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             let mut s = self.slots[other].load(Acquire);
             loop {
                 let w = word(s);
-                if key_of(s) != key || w == 0 {
+                if fp_of(key_of(s)) != fp || w == 0 {
                     break;
                 }
                 if w & USED != 0 || j < i {
@@ -486,24 +670,39 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 }
             }
         }
-        let empty = fresh::<N>(&self.layout, c, self.shared.high_water.load(Acquire));
-        let _ = self.slots[at].compare_exchange(mine, slot(key, empty), AcqRel, Acquire);
+        // After the probe's reads (module docs, "Eviction").
+        let (start, remembered) = self.start_word(fp, c);
+        if self.slots[at]
+            .compare_exchange(mine, slot(half_of(fp), start), AcqRel, Acquire)
+            .is_ok()
+            && remembered
+        {
+            self.shared.remembered.fetch_add(1, Relaxed);
+        }
     }
 
-    /// The gate word `key` holds (the first slot of its probe that holds
-    /// it), if any, and whether its probe has room for it otherwise.
-    pub(super) fn find(&self, key: u64, c: u64) -> (Option<u64>, bool) {
-        let home = self.home(key);
+    /// The gate word the key with fingerprint `fp` holds (the first slot
+    /// of its probe that holds it), if any, and whether its probe has room
+    /// for it otherwise. Under eviction, a key with no slot is given the
+    /// word it would start from, and room.
+    pub(super) fn find(&self, fp: u64, home: usize, c: u64) -> (Option<u64>, bool) {
         let mut room = false;
         for i in 0..Self::PROBE {
             let s = self.slots[Self::at(home, i)].load(Acquire);
             let w = word(s);
-            if w != 0 && key_of(s) == key {
-                // A claim settles into an empty word.
-                return (if is_claim(w) { None } else { Some(w) }, true);
+            if w != 0 && fp_of(key_of(s)) == fp {
+                if is_claim(w) {
+                    // A claim settles into its starting word.
+                    room = true;
+                    break;
+                }
+                return (Some(w), true);
             }
             room |= w == 0 || is_claim(w) || self.recyclable(w, c);
         }
-        (None, room)
+        match self.start_word(fp, c) {
+            (w, true) => (Some(w), true),
+            _ => (None, room || self.evicts()),
+        }
     }
 }
