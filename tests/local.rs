@@ -127,12 +127,12 @@ proptest! {
         window in 1u64..100,
         limit in 0u64..6,
         seed in any::<u64>(),
-        admit in any::<bool>(),
+        policy in 0u8..3,
         keys in prop::collection::hash_set(any::<u64>(), 1..24),
         steps in prop::collection::vec((0u64..300, 0u64..1_200, op()), 1..max_steps(120)),
     ) {
         let keys: Vec<u64> = keys.into_iter().collect();
-        let overflow = if admit { Overflow::Admit } else { Overflow::Refuse };
+        let overflow = [Overflow::Evict, Overflow::Refuse, Overflow::Admit][usize::from(policy)];
         let steps: Vec<(u64, u64, Op)> = steps
             .into_iter()
             .map(|(dt, back, op)| (dt, back * window / 100, op))

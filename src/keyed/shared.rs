@@ -7,7 +7,7 @@ use core::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
-use super::memory::{Memory, Shape, MAX_PLANES, WORDS_PER_SLOT};
+use super::memory::{Memory, Shape};
 use super::slot::{
     at, layout_of, locate, max_limit_of, probe_len, remaining_from, retry_after_from, word,
     Booking, Slot, DEFAULT_SEED, USED,
@@ -262,9 +262,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     remembered: crate::sync::atomic_u64(0),
                 }),
                 memory: Memory {
-                    ids: crate::sync::array_of!(MAX_PLANES, crate::sync::atomic_u64(0)),
+                    ids: crate::sync::array_of!(super::memory::MAX_PLANES, crate::sync::atomic_u64(0)),
                     words: crate::sync::array_of!(
-                        WORDS_PER_SLOT,
+                        super::memory::WORDS_PER_SLOT,
                         crate::sync::array_of!(CAP, crate::sync::atomic_u64(0))
                     ),
                 },

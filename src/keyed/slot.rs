@@ -456,10 +456,10 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         'scan: loop {
             // This pass's read of the home slot, if it is `first`.
             let early = first;
-            // The first slot a new key may take, a claim of another key
-            // in the way (settled before overflowing, so a table with room
-            // never overflows for a claim in flight), and the slot an
-            // eviction would take.
+            // The first slot a new key may take, the slot an eviction would
+            // take, and a claim of another key in the way (settled before
+            // overflowing, so a table with room never overflows for a claim
+            // in flight; an evicting table evicts instead).
             let mut room = None;
             let mut claim = None;
             let mut victim: Option<(usize, u128, (u64, u64))> = None;
@@ -565,13 +565,6 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 }
                 continue 'scan;
             }
-            if let Some((at, s)) = claim {
-                // Another key's claim: settle it, then look again.
-                let j = claim_position(word(s));
-                let other_home = (at + CAP - j) % CAP;
-                self.settle(fp_of(key_of(s)), other_home, j, s, c);
-                continue 'scan;
-            }
             if let Some((at, s, _)) = victim {
                 let w = word(s);
                 // ORDERING: the high water reaches the evicted word's
@@ -590,6 +583,13 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     self.shared.evicted.fetch_add(1, Relaxed);
                     self.settle(fp, home, i, mine, c);
                 }
+                continue 'scan;
+            }
+            if let Some((at, s)) = claim {
+                // Another key's claim: settle it, then look again.
+                let j = claim_position(word(s));
+                let other_home = (at + CAP - j) % CAP;
+                self.settle(fp_of(key_of(s)), other_home, j, s, c);
                 continue 'scan;
             }
             return Booking::Overflowed;
