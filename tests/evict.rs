@@ -186,3 +186,49 @@ fn hot_keys_evicted_by_a_flood_never_exceed_their_limit() {
         assert!(table.occupancy(0).evicted > 0, "the flood evicted keys");
     }
 }
+
+/// An evicted key that comes back through a caller far behind the high
+/// water: a key starting with no estimate starts `N` windows before the
+/// high water and books a late caller there, so its estimate must cover
+/// the `N` windows before that too. One slot, `N = 1`, limit 5: A books 5
+/// in window 10 and is evicted; another eviction at window 11 raises the
+/// high water to 11; A's caller in window 0 is booked no earlier than
+/// window 11 (window 10 holds A's 5). Found by the `keyed` fuzz target.
+#[test]
+fn a_key_evicted_before_the_high_water_moved_on_is_remembered() {
+    for local in [false, true] {
+        let shared = KeyedGate::<1, 1>::new(nz(10), 5);
+        let mut own = LocalKeyedGate::<1, 1>::new(nz(10), 5);
+        let mut go = |key: u64, now: u64, n: u64| {
+            if local {
+                own.try_acquire(key, now, n)
+            } else {
+                shared.try_acquire(key, now, n)
+            }
+        };
+        let (a, b, c) = (1u64, 2u64, 3u64);
+        assert_eq!(go(a, 105, 5), Decision::Pass);
+        let _ = go(b, 105, 1); // evicts A
+        let _ = go(c, 115, 1); // evicts B: the high water is 11
+        let mut passes = 0;
+        for _ in 0..5 {
+            if go(a, 5, 1) == Decision::Pass {
+                passes += 1;
+            }
+        }
+        // Where A's passes were booked: `retry_after(limit)` ends when the
+        // window booked into slides out (`N = 1`: the window after it).
+        let wait = if local {
+            own.retry_after(a, 5, 5)
+        } else {
+            shared.retry_after(a, 5, 5)
+        };
+        if passes > 0 {
+            let booked = (5 + wait.unwrap()) / 10 - 1;
+            assert!(
+                booked >= 11,
+                "local {local}: {passes} booked into window {booked}, which holds A's 5"
+            );
+        }
+    }
+}

@@ -100,7 +100,24 @@
 //! none of its permits counts in any interval the caller can be checked
 //! against, and `N` windows of grace for callers whose clocks lag). When
 //! every slot of the probe holds a key that is not recyclable, the table
-//! applies its [`Overflow`] policy: by default it refuses.
+//! applies its [`Overflow`] policy: by default it evicts.
+//!
+//! # Overflow
+//!
+//! [`Overflow::Evict`] (the default) takes the slot of the key the probe
+//! values least: its *demand* (requests admitted and refused, halved per
+//! window) kept in 8 bits of its slot next to a 56-bit fingerprint of its
+//! key. A flood of one-shot keys has a demand of 1 each and evicts itself
+//! first; keys at their limit go last. Before its slot changes hands, the
+//! evicted key's counts are folded into the table's *memory of evicted
+//! keys*: a count-min sketch per window with conservative update (three
+//! one-byte cells a key, `4 * CAP` words in `2N` planes of windows, lazily
+//! expired: `src/keyed/memory.rs`). A key inserted later, evicted before or
+//! not, starts from the memory's estimate of each window that still counts,
+//! never below what it had booked there. Cells shared with other keys only
+//! raise an estimate: under a heavy flood new keys start from more than
+//! they booked and are refused sooner (fail closed). `Overflow::Refuse`
+//! refuses a key with no room; `Overflow::Admit` admits it uncounted.
 //!
 //! How a [`KeyedGate`] keeps one slot per key while threads race to insert
 //! it (claims and settling), and why a recycled key never gets a fresh
@@ -113,16 +130,20 @@
 //!
 //! # Exactness
 //!
-//! In every interval of `N` windows, each key has at most `limit` permits
-//! counted, under any interleaving, with [`Overflow::Refuse`]: a permit is
+//! In every interval of `N` windows, each key, evicted or not, has at most
+//! `limit` permits counted, under any interleaving, with [`Overflow::Evict`]
+//! and [`Overflow::Refuse`] (two keys sharing a fingerprint in one probe
+//! share one limit; with eviction, the estimate an evicted key comes back
+//! with is at least what it had booked in each window that still counts:
+//! the slot protocol's module, "Eviction"): a permit is
 //! counted in a window no earlier than its caller's own and no later than
 //! the newest window any caller of the table had reached (as a [`Gate`]
 //! counts late callers), and within the ranges of the gate's word (no
 //! caller lagging the newest window by `2^(T-1)` windows or more; `T = 64 -
 //! 1 - N b`, at least 32).
 //!
-//! While its probe has room, a key is decided exactly as a [`Gate`] of its
-//! own (with no occupy timeout) would decide it, for callers whose window
+//! While its probe has room and no key has been evicted, a key is decided
+//! exactly as a [`Gate`] of its own (with no occupy timeout) would decide it, for callers whose window
 //! is no more than `N` windows before the newest window any caller of the
 //! table had reached. A caller further behind may be decided otherwise:
 //! after its key was recycled by a caller `2N` windows or more ahead, it is
@@ -136,7 +157,7 @@
 //!
 //!
 //! A [`LocalKeyedGate`] limits each key as a `KeyedGate` with
-//! [`Overflow::Refuse`] does, for any sequence of calls and any times,
+//! [`Overflow::Evict`] or [`Overflow::Refuse`] does, for any sequence of calls and any times,
 //! callers however far behind included: a slot keeps its window id modulo
 //! `2^T` (`T >= 32` bits), and would read a caller `2^(T-1)` windows or
 //! more behind its newest window as ahead of it, slide its counts out and
@@ -317,7 +338,8 @@ pub struct Occupancy {
 /// Keys of any hashable type as the `u64` keys of a [`KeyedGate`], with a
 /// random secret key (std's `RandomState`, SipHash 1-3): a client cannot
 /// choose keys that land in one probe. Two keys share a slot only if their
-/// 64-bit hashes collide.
+/// 64-bit hashes collide, or their tables' 56-bit fingerprints do within
+/// one probe.
 ///
 /// ```
 /// # use core::num::NonZeroU64;

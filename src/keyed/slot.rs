@@ -1,26 +1,39 @@
 //! The slot protocol of both keyed tables, argued once: what a slot
 //! holds, where a key's slots are (its probe), one decision on a slot's
 //! gate word, when a slot may be recycled and what a key inserted after a
-//! recycling starts from; and, for the shared [`KeyedGate`], how threads
-//! that race to insert one key keep it in one slot (claims and settling).
+//! recycling starts from, which key an eviction takes the slot of and
+//! what an evicted key starts from when it comes back; and, for the shared
+//! [`KeyedGate`], how threads that race to insert one key keep it in one
+//! slot (claims and settling).
 //! A [`LocalKeyedGate`](super::LocalKeyedGate) uses everything here but
 //! the claims: its owner is the only writer.
 //!
 //! # A slot
 //!
-//! A [`Slot`] is 128 bits: the key in the high 64, the *word* in the low
-//! 64. The word is
+//! A [`Slot`] is 128 bits: the *key half* in the high 64, the *word* in
+//! the low 64. The key half is the key's 56-bit *fingerprint* above an
+//! 8-bit *demand* counter: every decision adds its `n` (saturating at 255;
+//! a refusal too, under eviction, until the counter saturates), and the
+//! counter halves for each window the word's newest window moves on. The
+//! word is
 //!
 //! | word | state |
 //! |---|---|
 //! | `0` | free |
 //! | top bit ([`USED`]) set | the key's gate word (`packed`'s layout with `F = 0`, no future windows) |
-//! | otherwise | a *claim* of a free slot for the key, not settled yet: a token unique to that claim (shared table only) |
+//! | otherwise | a *claim* of a free slot for the key, not settled yet: a token unique to that claim, with the claim's probe position in its low 4 bits (shared table only) |
 //!
-//! A key's *home* is `home_of(seed, key)`, a seeded mix of the key; its
-//! *probe* is its home and the `probe_len(CAP) - 1` slots after it,
-//! wrapping (`at`). The invariant both tables keep: at most one slot of a
-//! key's probe holds its gate word.
+//! `locate(seed, key)` gives a key's *home*, Lemire's reduction of the top
+//! bits of a seeded mix of the key, and its fingerprint, 56 bits of an odd
+//! multiple of that mix. Its *probe* is its home and the `probe_len(CAP) -
+//! 1` slots after it, wrapping (`at`). A slot holds a key if it holds its
+//! fingerprint: two keys with one fingerprint in one probe are one key to
+//! the table (they share a limit: each is refused more, never admitted
+//! more); a lookup meets a resident's fingerprint with probability at most
+//! `16 * 2^-56`. A settler of another key's claim finds that key's home
+//! from the claim's position, as a fingerprint does not give it. The
+//! invariant both tables keep: at most one slot of a key's probe holds its
+//! gate word.
 //!
 //! # One slot per key: claims and settling
 //!
@@ -80,6 +93,52 @@
 //! (it reads every slot of the probe) with acquire before reading the high
 //! water: the high water it reads is at least `r`. (A local table's
 //! owner raises its high water and writes the slot itself.)
+//!
+//! # Eviction: a key's counts outlive its slot
+//!
+//! Under [`Overflow::Evict`] a key that finds no free or recyclable slot in
+//! its probe takes the slot of the least valued key there (`value_of`: its
+//! demand halved once per window since its newest, then the older newest
+//! window, then probe position). The victim choice reads the probe slot by
+//! slot, not atomically: it may miss the least, which costs quality, not
+//! safety, as every victim is folded before it goes. Before the swap that
+//! evicts, the evictor raises the high water to the victim's newest window
+//! (and its own) and folds each of the victim's window counts into the
+//! memory of evicted keys (`memory.rs`: a maximum per cell, so folding a
+//! key twice never adds). It then swaps the victim's exact slot (key half
+//! and word) for a claim, and settles it as any claim.
+//!
+//! A settler starts its key from the memory: after reading every slot of
+//! the probe, it reads the high water `h'` and, for `h = max(c, h')`, the
+//! estimate of each window `h - N + 1 ..= h`; a key with a nonzero estimate
+//! starts with newest window `h` and those counts (all the limit in window
+//! `h` if they sum above it), so a booking lands at `h` or later and every
+//! interval it joins holds the estimates of the windows it shares with the
+//! key's evicted counts, which all lie at or before `h`. With no estimate a
+//! key starts at [`fresh`] as after a recycling.
+//!
+//! ```text
+//!  Thread 1 (key V decides)              Thread 2 (key K evicts V)
+//!  -----------------------------------   -----------------------------------
+//!  reads V's slot: (V, w)                reads V's slot: (V, w)
+//!                                        high water: fetch_max(newest of w)
+//!                                        folds w's counts into the memory
+//!  swaps (V, w) -> (V, w + 1 booked)     swaps (V, w) -> (K, claim)
+//! ```
+//!
+//! Exactly one swap wins, as both compare the whole slot. If thread 1's
+//! does, thread 2's fold was of an older count of V (cells only rise, and
+//! V stays resident; a later eviction folds again) and thread 2 scans
+//! again. If thread 2's does, thread 1 scans again, finds V gone, inserts
+//! it, and its settler reads the estimate after reading the evicted slot:
+//! every write to a slot is a compare-and-swap, so that read synchronizes
+//! with thread 2's swap, and the fold and the high water are visible. Had
+//! thread 2 folded after its swap, or thread 1 read the estimate before its
+//! scan, V could start from 0 and take its limit again (loom models
+//! `an_eviction_races_a_decision_of_the_evicted_key` and
+//! `a_returning_key_reads_its_estimate_while_it_is_folded`). An evicting
+//! scan evicts rather than settle another key's claim in its way first.
+//! A local table runs the same steps in one thread.
 
 use core::num::NonZeroU64;
 
@@ -236,8 +295,12 @@ pub(super) fn fold_into<C: Word, const N: usize, const CAP: usize>(
 /// window `c` with the table's high water `high_water`, starts with when
 /// the memory has an estimate for it: newest window `h = max(c, high
 /// water)`, each window `h - k` holding the estimate of that window (all
-/// the limit in window `h` if they sum above it). `None`: no estimate,
-/// the key starts at [`fresh`].
+/// the limit in window `h` if they sum above it). The windows `h - 2N + 1
+/// ..= h - N` are read too: a key that starts at [`fresh`] (newest window
+/// `h - N`) books a late caller into window `h - N`, whose intervals reach
+/// back to `h - 2N + 1`; an estimate there starts the key at window `h`
+/// instead. `None`: no estimate in those `2N` windows, the key starts at
+/// [`fresh`].
 pub(super) fn seeded<C: Word, const N: usize, const CAP: usize>(
     l: &Layout,
     memory: &Memory<C, CAP>,
@@ -247,18 +310,21 @@ pub(super) fn seeded<C: Word, const N: usize, const CAP: usize>(
     high_water: u64,
 ) -> Option<u64> {
     let h = c.max(high_water);
-    let mut est = [0u64; 32];
-    let mut sum = 0u64;
-    for (k, e) in est.iter_mut().enumerate().take(N) {
+    let mut est = [0u64; 64];
+    let (mut live, mut any) = (0u64, false);
+    for (k, e) in est.iter_mut().enumerate().take(2 * N) {
         if let Some(window) = h.checked_sub(k as u64) {
             *e = memory.estimate(shape, fp, window);
-            sum = sum.saturating_add(*e);
+            any |= *e != 0;
+            if k < N {
+                live = live.saturating_add(*e);
+            }
         }
     }
-    if sum == 0 {
+    if !any {
         return None;
     }
-    Some(if sum > l.limit {
+    Some(if live > l.limit {
         packed::word_with::<u64>(l, h, |k| if k == 0 { l.limit } else { 0 })
     } else {
         packed::word_with::<u64>(l, h, |k| est[k as usize])
