@@ -42,10 +42,10 @@ fn a_flood_of_ten_times_the_slots_admits_no_key_over_its_limit() {
     if cfg!(miri) {
         // A table of 16 slots and a few keys of each kind.
         let small = Traffic {
-            established: 4,
-            abusers: 2,
+            established: 2,
+            abusers: 1,
             newcomers: 2,
-            flood: 10,
+            flood: 4,
             calm: 1,
             warmup: 1,
             measured: 1,
@@ -61,14 +61,28 @@ fn a_flood_of_ten_times_the_slots_admits_no_key_over_its_limit() {
 /// abusers at three times their limit evicted and returning all the time.
 #[test]
 fn keys_evicted_and_returning_all_the_time_stay_within_their_limit() {
+    if cfg!(miri) {
+        // 16 slots, a few keys of each kind.
+        let small = Traffic {
+            established: 2,
+            abusers: 4,
+            newcomers: 2,
+            flood: 2,
+            calm: 1,
+            warmup: 0,
+            measured: 1,
+        };
+        check::<16>(Overflow::Evict, small);
+        return;
+    }
     let traffic = Traffic {
         established: 20,
-        abusers: if cfg!(miri) { 4 } else { 120 },
+        abusers: 120,
         newcomers: 10,
-        flood: if cfg!(miri) { 2 } else { 40 },
+        flood: 40,
         calm: 1,
         warmup: 1,
-        measured: if cfg!(miri) { 1 } else { 8 },
+        measured: 8,
     };
     check::<64>(Overflow::Evict, traffic);
 }
