@@ -886,6 +886,25 @@ pub(crate) fn newest_of<B: Bits>(l: impl Geometry, w: B, c: u64) -> u64 {
     }
 }
 
+/// The count the used word `w` (no future windows) holds for its window
+/// `newest - k` (`k < N`).
+pub(crate) fn count_at<B: Bits>(l: impl Geometry, w: B, k: u32) -> u64 {
+    slot(l, decode(l, w >> l.id_bits()), k)
+}
+
+/// A used word (no future windows) whose newest window is `newest`, with
+/// `count(k)` in its window `newest - k` for each `k < N`; the counts'
+/// sum at most the limit.
+pub(crate) fn word_with<B: Bits>(l: impl Geometry, newest: u64, count: impl Fn(u32) -> u64) -> B {
+    let mut slots = B::ZERO;
+    let mut k = 0;
+    while k < l.slots() {
+        slots = with_slot(l, slots, k, count(k).min(l.slot_max()));
+        k += 1;
+    }
+    pack(l, newest, slots)
+}
+
 /// A used word whose newest window is `newest` and whose slots are empty.
 pub(crate) fn empty_at<B: Bits>(l: impl Geometry, newest: u64) -> B {
     pack(l, newest, B::ZERO)

@@ -112,8 +112,8 @@ proptest! {
 
 /// Keys whose probes are the same slots: every key of a one-slot table.
 #[test]
-fn a_full_probe_refuses_new_keys_by_default_and_admits_them_if_asked() {
-    let t = KeyedGate::<2, 1>::new(nz(500), 10);
+fn a_full_probe_refuses_new_keys_or_admits_them_as_asked() {
+    let t = KeyedGate::<2, 1>::new(nz(500), 10).with_overflow(Overflow::Refuse);
     assert_eq!(t.try_acquire(1, 0, 10), Decision::Pass);
     assert_eq!(t.try_acquire(2, 0, 1), Decision::Block, "no room");
     assert_eq!(t.remaining(2, 0), 0);
@@ -142,7 +142,7 @@ fn a_full_probe_refuses_new_keys_by_default_and_admits_them_if_asked() {
 /// floods in; an idle one is recycled after two intervals.
 #[test]
 fn live_keys_stay_and_idle_ones_are_recycled() {
-    let t = KeyedGate::<2, 4>::new(nz(100), 5);
+    let t = KeyedGate::<2, 4>::new(nz(100), 5).with_overflow(Overflow::Refuse);
     assert_eq!(t.try_acquire(7, 0, 5), Decision::Pass);
     // A flood of new keys: three find room, the rest overflow; key 7 is
     // never handed a fresh limit.

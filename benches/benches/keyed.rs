@@ -20,6 +20,8 @@
 //!   `KeyedGate<2, 4096>`.
 //! - `keyed_2_threads/*`: two threads on one table (or one governor), the
 //!   1,000,000 keys in random order; aggregate time per decision.
+//! - `keyed_flood/*`: `Overflow::Evict` against `Overflow::Refuse`, resident
+//!   keys and a flood of new ones (see `keyed_flood`).
 //!
 //! Every decision is admitted: a limit of 1,000 per two windows of 500
 //! ticks, and time advancing one tick every 4,096 decisions (256 with 1,000
@@ -42,6 +44,7 @@ use crossbeam_utils::CachePadded;
 
 mod common;
 use common::on_threads;
+use leaparray::keyed::Overflow;
 use leaparray::Decision;
 use leaparray::KeyedGate;
 use leaparray_benches::{keyed_governor, splitmix, warm_gate, warm_governor, Keys};
@@ -51,10 +54,18 @@ const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 /// Per key, per interval of two windows (1,000 ticks).
 const LIMIT: u64 = 1_000;
 
-/// 2^21 slots for 1,000,000 keys (load factor 0.48): 32 MiB, so a `static`.
-static BIG: KeyedGate<2, { 1 << 21 }> = KeyedGate::new(WINDOW, LIMIT);
-/// 4,096 slots for 1,000 keys (load factor 0.24): 64 KiB.
-static SMALL: KeyedGate<2, 4096> = KeyedGate::new(WINDOW, LIMIT);
+/// 2^21 slots for 1,000,000 keys (load factor 0.48): 32 MiB of slots (and
+/// 64 MiB of the memory of evicted keys, unused here), so a `static`.
+/// `Overflow::Refuse`: the key set is the keys the table has room for.
+static BIG: KeyedGate<2, { 1 << 21 }> =
+    KeyedGate::new(WINDOW, LIMIT).with_overflow(Overflow::Refuse);
+/// 4,096 slots for 1,000 keys (load factor 0.24): 64 KiB of slots.
+static SMALL: KeyedGate<2, 4096> = KeyedGate::new(WINDOW, LIMIT).with_overflow(Overflow::Refuse);
+
+/// `keyed_flood`: a `KeyedGate<2, 4096>` per overflow policy, limit 10.
+static FLOOD_EVICT: KeyedGate<2, 4096> = KeyedGate::new(WINDOW, 10);
+static FLOOD_REFUSE: KeyedGate<2, 4096> =
+    KeyedGate::new(WINDOW, 10).with_overflow(Overflow::Refuse);
 
 /// The last `now` given to `BIG`, so that its groups never go back in time.
 static BIG_NOW: AtomicU64 = AtomicU64::new(0);
@@ -257,9 +268,40 @@ fn keyed_2_threads(c: &mut Criterion) {
     g.finish();
 }
 
+/// `keyed_flood/*`: the cost of a decision under each overflow policy, on a
+/// full `KeyedGate<2, 4096>` (limit 10): `resident`, 2,048 keys in turn
+/// (each admitted or refused by its own gate: no overflow); `flood`, a new
+/// key each decision on a table filled by earlier ones (`Evict`: an
+/// eviction, its fold and the new key's estimate; `Refuse`: a scan of a
+/// full probe and a refusal).
+fn keyed_flood(c: &mut Criterion) {
+    let mut g = c.benchmark_group("keyed_flood");
+    for (name, t) in [("evict", &FLOOD_EVICT), ("refuse", &FLOOD_REFUSE)] {
+        // Fill the table.
+        for k in 0..8_192u64 {
+            let _ = t.try_acquire(splitmix(k), 0, 1);
+        }
+        let mut i = 0u64;
+        g.bench_function(format!("{name}_resident"), |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(t.try_acquire(splitmix(i % 2_048), i >> 12, 1))
+            })
+        });
+        let mut k = 1u64 << 40;
+        g.bench_function(format!("{name}_flood"), |b| {
+            b.iter(|| {
+                k += 1;
+                black_box(t.try_acquire(splitmix(k), i + ((k - (1 << 40)) >> 12), 1))
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = common::config();
-    targets = keyed_1m, keyed_1m_floor, keyed_1k, keyed_2_threads
+    targets = keyed_1m, keyed_1m_floor, keyed_1k, keyed_2_threads, keyed_flood
 }
 criterion_main!(benches);

@@ -2,7 +2,7 @@
 //! `<2, 1>`, and `<2, 40>`, whose probes are 16 of its 40 slots and wrap),
 //! more keys than slots (0, `u64::MAX`, a pool, any key), any window,
 //! limit (some too large: the table refuses everything), request size and
-//! seed, either [`Overflow`] policy, one caller. Each request reads the
+//! seed, any [`Overflow`] policy, one caller. Each request reads the
 //! key's `remaining`, `retry_after` and the table's `stats`, and then (or
 //! not) calls `try_acquire`. A burst goes to a twin table (the same
 //! parameters, given every earlier request one call each) as one
@@ -56,6 +56,11 @@
 //!   key recycled had all its permits slid out of its gate's interval (its
 //!   word was `2N` windows old), so its gate answers as a fresh one, as the
 //!   table does after it inserts the key again.
+//! - `Overflow::Evict`: the ledger above holds throughout (no key, evicted
+//!   or not, over its limit); the gate per key and the room model hold
+//!   until the first eviction (then a key may start from an estimate above
+//!   what it booked); an evicting decision is judged by the ledger only
+//!   (its fold and high water change what the new key starts from).
 //! - The local table: a `LocalKeyedGate` of the same parameters and seed
 //!   gets every call the checked table gets (bursts as bursts): while every
 //!   window id is in range (as above), each of its answers (decisions,
@@ -92,7 +97,8 @@ struct Input {
     table: Table,
     window: WindowLen,
     limit: Limit,
-    admit: bool,
+    /// The overflow policy: `Evict`, `Refuse` or `Admit` (modulo 3).
+    policy: u8,
     seed: Option<u64>,
     /// The pool's keys besides 0 and `u64::MAX`.
     salt: u64,
@@ -262,11 +268,8 @@ fn run<const N: usize, const CAP: usize>(input: &Input) {
     let len = NonZeroU64::new(window).expect("never 0");
     let max = KeyedGate::<N, CAP>::max_limit();
     let limit = input.limit.value(max);
-    let policy = if input.admit {
-        Overflow::Admit
-    } else {
-        Overflow::Refuse
-    };
+    let policy =
+        [Overflow::Evict, Overflow::Refuse, Overflow::Admit][usize::from(input.policy % 3)];
     // A limit that does not fit builds no table of either kind, and says
     // which limit would.
     let error = (limit > max).then_some(KeyedError::LimitTooLarge { max });
@@ -440,7 +443,9 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         let (t, window, limit, policy) = (&self.t, self.window, self.limit, self.policy);
         let (in_range, top) = (self.in_range, self.top);
         let c = now / window;
-        let exact = self.forward && in_range;
+        // Under `Evict`, once a key was evicted a key may start from an
+        // estimate above what it booked: the ledger only, from then on.
+        let exact = self.forward && in_range && self.prev.evicted == 0;
         // A probe is the whole table: room is a count.
         let whole = CAP <= PROBE;
 
@@ -458,6 +463,8 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         assert_eq!(before.resident, prev.resident, "a read took a slot");
         assert_eq!(before.recycled, prev.recycled, "a read recycled");
         assert_eq!(before.overflowed, prev.overflowed, "a read overflowed");
+        assert_eq!(before.evicted, prev.evicted, "a read evicted");
+        assert_eq!(before.remembered, prev.remembered, "a read remembered");
 
         // The reads, always.
         {
@@ -507,7 +514,8 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         };
         let full_rem = match policy {
             Overflow::Refuse => 0,
-            Overflow::Admit => limit,
+            // (Evict: nothing remembered yet, while `exact`.)
+            Overflow::Admit | Overflow::Evict => limit,
         };
         if exact {
             assert_eq!(
@@ -538,7 +546,7 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
                         None
                     } else {
                         match policy {
-                            Overflow::Admit => Some(0),
+                            Overflow::Admit | Overflow::Evict => Some(0),
                             // When the first slot becomes recyclable.
                             Overflow::Refuse => self
                                 .newest
@@ -573,12 +581,14 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         let grew = (after.resident - before.resident) as u64;
         let recycled = after.recycled - before.recycled;
         let overflowed = after.overflowed - before.overflowed;
+        let evicted = after.evicted - before.evicted;
         assert!(
-            grew + recycled + overflowed <= 1,
+            grew + recycled + overflowed + evicted <= 1,
             "{before:?} then {after:?}"
         );
-        let inserted = grew + recycled == 1;
-        if recycled == 1 {
+        assert!(policy == Overflow::Evict || evicted == 0);
+        let inserted = grew + recycled + evicted == 1;
+        if recycled + evicted == 1 {
             self.high = self.high.max(c);
         }
         if n == 0 || n > limit {
@@ -607,19 +617,26 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
             }
             assert_eq!(rem, full_rem, "remaining({key}, {now}) before an overflow");
             let want = match policy {
-                Overflow::Refuse => Decision::Block,
+                // (Evict overflows only when its memory holds nothing.)
+                Overflow::Refuse | Overflow::Evict => Decision::Block,
                 Overflow::Admit => Decision::Pass,
             };
             assert_eq!(got, want, "an overflow under {policy:?}");
             assert_eq!(rem_after, rem, "an overflow books nothing");
         } else {
-            assert_eq!(
-                got == Decision::Pass,
-                n <= rem,
-                "try_acquire({key}, {now}, {n}) = {got:?}, remaining {rem}"
-            );
-            let want_rem = if got == Decision::Pass { rem - n } else { rem };
-            assert_eq!(rem_after, want_rem, "remaining({key}, {now}) after {got:?}");
+            // An eviction folds its victim and raises the high water before
+            // the new key reads its estimate: it may start from more than
+            // `remaining` (read before) said, or later with less. The
+            // ledger judges it.
+            if evicted == 0 {
+                assert_eq!(
+                    got == Decision::Pass,
+                    n <= rem,
+                    "try_acquire({key}, {now}, {n}) = {got:?}, remaining {rem}"
+                );
+                let want_rem = if got == Decision::Pass { rem - n } else { rem };
+                assert_eq!(rem_after, want_rem, "remaining({key}, {now}) after {got:?}");
+            }
             if got == Decision::Pass && in_range {
                 // The booking window: the newest of the key's word now,
                 // whose permits slide out of every interval a booking
@@ -656,10 +673,10 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
         if exact {
             match room {
                 Some(true) => assert_eq!(overflowed, 0, "{key} at {now} had room"),
-                Some(false) => assert_eq!(overflowed, 1, "{key} at {now} had no room"),
+                Some(false) => assert_eq!(overflowed + evicted, 1, "{key} at {now} had no room"),
                 None => {}
             }
-            if overflowed == 0 {
+            if overflowed + evicted == 0 {
                 let gate = self.gates.get(&key).expect("inserted above");
                 assert_eq!(
                     got,
@@ -681,9 +698,8 @@ impl<const N: usize, const CAP: usize> Harness<N, CAP> {
                 }
             }
             let live = self.newest.values().filter(|x| certain(x)).count();
-            assert_eq!(
-                after.resident - after.recyclable,
-                live,
+            assert!(
+                evicted == 1 || after.resident - after.recyclable == live,
                 "keys certainly resident at {now} (window {c}): {:?}",
                 self.newest
             );

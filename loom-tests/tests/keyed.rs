@@ -1,7 +1,10 @@
 //! Loom models of the keyed gate, `leaparray::KeyedGate`: claims and
 //! settling (a key holds one slot), recycling against a late caller of the
-//! recycled key (the high-water rule), and two keys racing for the last
-//! free slot.
+//! recycled key (the high-water rule), two keys racing for the last free
+//! slot, and eviction (`Overflow::Evict`): an eviction racing a decision of
+//! the evicted key, two evictions folding into the same memory words, and
+//! a returning key reading its estimate while the eviction that folds it
+//! happens.
 //!
 //! Under loom a slot's 128-bit word is a value behind a loom mutex (loom
 //! has no 128-bit atomic): each load and compare-and-swap is one critical
@@ -16,15 +19,18 @@
 //! and checks that some schedule produced them.
 //!
 //! Bounds: every interleaving up to `LOOM_MAX_PREEMPTIONS` preemptions (5
-//! in CI), two racing threads, each making one decision (which may scan,
-//! claim, settle and book: up to about 10 slot operations), tables of 1 or
-//! 2 slots, windows of 10 ticks, windows 0 to 10.
+//! in CI; 3 for `two_evictions_fold_into_the_same_words`), two racing
+//! threads, each making one decision (which may scan, claim, settle, fold
+//! an evicted key into the memory, read an estimate and book: up to about
+//! 25 atomic operations), tables of 1 or 2 slots, windows of 10 ticks,
+//! windows 0 to 10.
 //!
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=5 cargo test --release --test keyed`
 #![cfg(leaparray_loom)]
 
 use std::collections::BTreeMap;
 
+use leaparray::keyed::Overflow;
 use leaparray::KeyedGate;
 use leaparray_loom_tests::{spawn, Seen, W};
 use loom::sync::Arc;
@@ -132,7 +138,7 @@ fn two_keys_race_for_the_last_free_slot() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let t = Arc::new(KeyedGate::<2, 1>::new(W, 5));
+        let t = Arc::new(KeyedGate::<2, 1>::new(W, 5).with_overflow(Overflow::Refuse));
         let (a, b) = (t.clone(), t.clone());
         let t1 = spawn(move || a.loom_acquire(1, 5, 1));
         let t2 = spawn(move || b.loom_acquire(2, 6, 1));
@@ -146,4 +152,143 @@ fn two_keys_race_for_the_last_free_slot() {
         record(d1.is_ok());
     });
     seen.assert_all(&[true, false]);
+}
+
+/// Books `n` permits for `key` at `now` once per call until refused, and
+/// returns the windows booked into (the main thread, after the race).
+fn take_all(t: &KeyedGate<2, 2>, key: u64, now: u64, tries: usize) -> Vec<(u64, u64)> {
+    (0..tries)
+        .filter_map(|_| t.loom_acquire(key, now, 1).ok().flatten().map(|w| (w, 1)))
+        .collect()
+}
+
+/// An eviction races a decision of the evicted key. One slot, limit 4:
+/// key V holds 3 permits in window 0. Thread 1 asks for one more for V;
+/// thread 2's new key K finds no room and evicts V, folding V's counts
+/// into the memory before the swap that evicts. Whichever wins, V ends
+/// with at most 4 in windows 0 and 1: if K evicted V first, V's decision
+/// finds no slot, evicts K in turn and starts from the estimate (3), never
+/// from 0. Bug it catches: folding after the swap that evicts (V comes
+/// back before its counts are remembered, starts from 0 and takes 4 more).
+#[test]
+fn an_eviction_races_a_decision_of_the_evicted_key() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let t = Arc::new(KeyedGate::<2, 1>::new(W, 4));
+        let (v, k) = (1u64, 2u64);
+        for _ in 0..3 {
+            assert_eq!(t.loom_acquire(v, 5, 1), Ok(Some(0)));
+        }
+        let (a, b) = (t.clone(), t.clone());
+        let t1 = spawn(move || a.loom_acquire(v, 6, 1));
+        let t2 = spawn(move || b.loom_acquire(k, 7, 1));
+        let (dv, dk) = (t1.join().unwrap(), t2.join().unwrap());
+        let mut booked: Vec<(u64, u64)> = vec![(0, 3)];
+        booked.extend(dv.unwrap().map(|w| (w, 1)));
+        // After the race: V asks again in window 1 until refused.
+        for _ in 0..4 {
+            if let Ok(Some(w)) = t.loom_acquire(v, 15, 1) {
+                booked.push((w, 1));
+            }
+        }
+        within(&ledger(&booked), 4);
+        let s = t.occupancy(15);
+        record((
+            dv.unwrap().is_some(),
+            dk.unwrap().is_some(),
+            s.remembered > 0,
+        ));
+    });
+    // V's decision first (booked, then evicted), or K's eviction first (V
+    // comes back from its estimate).
+    seen.assert_all(&[(true, true, true)]);
+}
+
+/// Two evictions fold into the same memory words at once. Two slots, limit
+/// 4: keys A and D hold 3 permits each in window 0 (the same demand), and
+/// new keys B (probe starting at A's slot) and C (at D's) each evict the
+/// first of them in their probe: A and D are folded into the memory's
+/// words for window 0 by two threads. Afterwards A and D each come back
+/// and ask for their limit again: each gets at most 1. Bug it catches: a
+/// fold that reads a word and stores it (no compare-and-swap): one
+/// thread's fold overwrites the other's, and its key comes back from 0.
+///
+/// Bound: 3 preemptions whatever `LOOM_MAX_PREEMPTIONS` says (two threads
+/// of about 25 atomic operations each: at 5 the model takes minutes); the
+/// lost fold above needs one.
+#[test]
+fn two_evictions_fold_into_the_same_words() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(move || {
+        let t = Arc::new(KeyedGate::<2, 2>::new(W, 4));
+        let (a, d) = (1u64, 2u64);
+        for _ in 0..3 {
+            assert_eq!(t.loom_acquire(a, 5, 1), Ok(Some(0)));
+            assert_eq!(t.loom_acquire(d, 5, 1), Ok(Some(0)));
+        }
+        let (sa, sd) = (t.loom_slots_of(a)[0], t.loom_slots_of(d)[0]);
+        let b = (10u64..).find(|&k| t.loom_home(k) == sa).unwrap();
+        let c = (10u64..).find(|&k| t.loom_home(k) == sd && k != b).unwrap();
+        let (t1, t2) = (t.clone(), t.clone());
+        let h1 = spawn(move || t1.loom_acquire(b, 6, 1));
+        let h2 = spawn(move || t2.loom_acquire(c, 6, 1));
+        let (db, dc) = (h1.join().unwrap(), h2.join().unwrap());
+        let evicted = t.occupancy(6).evicted;
+        let mut a_booked = vec![(0, 3)];
+        a_booked.extend(take_all(&t, a, 15, 4));
+        let mut d_booked = vec![(0, 3)];
+        d_booked.extend(take_all(&t, d, 15, 4));
+        within(&ledger(&a_booked), 4);
+        within(&ledger(&d_booked), 4);
+        let mut b_booked: Vec<(u64, u64)> = db.unwrap().map(|w| (w, 1)).into_iter().collect();
+        b_booked.extend(take_all(&t, b, 15, 4));
+        within(&ledger(&b_booked), 4);
+        let mut c_booked: Vec<(u64, u64)> = dc.unwrap().map(|w| (w, 1)).into_iter().collect();
+        c_booked.extend(take_all(&t, c, 15, 4));
+        within(&ledger(&c_booked), 4);
+        record(evicted);
+    });
+    // Both evicted a key (A and D folded, at the same time in some
+    // schedules).
+    seen.assert_all(&[2]);
+}
+
+/// A returning key reads its estimate while the eviction that folds its
+/// counts happens. Two slots, limit 4: K holds 3 permits in window 0, M
+/// holds 4 (more demand). Thread 2's new key J evicts K (the least
+/// valued), folding K's 3 before its swap; thread 1 asks for one more for
+/// K. If thread 1's scan finds K's slot taken, it evicts in turn and its
+/// settle reads K's estimate after that scan, so it sees the fold: K
+/// starts from 3. After the race K asks again in window 1: K never has
+/// more than 4 in windows 0 and 1. Bug it catches: reading the estimate
+/// before the scan (before thread 2's fold is visible): K starts from 0.
+#[test]
+fn a_returning_key_reads_its_estimate_while_it_is_folded() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let t = Arc::new(KeyedGate::<2, 2>::new(W, 4));
+        let (k, m, j) = (1u64, 2u64, 3u64);
+        for _ in 0..4 {
+            assert_eq!(t.loom_acquire(m, 5, 1), Ok(Some(0)));
+        }
+        for _ in 0..3 {
+            assert_eq!(t.loom_acquire(k, 5, 1), Ok(Some(0)));
+        }
+        let (t1, t2) = (t.clone(), t.clone());
+        let h1 = spawn(move || t1.loom_acquire(k, 6, 1));
+        let h2 = spawn(move || t2.loom_acquire(j, 6, 1));
+        let (dk, _) = (h1.join().unwrap(), h2.join().unwrap());
+        let mut booked = vec![(0, 3)];
+        booked.extend(dk.unwrap().map(|w| (w, 1)));
+        booked.extend(take_all(&t, k, 15, 4));
+        within(&ledger(&booked), 4);
+        record(t.occupancy(15).remembered > 0);
+    });
+    // K came back from its estimate in some schedule.
+    seen.assert_all(&[true]);
 }

@@ -6,9 +6,13 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
+use core::cell::Cell;
+
+use super::memory::{Memory, Shape, MAX_PLANES, WORDS_PER_SLOT};
 use super::slot::{
-    at, decide, fresh, home_of, layout_of, max_limit_of, probe_len, recyclable, remaining_from,
-    retry_after_from, DEFAULT_SEED, USED,
+    at, bumped, decide, demand_of, fold_into, fp_of, fresh, half_of, layout_of, locate,
+    max_limit_of, probe_len, recyclable, remaining_from, retry_after_from, seeded, value_of,
+    DEFAULT_SEED, USED,
 };
 use super::{KeyedError, Occupancy, Overflow, LOCAL_TOO_LARGE};
 use crate::decision::Decision;
@@ -22,7 +26,7 @@ use crate::packed::{self, Layout};
 const AHEAD: usize = 16;
 
 /// A [`KeyedGate`](super::KeyedGate) for one owner (say, one receive
-/// queue): up to `CAP` keys at a time in `16 * CAP` bytes, `N` windows per
+/// queue): up to `CAP` keys at a time in `48 * CAP` bytes, `N` windows per
 /// interval, keys are `u64` (hash a flow's 5-tuple or any key first).
 /// Decisions take `&mut self` and are plain loads and stores. See the
 /// [module docs](super).
@@ -33,8 +37,9 @@ const AHEAD: usize = 16;
 /// whose test checks this type too; [`max_limit`](Self::max_limit)).
 /// Windows and times as for a [`Gate`](crate::Gate).
 ///
-/// Memory: `CAP * 16` bytes of slots plus 144 bytes on 64-bit targets,
-/// built by value (`const`): a large table belongs in a `static` behind
+/// Memory: `CAP * 16` bytes of slots, `CAP * 32` bytes of the memory of
+/// evicted keys ([module docs](super), "Overflow") and 688 bytes on 64-bit
+/// targets, built by value (`const`): a large table belongs in a `static` behind
 /// the owner's lock, or on the heap (a `let` puts it on the stack).
 ///
 /// ```
@@ -58,6 +63,11 @@ pub struct LocalKeyedGate<const N: usize, const CAP: usize> {
     layout: Layout,
     seed: u64,
     overflow: Overflow,
+    /// How the memory of evicted keys is cut.
+    shape: Shape,
+    /// The memory of evicted keys (`memory.rs`, the same code as a
+    /// `KeyedGate`'s over plain cells).
+    memory: Memory<Cell<u64>, CAP>,
     /// The newest window any recycling had reached (0 if none): a key that
     /// comes back books no earlier than `N` windows before it.
     high_water: u64,
@@ -67,6 +77,8 @@ pub struct LocalKeyedGate<const N: usize, const CAP: usize> {
     newest: u64,
     recycled: u64,
     overflowed: u64,
+    evicted: u64,
+    remembered: u64,
 }
 
 impl<const N: usize, const CAP: usize> fmt::Debug for LocalKeyedGate<N, CAP> {
@@ -114,7 +126,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     const PROBE: usize = probe_len(CAP);
 
     /// A table of `CAP` keys, each admitted at most `limit` permits per
-    /// interval of `N` windows of `window` ticks; [`Overflow::Refuse`] when
+    /// interval of `N` windows of `window` ticks; [`Overflow::Evict`] when
     /// a key finds no room.
     ///
     /// `1 <= N <= 31` and `CAP >= 1`, checked at compile time.
@@ -158,11 +170,18 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             slots: [[0; 2]; CAP],
             layout,
             seed: DEFAULT_SEED,
-            overflow: Overflow::Refuse,
+            overflow: Overflow::Evict,
+            shape: Shape::of(N, CAP, limit),
+            memory: Memory {
+                ids: [const { Cell::new(0) }; MAX_PLANES],
+                words: [const { [const { Cell::new(0) }; CAP] }; WORDS_PER_SLOT],
+            },
             high_water: 0,
             newest: 0,
             recycled: 0,
             overflowed: 0,
+            evicted: 0,
+            remembered: 0,
         }
     }
 
@@ -262,7 +281,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// use leaparray::keyed::Overflow;
     /// use leaparray::keyed::LocalKeyedGate;
     /// let t = LocalKeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
-    /// assert_eq!(t.overflow(), Overflow::Refuse);
+    /// assert_eq!(t.overflow(), Overflow::Evict);
     /// ```
     #[must_use]
     pub const fn overflow(&self) -> Overflow {
@@ -299,19 +318,19 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// Where the lookup of `key` from its home slot `home` ends, for a
     /// caller in window `c`.
     #[inline(always)]
-    fn find(&self, key: u64, home: usize, c: u64) -> Found {
+    fn find(&self, fp: u64, home: usize, c: u64) -> Found {
         // The home slot first, apart: where nearly every key of a table
         // with room lives.
         match self.slots[home] {
             [_, 0] => return Found::Room(home),
-            [k, _] if k == key => return Found::At(home),
+            [k, _] if fp_of(k) == fp => return Found::At(home),
             _ => {}
         }
-        self.find_past_home(key, home, c)
+        self.find_past_home(fp, home, c)
     }
 
     /// [`find`](Self::find) when the home slot holds another key.
-    fn find_past_home(&self, key: u64, home: usize, c: u64) -> Found {
+    fn find_past_home(&self, fp: u64, home: usize, c: u64) -> Found {
         let mut room = None;
         for i in 0..Self::PROBE {
             let at = at::<CAP>(home, i);
@@ -320,7 +339,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                 // No key lives past a free slot (module docs).
                 return Found::Room(room.unwrap_or(at));
             }
-            if k == key {
+            if fp_of(k) == fp {
                 return Found::At(at);
             }
             if room.is_none() && recyclable::<N>(&self.layout, w, c) {
@@ -352,12 +371,12 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use = "a Pass has already booked its permits"]
     #[inline]
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
-        let home = home_of::<CAP>(self.seed, key);
+        let (home, fp) = locate::<CAP>(self.seed, key);
         let c = self.window_of(now);
         if n != 0 && n <= self.layout.limit {
             self.newest = self.newest.max(c);
         }
-        self.acquire_from(key, home, c, n)
+        self.acquire_from(fp, home, c, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
@@ -409,21 +428,21 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         // the prefetch as request `i` is decided, so that about `AHEAD`
         // misses are in flight at any time (a whole batch at once would ask
         // for more lines than a core tracks, and the rest wait).
-        let mut homes = [0usize; AHEAD];
+        let mut homes = [(0usize, 0u64); AHEAD];
         for (i, &(key, _)) in requests.iter().take(AHEAD).enumerate() {
-            homes[i] = home_of::<CAP>(self.seed, key);
-            prefetch(core::ptr::from_ref(&self.slots[homes[i]]).cast());
+            homes[i] = locate::<CAP>(self.seed, key);
+            prefetch(core::ptr::from_ref(&self.slots[homes[i].0]).cast());
         }
         let mut booking = false;
-        for (i, (&(key, n), out)) in requests.iter().zip(decisions.iter_mut()).enumerate() {
-            let h = homes[i % AHEAD];
+        for (i, (&(_, n), out)) in requests.iter().zip(decisions.iter_mut()).enumerate() {
+            let (h, fp) = homes[i % AHEAD];
             if let Some(&(next, _)) = requests.get(i + AHEAD) {
-                let hn = home_of::<CAP>(self.seed, next);
-                prefetch(core::ptr::from_ref(&self.slots[hn]).cast());
+                let hn = locate::<CAP>(self.seed, next);
+                prefetch(core::ptr::from_ref(&self.slots[hn.0]).cast());
                 homes[i % AHEAD] = hn;
             }
             booking |= n != 0 && n <= self.layout.limit;
-            *out = self.acquire_from(key, h, c, n);
+            *out = self.acquire_from(fp, h, c, n);
         }
         if booking {
             self.newest = self.newest.max(c);
@@ -449,13 +468,13 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use]
     #[inline]
     pub fn home_addr(&self, key: u64) -> *const u8 {
-        core::ptr::from_ref(&self.slots[home_of::<CAP>(self.seed, key)]).cast()
+        core::ptr::from_ref(&self.slots[locate::<CAP>(self.seed, key).0]).cast()
     }
 
     /// [`try_acquire`](Self::try_acquire), given the key's home slot and
     /// the window `c` of `now` (`window_of`), except raising `newest`.
     #[inline(always)]
-    fn acquire_from(&mut self, key: u64, home: usize, c: u64, n: u64) -> Decision {
+    fn acquire_from(&mut self, fp: u64, home: usize, c: u64, n: u64) -> Decision {
         if n == 0 {
             return Decision::Pass;
         }
@@ -463,41 +482,111 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Decision::Block;
         }
-        let at = match self.find(key, home, c) {
+        let at = match self.find(fp, home, c) {
             Found::At(at) => at,
             Found::Room(at) => {
                 if self.slots[at][1] != 0 {
                     self.high_water = self.high_water.max(c);
                     self.recycled += 1;
                 }
-                self.slots[at] = [key, fresh::<N>(&self.layout, c, self.high_water)];
+                self.slots[at] = [half_of(fp), self.start_word(fp, c)];
+                at
+            }
+            Found::Full if self.evicts() => {
+                // The slot protocol's eviction (`slot.rs`): the least
+                // valued key of the probe goes, folded into the memory
+                // first, with the high water raised to its newest window.
+                let l = &self.layout;
+                let mut victim = (home, (u64::MAX, u64::MAX));
+                for i in 0..Self::PROBE {
+                    let at = at::<CAP>(home, i);
+                    let [k, w] = self.slots[at];
+                    let v = value_of(l, (u128::from(k) << 64) | u128::from(w), c);
+                    if v < victim.1 {
+                        victim = (at, v);
+                    }
+                }
+                let at = victim.0;
+                let [k, w] = self.slots[at];
+                let newest = packed::newest_of(l, w, c);
+                self.high_water = self.high_water.max(c.max(newest));
+                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(k), w, c);
+                self.evicted += 1;
+                self.slots[at] = [half_of(fp), self.start_word(fp, c)];
                 at
             }
             Found::Full => {
                 self.overflowed += 1;
                 return match self.overflow {
-                    Overflow::Refuse => Decision::Block,
+                    Overflow::Refuse | Overflow::Evict => Decision::Block,
                     Overflow::Admit => Decision::Pass,
                 };
             }
         };
-        match decide::<N>(&self.layout, self.slots[at][1], c, n) {
+        let [half, w] = self.slots[at];
+        match decide::<N>(&self.layout, w, c, n) {
             Some((new, _)) => {
-                self.slots[at][1] = new;
+                self.slots[at] = [bumped(&self.layout, half, w, c, n), new];
                 Decision::Pass
             }
-            None => Decision::Block,
+            None => {
+                if self.evicts() {
+                    // A refusal counts in the key's demand.
+                    let demand = (demand_of(half) + n).min(255);
+                    self.slots[at][0] = (half & !0xff) | demand;
+                }
+                Decision::Block
+            }
         }
     }
 
-    /// The gate word `key` holds, if any, and whether its probe has room
-    /// for it otherwise, for a caller in window `c`.
-    fn lookup(&self, key: u64, c: u64) -> (Option<u64>, bool) {
-        match self.find(key, home_of::<CAP>(self.seed, key), c) {
-            Found::At(at) => (Some(self.slots[at][1]), true),
-            Found::Room(_) => (None, true),
-            Found::Full => (None, false),
+    /// Whether a key with no room evicts: the policy is
+    /// [`Overflow::Evict`] and the memory can hold what it evicts.
+    #[inline(always)]
+    fn evicts(&self) -> bool {
+        matches!(self.overflow, Overflow::Evict) && self.shape.remembers()
+    }
+
+    /// The word a key with fingerprint `fp` inserted by a caller in window
+    /// `c` starts from (as a `KeyedGate`'s settler gives it), counting an
+    /// estimate as remembered.
+    fn start_word(&mut self, fp: u64, c: u64) -> u64 {
+        match self.estimated(fp, c) {
+            Some(w) => {
+                self.remembered += 1;
+                w
+            }
+            None => fresh::<N>(&self.layout, c, self.high_water),
         }
+    }
+
+    /// The estimate a key with fingerprint `fp` would start from, if the
+    /// table evicts and its memory has one.
+    fn estimated(&self, fp: u64, c: u64) -> Option<u64> {
+        if !self.evicts() {
+            return None;
+        }
+        seeded::<_, N, CAP>(
+            &self.layout,
+            &self.memory,
+            &self.shape,
+            fp,
+            c,
+            self.high_water,
+        )
+    }
+
+    /// The gate word `key` holds, if any, and whether its probe has room
+    /// for it otherwise, for a caller in window `c`. Under eviction, a key
+    /// with no slot is given the word it would start from, and room.
+    fn lookup(&self, key: u64, c: u64) -> (Option<u64>, bool) {
+        let (home, fp) = locate::<CAP>(self.seed, key);
+        let found = match self.find(fp, home, c) {
+            Found::At(at) => return (Some(self.slots[at][1]), true),
+            Found::Room(_) => true,
+            Found::Full => self.evicts(),
+        };
+        (self.estimated(fp, c), found)
     }
 
     /// Permits `key` could still take at `now`: `limit` minus the fullest
@@ -558,7 +647,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             }
         }
         retry_after_from::<N, _>(l, found, self.overflow, c, now, n, || {
-            let home = home_of::<CAP>(self.seed, key);
+            let home = locate::<CAP>(self.seed, key).0;
             (0..Self::PROBE).map(move |i| self.slots[at::<CAP>(home, i)][1])
         })
     }
@@ -583,6 +672,8 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         let mut s = Occupancy {
             recycled: self.recycled,
             overflowed: self.overflowed,
+            evicted: self.evicted,
+            remembered: self.remembered,
             ..Occupancy::default()
         };
         for &[_, w] in &self.slots {

@@ -100,7 +100,24 @@
 //! none of its permits counts in any interval the caller can be checked
 //! against, and `N` windows of grace for callers whose clocks lag). When
 //! every slot of the probe holds a key that is not recyclable, the table
-//! applies its [`Overflow`] policy: by default it refuses.
+//! applies its [`Overflow`] policy: by default it evicts.
+//!
+//! # Overflow
+//!
+//! [`Overflow::Evict`] (the default) takes the slot of the key the probe
+//! values least: its *demand* (requests admitted and refused, halved per
+//! window) kept in 8 bits of its slot next to a 56-bit fingerprint of its
+//! key. A flood of one-shot keys has a demand of 1 each and evicts itself
+//! first; keys at their limit go last. Before its slot changes hands, the
+//! evicted key's counts are folded into the table's *memory of evicted
+//! keys*: a count-min sketch per window with conservative update (three
+//! one-byte cells a key, `4 * CAP` words in `2N` planes of windows, lazily
+//! expired: `src/keyed/memory.rs`). A key inserted later, evicted before or
+//! not, starts from the memory's estimate of each window that still counts,
+//! never below what it had booked there. Cells shared with other keys only
+//! raise an estimate: under a heavy flood new keys start from more than
+//! they booked and are refused sooner (fail closed). `Overflow::Refuse`
+//! refuses a key with no room; `Overflow::Admit` admits it uncounted.
 //!
 //! How a [`KeyedGate`] keeps one slot per key while threads race to insert
 //! it (claims and settling), and why a recycled key never gets a fresh
@@ -113,16 +130,20 @@
 //!
 //! # Exactness
 //!
-//! In every interval of `N` windows, each key has at most `limit` permits
-//! counted, under any interleaving, with [`Overflow::Refuse`]: a permit is
+//! In every interval of `N` windows, each key, evicted or not, has at most
+//! `limit` permits counted, under any interleaving, with [`Overflow::Evict`]
+//! and [`Overflow::Refuse`] (two keys sharing a fingerprint in one probe
+//! share one limit; with eviction, the estimate an evicted key comes back
+//! with is at least what it had booked in each window that still counts:
+//! the slot protocol's module, "Eviction"): a permit is
 //! counted in a window no earlier than its caller's own and no later than
 //! the newest window any caller of the table had reached (as a [`Gate`]
 //! counts late callers), and within the ranges of the gate's word (no
 //! caller lagging the newest window by `2^(T-1)` windows or more; `T = 64 -
 //! 1 - N b`, at least 32).
 //!
-//! While its probe has room, a key is decided exactly as a [`Gate`] of its
-//! own (with no occupy timeout) would decide it, for callers whose window
+//! While its probe has room and no key has been evicted, a key is decided
+//! exactly as a [`Gate`] of its own (with no occupy timeout) would decide it, for callers whose window
 //! is no more than `N` windows before the newest window any caller of the
 //! table had reached. A caller further behind may be decided otherwise:
 //! after its key was recycled by a caller `2N` windows or more ahead, it is
@@ -136,7 +157,7 @@
 //!
 //!
 //! A [`LocalKeyedGate`] limits each key as a `KeyedGate` with
-//! [`Overflow::Refuse`] does, for any sequence of calls and any times,
+//! [`Overflow::Evict`] or [`Overflow::Refuse`] does, for any sequence of calls and any times,
 //! callers however far behind included: a slot keeps its window id modulo
 //! `2^T` (`T >= 32` bits), and would read a caller `2^(T-1)` windows or
 //! more behind its newest window as ahead of it, slide its counts out and
@@ -159,6 +180,7 @@
 use core::fmt;
 
 mod local;
+mod memory;
 mod shared;
 mod slot;
 
@@ -179,10 +201,16 @@ pub const PROBE: usize = 16;
 /// use leaparray::KeyedGate;
 /// use leaparray::Decision;
 /// // One slot: the second key finds no room.
-/// let t = KeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10);
-/// assert_eq!(t.overflow(), Overflow::Refuse);
-/// assert_eq!(t.try_acquire(1, 0, 1), Decision::Pass);
-/// assert_eq!(t.try_acquire(2, 0, 1), Decision::Block);
+/// let w = NonZeroU64::new(500).unwrap();
+/// let t = KeyedGate::<2, 1>::new(w, 10);
+/// assert_eq!(t.overflow(), Overflow::Evict);
+/// assert_eq!(t.try_acquire(1, 0, 10), Decision::Pass);
+/// assert_eq!(t.try_acquire(2, 0, 1), Decision::Pass); // evicts key 1
+/// assert_eq!(t.try_acquire(1, 0, 1), Decision::Block); // remembered: still at its limit
+/// assert_eq!(t.occupancy(0).evicted, 2);
+/// let closed = KeyedGate::<2, 1>::new(w, 10).with_overflow(Overflow::Refuse);
+/// assert_eq!(closed.try_acquire(1, 0, 1), Decision::Pass);
+/// assert_eq!(closed.try_acquire(2, 0, 1), Decision::Block);
 /// let open = KeyedGate::<2, 1>::new(NonZeroU64::new(500).unwrap(), 10).with_overflow(Overflow::Admit);
 /// assert_eq!(open.try_acquire(1, 0, 1), Decision::Pass);
 /// assert_eq!(open.try_acquire(2, 0, 1), Decision::Pass);
@@ -191,9 +219,15 @@ pub const PROBE: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Overflow {
-    /// Refuse it (fail closed): no key is ever admitted beyond its own
-    /// limit, and a flood of new keys gets nothing. The default.
+    /// Evict the key its probe values least (by demand: requests admitted
+    /// and refused, halved per window), remembering the evicted key's
+    /// counts conservatively, and take its slot: no key, evicted or not,
+    /// is admitted beyond its limit, and a flood of new keys evicts the
+    /// flood first (module docs, "Overflow"). The default.
     #[default]
+    Evict,
+    /// Refuse it (fail closed): no key is ever admitted beyond its own
+    /// limit, and a flood of new keys gets nothing.
     Refuse,
     /// Admit it without counting it anywhere (fail open): availability
     /// over limits. A key with no slot is not limited at all.
@@ -275,7 +309,8 @@ pub struct Headroom {
 /// use leaparray::KeyedGate;
 /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
 /// let _ = T.try_acquire(1, 0, 1);
-/// assert_eq!(T.occupancy(0), Occupancy { resident: 1, recyclable: 0, recycled: 0, overflowed: 0 });
+/// let s = T.occupancy(0);
+/// assert_eq!(s, Occupancy { resident: 1, recyclable: 0, recycled: 0, overflowed: 0, evicted: 0, remembered: 0 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -289,14 +324,22 @@ pub struct Occupancy {
     /// Slots taken from an idle key for a new one, since the table was
     /// built.
     pub recycled: u64,
-    /// Decisions made under the [`Overflow`] policy (no room for the key).
+    /// Decisions made under the [`Overflow`] policy with no slot taken
+    /// (no room for the key, and no eviction).
     pub overflowed: u64,
+    /// Keys evicted ([`Overflow::Evict`]) since the table was built.
+    pub evicted: u64,
+    /// Keys inserted since the table was built with counts estimated from
+    /// the memory of evicted keys: keys that came back after an eviction
+    /// (or shared cells with one).
+    pub remembered: u64,
 }
 
 /// Keys of any hashable type as the `u64` keys of a [`KeyedGate`], with a
 /// random secret key (std's `RandomState`, SipHash 1-3): a client cannot
 /// choose keys that land in one probe. Two keys share a slot only if their
-/// 64-bit hashes collide.
+/// 64-bit hashes collide, or their tables' 56-bit fingerprints do within
+/// one probe.
 ///
 /// ```
 /// # use core::num::NonZeroU64;

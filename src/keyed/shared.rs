@@ -7,8 +7,9 @@ use core::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
+use super::memory::{Memory, Shape};
 use super::slot::{
-    at, home_of, layout_of, max_limit_of, probe_len, remaining_from, retry_after_from, word,
+    at, layout_of, locate, max_limit_of, probe_len, remaining_from, retry_after_from, word,
     Booking, Slot, DEFAULT_SEED, USED,
 };
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
@@ -20,7 +21,7 @@ use crate::sync::{
 };
 
 /// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in
-/// `16 * CAP` bytes fixed at compile time: `N` windows per interval, keys
+/// `48 * CAP` bytes fixed at compile time: `N` windows per interval, keys
 /// are `u64` (hash other keys with `KeyHasher` or your own keyed hash).
 /// See the [module docs](crate::keyed) for where keys live, what happens when the
 /// table is full, and the exactness guarantee.
@@ -109,8 +110,10 @@ use crate::sync::{
 /// ceiling_is(10, 7);
 /// ```
 ///
-/// Memory: `CAP * 16` bytes of slots plus at most 400 bytes (the
-/// table-wide counters on cache lines of their own). Built by value:
+/// Memory: `CAP * 16` bytes of slots, `CAP * 32` bytes of the memory of
+/// evicted keys ([module docs](crate::keyed), "Overflow") and at most
+/// 1,024 bytes (the memory's plane ids, the table-wide counters on cache
+/// lines of their own). Built by value:
 /// keep a large table in a `static` (a `let` puts it on the stack).
 ///
 /// ```
@@ -133,10 +136,14 @@ pub struct KeyedGate<const N: usize, const CAP: usize> {
     pub(super) slots: [Slot; CAP],
     pub(super) layout: packed::Layout,
     pub(super) seed: u64,
-    overflow: Overflow,
+    pub(super) overflow: Overflow,
+    /// How the memory of evicted keys is cut.
+    pub(super) shape: Shape,
     /// Written by insertions, recycling and overflows only: on cache lines
     /// of their own, away from what every decision reads.
     pub(super) shared: CachePadded<Shared>,
+    /// The memory of evicted keys (`memory.rs`).
+    pub(super) memory: Memory<AtomicU64, CAP>,
 }
 
 /// A [`KeyedGate`]'s table-wide counters.
@@ -151,6 +158,10 @@ pub(super) struct Shared {
     pub(super) recycled: AtomicU64,
     /// Decisions made under the overflow policy.
     pub(super) overflowed: AtomicU64,
+    /// Keys evicted.
+    pub(super) evicted: AtomicU64,
+    /// Keys inserted with an estimate from the memory.
+    pub(super) remembered: AtomicU64,
 }
 
 impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
@@ -186,7 +197,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     const_fn_unless_loom! {
         /// A table of `CAP` keys, each admitted at most `limit` permits per
-        /// interval of `N` windows of `window` ticks; [`Overflow::Refuse`]
+        /// interval of `N` windows of `window` ticks; [`Overflow::Evict`]
         /// when a key finds no room.
         ///
         /// `1 <= N <= 31` (a slot's word has 31 bits for `N` windows'
@@ -240,13 +251,23 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 slots: crate::sync::array_of!(CAP, Slot::new(0)),
                 layout,
                 seed: DEFAULT_SEED,
-                overflow: Overflow::Refuse,
+                overflow: Overflow::Evict,
+                shape: Shape::of(N, CAP, limit),
                 shared: CachePadded::new(Shared {
                     high_water: crate::sync::atomic_u64(0),
                     tokens: crate::sync::atomic_u64(0),
                     recycled: crate::sync::atomic_u64(0),
                     overflowed: crate::sync::atomic_u64(0),
+                    evicted: crate::sync::atomic_u64(0),
+                    remembered: crate::sync::atomic_u64(0),
                 }),
+                memory: Memory {
+                    ids: crate::sync::array_of!(super::memory::MAX_PLANES, crate::sync::atomic_u64(0)),
+                    words: crate::sync::array_of!(
+                        super::memory::WORDS_PER_SLOT,
+                        crate::sync::array_of!(CAP, crate::sync::atomic_u64(0))
+                    ),
+                },
             }
         }
     }
@@ -347,7 +368,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// use leaparray::keyed::Overflow;
     /// use leaparray::KeyedGate;
     /// let t = KeyedGate::<2, 4>::new(NonZeroU64::new(9).unwrap(), 5);
-    /// assert_eq!(t.overflow(), Overflow::Refuse);
+    /// assert_eq!(t.overflow(), Overflow::Evict);
     /// ```
     #[must_use]
     pub const fn overflow(&self) -> Overflow {
@@ -366,10 +387,10 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         CAP
     }
 
-    /// The slot where `key`'s probe starts.
+    /// The slot where `key`'s probe starts, and its fingerprint.
     #[inline(always)]
-    pub(super) fn home(&self, key: u64) -> usize {
-        home_of::<CAP>(self.seed, key)
+    pub(super) fn locate(&self, key: u64) -> (usize, u64) {
+        locate::<CAP>(self.seed, key)
     }
 
     /// The `i`-th slot of the probe starting at `home`.
@@ -426,7 +447,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     pub fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
         let l = &self.layout;
         let c = l.window.div(now);
-        let b = self.book_from(key, self.home(key), None, c, n);
+        let (home, fp) = self.locate(key);
+        let b = self.book_from(fp, home, None, c, n);
         let headroom = match b {
             // `at`, the window booked, is the word's newest (a keyed table
             // never books a later one) and holds the booking.
@@ -476,14 +498,15 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             .chunks(AHEAD)
             .zip(decisions[..len].chunks_mut(AHEAD))
         {
-            let mut homes = [0usize; AHEAD];
+            let mut homes = [(0usize, 0u64); AHEAD];
             let mut firsts = [0u128; AHEAD];
             for (i, &(key, _)) in reqs.iter().enumerate() {
-                homes[i] = self.home(key);
-                firsts[i] = self.slots[homes[i]].load(Acquire);
+                homes[i] = self.locate(key);
+                firsts[i] = self.slots[homes[i].0].load(Acquire);
             }
-            for (i, (&(key, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
-                *out = self.decision(self.book_from(key, homes[i], Some(firsts[i]), c, n));
+            for (i, (&(_, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
+                let (home, fp) = homes[i];
+                *out = self.decision(self.book_from(fp, home, Some(firsts[i]), c, n));
             }
         }
         len
@@ -494,9 +517,11 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     fn decision(&self, b: Booking) -> Decision {
         match b {
             Booking::In { .. } | Booking::Nothing => Decision::Pass,
-            Booking::Refused => Decision::Block,
+            Booking::Refused | Booking::Counted => Decision::Block,
             Booking::Overflowed => match self.overflow {
-                Overflow::Refuse => Decision::Block,
+                // (An evicting table overflows only when its memory
+                // cannot hold an evicted key: then it refuses.)
+                Overflow::Refuse | Overflow::Evict => Decision::Block,
                 Overflow::Admit => Decision::Pass,
             },
         }
@@ -506,7 +531,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     #[inline]
     fn book(&self, key: u64, now: u64, n: u64) -> Booking {
         let c = self.layout.window.div(now);
-        self.book_from(key, self.home(key), None, c, n)
+        let (home, fp) = self.locate(key);
+        self.book_from(fp, home, None, c, n)
     }
 
     /// [`book`](Self::book), given the key's home and maybe the value of
@@ -517,15 +543,15 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     #[inline(always)]
     pub(super) fn book_from(
         &self,
-        key: u64,
+        fp: u64,
         home: usize,
         first: Option<u128>,
         c: u64,
         n: u64,
     ) -> Booking {
-        let b = match self.book_scan(key, home, first, c, n) {
+        let b = match self.book_scan(fp, home, first, c, n) {
             Booking::Refused | Booking::Overflowed if first.is_some() => {
-                self.book_scan(key, home, None, c, n)
+                self.book_scan(fp, home, None, c, n)
             }
             b => b,
         };
@@ -552,7 +578,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     #[must_use]
     pub fn remaining(&self, key: u64, now: u64) -> u64 {
         let c = self.layout.window.div(now);
-        remaining_from::<N>(&self.layout, self.find(key, c), self.overflow, c)
+        let (home, fp) = self.locate(key);
+        remaining_from::<N>(&self.layout, self.find(fp, home, c), self.overflow, c)
     }
 
     /// Exact ticks from `now` until `n` permits for `key` would be
@@ -579,8 +606,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             return None;
         }
         let c = l.window.div(now);
-        retry_after_from::<N, _>(l, self.find(key, c), self.overflow, c, now, n, || {
-            let home = self.home(key);
+        let (home, fp) = self.locate(key);
+        retry_after_from::<N, _>(l, self.find(fp, home, c), self.overflow, c, now, n, || {
             (0..Self::PROBE).map(move |i| word(self.slots[Self::at(home, i)].load(Acquire)))
         })
     }
@@ -605,6 +632,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         let mut s = Occupancy {
             recycled: self.shared.recycled.load(Relaxed),
             overflowed: self.shared.overflowed.load(Relaxed),
+            evicted: self.shared.evicted.load(Relaxed),
+            remembered: self.shared.remembered.load(Relaxed),
             ..Occupancy::default()
         };
         for cell in &self.slots {
@@ -629,14 +658,14 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     pub fn loom_acquire(&self, key: u64, now: u64, n: u64) -> Result<Option<u64>, ()> {
         match self.book(key, now, n) {
             Booking::In { at, .. } => Ok(Some(at)),
-            Booking::Refused | Booking::Nothing => Ok(None),
+            Booking::Refused | Booking::Counted | Booking::Nothing => Ok(None),
             Booking::Overflowed => Err(()),
         }
     }
 
     /// The first slot of `key`'s probe.
     pub fn loom_home(&self, key: u64) -> usize {
-        self.home(key)
+        self.locate(key).0
     }
 
     /// The slot index holding `key`'s gate word or a claim of it, for
@@ -645,7 +674,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         (0..CAP)
             .filter(|&i| {
                 let s = self.slots[i].load(Acquire);
-                word(s) != 0 && super::slot::key_of(s) == key
+                word(s) != 0 && super::slot::fp_of(super::slot::key_of(s)) == self.locate(key).1
             })
             .collect()
     }

@@ -1,26 +1,39 @@
 //! The slot protocol of both keyed tables, argued once: what a slot
 //! holds, where a key's slots are (its probe), one decision on a slot's
 //! gate word, when a slot may be recycled and what a key inserted after a
-//! recycling starts from; and, for the shared [`KeyedGate`], how threads
-//! that race to insert one key keep it in one slot (claims and settling).
+//! recycling starts from, which key an eviction takes the slot of and
+//! what an evicted key starts from when it comes back; and, for the shared
+//! [`KeyedGate`], how threads that race to insert one key keep it in one
+//! slot (claims and settling).
 //! A [`LocalKeyedGate`](super::LocalKeyedGate) uses everything here but
 //! the claims: its owner is the only writer.
 //!
 //! # A slot
 //!
-//! A [`Slot`] is 128 bits: the key in the high 64, the *word* in the low
-//! 64. The word is
+//! A [`Slot`] is 128 bits: the *key half* in the high 64, the *word* in
+//! the low 64. The key half is the key's 56-bit *fingerprint* above an
+//! 8-bit *demand* counter: every decision adds its `n` (saturating at 255;
+//! a refusal too, under eviction, until the counter saturates), and the
+//! counter halves for each window the word's newest window moves on. The
+//! word is
 //!
 //! | word | state |
 //! |---|---|
 //! | `0` | free |
 //! | top bit ([`USED`]) set | the key's gate word (`packed`'s layout with `F = 0`, no future windows) |
-//! | otherwise | a *claim* of a free slot for the key, not settled yet: a token unique to that claim (shared table only) |
+//! | otherwise | a *claim* of a free slot for the key, not settled yet: a token unique to that claim, with the claim's probe position in its low 4 bits (shared table only) |
 //!
-//! A key's *home* is `home_of(seed, key)`, a seeded mix of the key; its
-//! *probe* is its home and the `probe_len(CAP) - 1` slots after it,
-//! wrapping (`at`). The invariant both tables keep: at most one slot of a
-//! key's probe holds its gate word.
+//! `locate(seed, key)` gives a key's *home*, Lemire's reduction of the top
+//! bits of a seeded mix of the key, and its fingerprint, 56 bits of an odd
+//! multiple of that mix. Its *probe* is its home and the `probe_len(CAP) -
+//! 1` slots after it, wrapping (`at`). A slot holds a key if it holds its
+//! fingerprint: two keys with one fingerprint in one probe are one key to
+//! the table (they share a limit: each is refused more, never admitted
+//! more); a lookup meets a resident's fingerprint with probability at most
+//! `16 * 2^-56`. A settler of another key's claim finds that key's home
+//! from the claim's position, as a fingerprint does not give it. The
+//! invariant both tables keep: at most one slot of a key's probe holds its
+//! gate word.
 //!
 //! # One slot per key: claims and settling
 //!
@@ -80,9 +93,56 @@
 //! (it reads every slot of the probe) with acquire before reading the high
 //! water: the high water it reads is at least `r`. (A local table's
 //! owner raises its high water and writes the slot itself.)
+//!
+//! # Eviction: a key's counts outlive its slot
+//!
+//! Under [`Overflow::Evict`] a key that finds no free or recyclable slot in
+//! its probe takes the slot of the least valued key there (`value_of`: its
+//! demand halved once per window since its newest, then the older newest
+//! window, then probe position). The victim choice reads the probe slot by
+//! slot, not atomically: it may miss the least, which costs quality, not
+//! safety, as every victim is folded before it goes. Before the swap that
+//! evicts, the evictor raises the high water to the victim's newest window
+//! (and its own) and folds each of the victim's window counts into the
+//! memory of evicted keys (`memory.rs`: a maximum per cell, so folding a
+//! key twice never adds). It then swaps the victim's exact slot (key half
+//! and word) for a claim, and settles it as any claim.
+//!
+//! A settler starts its key from the memory: after reading every slot of
+//! the probe, it reads the high water `h'` and, for `h = max(c, h')`, the
+//! estimate of each window `h - N + 1 ..= h`; a key with a nonzero estimate
+//! starts with newest window `h` and those counts (all the limit in window
+//! `h` if they sum above it), so a booking lands at `h` or later and every
+//! interval it joins holds the estimates of the windows it shares with the
+//! key's evicted counts, which all lie at or before `h`. With no estimate a
+//! key starts at [`fresh`] as after a recycling.
+//!
+//! ```text
+//!  Thread 1 (key V decides)              Thread 2 (key K evicts V)
+//!  -----------------------------------   -----------------------------------
+//!  reads V's slot: (V, w)                reads V's slot: (V, w)
+//!                                        high water: fetch_max(newest of w)
+//!                                        folds w's counts into the memory
+//!  swaps (V, w) -> (V, w + 1 booked)     swaps (V, w) -> (K, claim)
+//! ```
+//!
+//! Exactly one swap wins, as both compare the whole slot. If thread 1's
+//! does, thread 2's fold was of an older count of V (cells only rise, and
+//! V stays resident; a later eviction folds again) and thread 2 scans
+//! again. If thread 2's does, thread 1 scans again, finds V gone, inserts
+//! it, and its settler reads the estimate after reading the evicted slot:
+//! every write to a slot is a compare-and-swap, so that read synchronizes
+//! with thread 2's swap, and the fold and the high water are visible. Had
+//! thread 2 folded after its swap, or thread 1 read the estimate before its
+//! scan, V could start from 0 and take its limit again (loom models
+//! `an_eviction_races_a_decision_of_the_evicted_key` and
+//! `a_returning_key_reads_its_estimate_while_it_is_folded`). An evicting
+//! scan evicts rather than settle another key's claim in its way first.
+//! A local table runs the same steps in one thread.
 
 use core::num::NonZeroU64;
 
+use super::memory::{Memory, Shape, Word};
 use super::{KeyedError, KeyedGate, Overflow, PROBE};
 use crate::divide::Divisor;
 use crate::packed::{self, Fast, Layout, Outcome};
@@ -113,6 +173,9 @@ pub(super) enum Booking {
     },
     /// Refused by the key's gate.
     Refused,
+    /// Refused by the key's gate, on the slot's value as it was then (the
+    /// refusal wrote the slot: its demand): never decided again.
+    Counted,
     /// No room for the key: the overflow policy decides.
     Overflowed,
     /// `n == 0`.
@@ -134,21 +197,143 @@ pub(super) const fn key_of(slot: u128) -> u64 {
     (slot >> 64) as u64
 }
 
-/// The slot holding `key` and `word`.
+/// The key fingerprint of a slot's key half (module docs, "A slot").
 #[inline(always)]
-const fn slot(key: u64, word: u64) -> u128 {
-    ((key as u128) << 64) | word as u128
+pub(super) const fn fp_of(half: u64) -> u64 {
+    half >> 8
+}
+
+/// The demand counter of a slot's key half.
+#[inline(always)]
+pub(super) const fn demand_of(half: u64) -> u64 {
+    half & 0xff
+}
+
+/// The key half of a key with fingerprint `fp` and no demand yet.
+#[inline(always)]
+pub(super) const fn half_of(fp: u64) -> u64 {
+    fp << 8
+}
+
+/// The slot holding the key half `half` and `word`.
+#[inline(always)]
+pub(super) const fn slot(half: u64, word: u64) -> u128 {
+    ((half as u128) << 64) | word as u128
 }
 
 /// A claim's word (a token), as opposed to a gate word or a free slot.
 #[inline(always)]
-const fn is_claim(w: u64) -> bool {
+pub(super) const fn is_claim(w: u64) -> bool {
     w != 0 && w & USED == 0
+}
+
+/// The probe position a claim's word was made for (its low 4 bits: a
+/// settler of another key's claim finds the key's home from it, as a
+/// fingerprint does not give it).
+#[inline(always)]
+pub(super) const fn claim_position(w: u64) -> usize {
+    (w & 0xf) as usize
+}
+
+/// The home slot and the fingerprint of `key` under `seed` in a table of
+/// `CAP` slots: the home from the top bits of the key's mix (Lemire's
+/// multiply-shift: uniform over `0..CAP`, no division), the fingerprint
+/// 56 bits of an odd multiple of the mix (so no function of the home).
+#[inline(always)]
+pub(super) fn locate<const CAP: usize>(seed: u64, key: u64) -> (usize, u64) {
+    let m = mix(key ^ seed);
+    (
+        ((u128::from(m) * CAP as u128) >> 64) as usize,
+        m.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8,
+    )
+}
+
+/// The key half after a decision for `n` permits that stored a word whose
+/// newest window is `d` windows after `old`'s (0 for the same window or a
+/// late caller): demand halves per window moved on, then adds `n`,
+/// saturating at 255.
+#[inline(always)]
+pub(super) fn bumped(l: &Layout, half: u64, old: u64, c: u64, n: u64) -> u64 {
+    let d = match packed::ahead_of(l, old, c) {
+        Some(d) => d.min(8),
+        None => 0,
+    };
+    let demand = ((demand_of(half) >> d) + n).min(255);
+    (half & !0xff) | demand
+}
+
+/// What an eviction values the slot `s` at, for a caller in window `c`:
+/// the least is evicted first. Its demand halved per window since its
+/// newest, then the older newest window.
+#[inline]
+pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
+    let w = word(s);
+    let d = packed::ahead_of(l, w, c).unwrap_or(0).min(8);
+    (demand_of(key_of(s)) >> d, packed::newest_of(l, w, c))
+}
+
+/// Folds the gate word `w` of the key with fingerprint `fp`, evicted by a
+/// caller in window `c`, into `memory`: each of its windows' counts.
+/// Returns the word's newest window (the high water must reach it first).
+pub(super) fn fold_into<C: Word, const N: usize, const CAP: usize>(
+    l: &Layout,
+    memory: &Memory<C, CAP>,
+    shape: &Shape,
+    fp: u64,
+    w: u64,
+    c: u64,
+) {
+    let newest = packed::newest_of(l, w, c);
+    for k in 0..N as u32 {
+        if let Some(window) = newest.checked_sub(u64::from(k)) {
+            memory.fold(shape, fp, window, packed::count_at(l, w, k));
+        }
+    }
+}
+
+/// The gate word a key with fingerprint `fp`, inserted by a caller in
+/// window `c` with the table's high water `high_water`, starts with when
+/// the memory has an estimate for it: newest window `h = max(c, high
+/// water)`, each window `h - k` holding the estimate of that window (all
+/// the limit in window `h` if they sum above it). The windows `h - 2N + 1
+/// ..= h - N` are read too: a key that starts at [`fresh`] (newest window
+/// `h - N`) books a late caller into window `h - N`, whose intervals reach
+/// back to `h - 2N + 1`; an estimate there starts the key at window `h`
+/// instead. `None`: no estimate in those `2N` windows, the key starts at
+/// [`fresh`].
+pub(super) fn seeded<C: Word, const N: usize, const CAP: usize>(
+    l: &Layout,
+    memory: &Memory<C, CAP>,
+    shape: &Shape,
+    fp: u64,
+    c: u64,
+    high_water: u64,
+) -> Option<u64> {
+    let h = c.max(high_water);
+    let mut est = [0u64; 64];
+    let (mut live, mut any) = (0u64, false);
+    for (k, e) in est.iter_mut().enumerate().take(2 * N) {
+        if let Some(window) = h.checked_sub(k as u64) {
+            *e = memory.estimate(shape, fp, window);
+            any |= *e != 0;
+            if k < N {
+                live = live.saturating_add(*e);
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    Some(if live > l.limit {
+        packed::word_with::<u64>(l, h, |k| if k == 0 { l.limit } else { 0 })
+    } else {
+        packed::word_with::<u64>(l, h, |k| est[k as usize])
+    })
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit moves every output bit.
 #[inline(always)]
-const fn mix(mut h: u64) -> u64 {
+pub(super) const fn mix(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -210,13 +395,6 @@ pub(super) const fn probe_len(cap: usize) -> usize {
 /// windows after its newest window.
 pub(super) const fn grace<const N: usize>() -> u64 {
     N as u64
-}
-
-/// The slot where `key`'s probe starts in a table of `CAP` slots.
-#[inline(always)]
-pub(super) fn home_of<const CAP: usize>(seed: u64, key: u64) -> usize {
-    // Lemire's multiply-shift: uniform over 0..CAP, no division.
-    ((u128::from(mix(key ^ seed)) * CAP as u128) >> 64) as usize
 }
 
 /// The `i`-th slot of the probe starting at `home`.
@@ -281,7 +459,8 @@ pub(super) fn remaining_from<const N: usize>(
         (Some(w), _) => l.limit.saturating_sub(packed::load_of::<u64, N>(l, w, c)),
         (None, true) => l.limit,
         (None, false) => match overflow {
-            Overflow::Refuse => 0,
+            // (An evicting table with a memory finds room: it evicts.)
+            Overflow::Refuse | Overflow::Evict => 0,
             Overflow::Admit => l.limit,
         },
     }
@@ -306,7 +485,7 @@ pub(super) fn retry_after_from<const N: usize, I: Iterator<Item = u64>>(
             Overflow::Admit => Some(0),
             // Every slot of the probe holds a gate word: the first to
             // become recyclable.
-            Overflow::Refuse => probe()
+            Overflow::Refuse | Overflow::Evict => probe()
                 .filter_map(|w| {
                     let newest = packed::newest_of(l, w, c);
                     let free = newest.checked_add(N as u64 + grace::<N>())?;
@@ -320,11 +499,12 @@ pub(super) fn retry_after_from<const N: usize, I: Iterator<Item = u64>>(
 
 /// The shared table's side of the protocol: booking, claims, settling.
 impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
-    /// [`book_from`](Self::book_from), taking `first` at its word.
+    /// [`book_from`](Self::book_from), taking `first` at its word. `fp`:
+    /// the key's fingerprint.
     #[inline(always)]
     pub(super) fn book_scan(
         &self,
-        key: u64,
+        fp: u64,
         home: usize,
         mut first: Option<u128>,
         c: u64,
@@ -338,14 +518,17 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Booking::Refused;
         }
+        let evicts = self.evicts();
         'scan: loop {
-            // Whether this pass's read of the home slot is `first`.
-            let early = first.is_some();
-            // The first slot a new key may take, and a claim of another key
-            // in the way (settled before overflowing, so a table with room
-            // never overflows for a claim in flight).
+            // This pass's read of the home slot, if it is `first`.
+            let early = first;
+            // The first slot a new key may take, the slot an eviction would
+            // take, and a claim of another key in the way (settled before
+            // overflowing, so a table with room never overflows for a claim
+            // in flight; an evicting table evicts instead).
             let mut room = None;
             let mut claim = None;
+            let mut victim: Option<(usize, u128, (u64, u64))> = None;
             for i in 0..Self::PROBE {
                 let at = Self::at(home, i);
                 let mut s = match first.take() {
@@ -359,21 +542,36 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     }
                     continue;
                 }
-                if key_of(s) == key {
+                if fp_of(key_of(s)) == fp {
                     if is_claim(w) {
-                        self.settle(key, i, s, c);
+                        self.settle(fp, home, i, s, c);
                         continue 'scan;
                     }
                     // The key's gate word: decide as its gate.
                     loop {
                         let w = word(s);
-                        let Some((new, outcome)) = self.decide(w, c, n) else {
-                            return Booking::Refused;
+                        let half = key_of(s);
+                        let next = match self.decide(w, c, n) {
+                            Some((new, outcome)) => {
+                                Ok((slot(bumped(l, half, w, c, n), new), new, outcome))
+                            }
+                            // A refusal counts in the key's demand (while
+                            // the counter is below saturation).
+                            None if evicts && demand_of(half) < 255 => {
+                                Err(slot((half & !0xff) | (demand_of(half) + n).min(255), w))
+                            }
+                            None => return Booking::Refused,
+                        };
+                        let new_slot = match next {
+                            Ok((ns, _, _)) | Err(ns) => ns,
                         };
                         // ORDERING: Release publishes the booking as a
                         // gate's swap does; a failed swap rereads.
-                        match self.slots[at].compare_exchange(s, slot(key, new), AcqRel, Acquire) {
+                        match self.slots[at].compare_exchange(s, new_slot, AcqRel, Acquire) {
                             Ok(_) => {
+                                let Ok((_, new, outcome)) = next else {
+                                    return Booking::Counted;
+                                };
                                 // No prioritized request borrows here.
                                 let at = match outcome {
                                     Outcome::Booked(w) => w,
@@ -383,35 +581,45 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                             }
                             Err(actual) => s = actual,
                         }
-                        if key_of(s) != key || word(s) & USED == 0 {
-                            // Recycled, or withdrawn: look again.
+                        if fp_of(key_of(s)) != fp || word(s) & USED == 0 {
+                            // Recycled, evicted, or withdrawn: look again.
                             continue 'scan;
                         }
                     }
                 }
                 if is_claim(w) {
                     if claim.is_none() {
-                        claim = Some((i, s));
+                        claim = Some((at, s));
                     }
-                } else if room.is_none() && self.recyclable(w, c) {
-                    room = Some((at, s));
+                } else if room.is_none() {
+                    if self.recyclable(w, c) {
+                        room = Some((at, s));
+                    } else if evicts {
+                        let v = value_of(l, s, c);
+                        if victim.is_none_or(|(_, _, least)| v < least) {
+                            victim = Some((at, s, v));
+                        }
+                    }
                 }
+            }
+            if (room.is_some() || victim.is_some())
+                && early.is_some_and(|s| self.slots[home].load(Acquire) != s)
+            {
+                // The home slot's value came from before a burst's earlier
+                // requests, and they changed it (the key may be there
+                // now): look again rather than take a slot for nothing.
+                continue 'scan;
             }
             if let Some((at, s)) = room {
                 let recycling = word(s) != 0;
-                if recycling && early && at == home && self.slots[at].load(Acquire) != s {
-                    // The home slot's value came from before a burst's
-                    // earlier requests, and they changed it: look again
-                    // rather than raise the high water for nothing.
-                    continue 'scan;
-                }
                 if recycling {
                     // ORDERING: before the swap that evicts, so a settler
                     // that reads the evicted slot reads this too (module
                     // docs, "Recycling").
                     self.shared.high_water.fetch_max(c, AcqRel);
                 }
-                let mine = slot(key, self.token());
+                let i = (at + CAP - home) % CAP;
+                let mine = slot(half_of(fp), self.token(i));
                 if self.slots[at]
                     .compare_exchange(s, mine, AcqRel, Acquire)
                     .is_ok()
@@ -419,21 +627,46 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     if recycling {
                         self.shared.recycled.fetch_add(1, Relaxed);
                     }
-                    let i = (at + CAP - home) % CAP;
-                    self.settle(key, i, mine, c);
+                    self.settle(fp, home, i, mine, c);
                 }
                 continue 'scan;
             }
-            if let Some((i_other, s)) = claim {
+            if let Some((at, s, _)) = victim {
+                let w = word(s);
+                // ORDERING: the high water reaches the evicted word's
+                // newest window, and its counts are folded, before the
+                // swap that evicts: a settler that reads the evicted slot
+                // reads both (module docs, "Eviction"; `memory.rs`).
+                let newest = packed::newest_of(l, w, c);
+                self.shared.high_water.fetch_max(c.max(newest), AcqRel);
+                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(key_of(s)), w, c);
+                let i = (at + CAP - home) % CAP;
+                let mine = slot(half_of(fp), self.token(i));
+                if self.slots[at]
+                    .compare_exchange(s, mine, AcqRel, Acquire)
+                    .is_ok()
+                {
+                    self.shared.evicted.fetch_add(1, Relaxed);
+                    self.settle(fp, home, i, mine, c);
+                }
+                continue 'scan;
+            }
+            if let Some((at, s)) = claim {
                 // Another key's claim: settle it, then look again.
-                let other = key_of(s);
-                let at = Self::at(home, i_other);
-                let j = (at + CAP - self.home(other)) % CAP;
-                self.settle(other, j, s, c);
+                let j = claim_position(word(s));
+                let other_home = (at + CAP - j) % CAP;
+                self.settle(fp_of(key_of(s)), other_home, j, s, c);
                 continue 'scan;
             }
             return Booking::Overflowed;
         }
+    }
+
+    /// Whether a key with no room evicts: the policy is
+    /// [`Overflow::Evict`] and the memory can hold what it evicts.
+    #[inline(always)]
+    pub(super) fn evicts(&self) -> bool {
+        matches!(self.overflow, Overflow::Evict) && self.shape.remembers()
     }
 
     /// [`decide`] with this table's layout.
@@ -442,9 +675,11 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         decide::<N>(&self.layout, w, c, n)
     }
 
-    /// A claim token no claim had: nonzero, top bit clear.
-    fn token(&self) -> u64 {
-        self.shared.tokens.fetch_add(1, Relaxed) % (USED - 1) + 1
+    /// A claim token no claim had, for probe position `i`: nonzero, top
+    /// bit clear, `i` in its low 4 bits.
+    fn token(&self, i: usize) -> u64 {
+        let t = self.shared.tokens.fetch_add(1, Relaxed) % ((1 << 58) - 1) + 1;
+        (t << 4) | i as u64
     }
 
     /// Whether the gate word `w` is recyclable by a caller in window `c`:
@@ -453,13 +688,28 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         recyclable::<N>(&self.layout, w, c)
     }
 
-    /// Settles the claim `mine` of `key` at position `i` of its probe
-    /// (module docs): withdraws it if the probe holds the key's gate word
-    /// or an earlier claim of it, withdraws later claims of it, and
-    /// otherwise swaps it for an empty gate word. Whoever meets a claim may
-    /// call this; all but one of the swaps from `mine` fail.
-    fn settle(&self, key: u64, i: usize, mine: u128, c: u64) {
-        let home = self.home(key);
+    /// The word a key with fingerprint `fp` inserted now by a caller in
+    /// window `c` starts from: its estimate if the table evicts and
+    /// remembers one (reading the high water after whatever the caller
+    /// read of the probe), else [`fresh`]. And whether it was an estimate.
+    pub(super) fn start_word(&self, fp: u64, c: u64) -> (u64, bool) {
+        let hw = self.shared.high_water.load(Acquire);
+        if self.evicts() {
+            if let Some(w) = seeded::<_, N, CAP>(&self.layout, &self.memory, &self.shape, fp, c, hw)
+            {
+                return (w, true);
+            }
+        }
+        (fresh::<N>(&self.layout, c, hw), false)
+    }
+
+    /// Settles the claim `mine` of the key with fingerprint `fp` and home
+    /// `home` at position `i` of its probe (module docs): withdraws it if
+    /// the probe holds the key's gate word or an earlier claim of it,
+    /// withdraws later claims of it, and otherwise swaps it for the key's
+    /// starting word (an empty one, or its estimate). Whoever meets a
+    /// claim may call this; all but one of the swaps from `mine` fail.
+    fn settle(&self, fp: u64, home: usize, i: usize, mine: u128, c: u64) {
         let at = Self::at(home, i);
         for j in 0..Self::PROBE {
             if j == i {
@@ -469,7 +719,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             let mut s = self.slots[other].load(Acquire);
             loop {
                 let w = word(s);
-                if key_of(s) != key || w == 0 {
+                if fp_of(key_of(s)) != fp || w == 0 {
                     break;
                 }
                 if w & USED != 0 || j < i {
@@ -486,24 +736,39 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 }
             }
         }
-        let empty = fresh::<N>(&self.layout, c, self.shared.high_water.load(Acquire));
-        let _ = self.slots[at].compare_exchange(mine, slot(key, empty), AcqRel, Acquire);
+        // After the probe's reads (module docs, "Eviction").
+        let (start, remembered) = self.start_word(fp, c);
+        if self.slots[at]
+            .compare_exchange(mine, slot(half_of(fp), start), AcqRel, Acquire)
+            .is_ok()
+            && remembered
+        {
+            self.shared.remembered.fetch_add(1, Relaxed);
+        }
     }
 
-    /// The gate word `key` holds (the first slot of its probe that holds
-    /// it), if any, and whether its probe has room for it otherwise.
-    pub(super) fn find(&self, key: u64, c: u64) -> (Option<u64>, bool) {
-        let home = self.home(key);
+    /// The gate word the key with fingerprint `fp` holds (the first slot
+    /// of its probe that holds it), if any, and whether its probe has room
+    /// for it otherwise. Under eviction, a key with no slot is given the
+    /// word it would start from, and room.
+    pub(super) fn find(&self, fp: u64, home: usize, c: u64) -> (Option<u64>, bool) {
         let mut room = false;
         for i in 0..Self::PROBE {
             let s = self.slots[Self::at(home, i)].load(Acquire);
             let w = word(s);
-            if w != 0 && key_of(s) == key {
-                // A claim settles into an empty word.
-                return (if is_claim(w) { None } else { Some(w) }, true);
+            if w != 0 && fp_of(key_of(s)) == fp {
+                if is_claim(w) {
+                    // A claim settles into its starting word.
+                    room = true;
+                    break;
+                }
+                return (Some(w), true);
             }
             room |= w == 0 || is_claim(w) || self.recyclable(w, c);
         }
-        (None, room)
+        match self.start_word(fp, c) {
+            (w, true) => (Some(w), true),
+            _ => (None, room || self.evicts()),
+        }
     }
 }

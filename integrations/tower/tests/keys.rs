@@ -124,8 +124,10 @@ async fn a_flood_shows_in_the_exposition() {
     }
     let occ = layer.occupancy().unwrap();
     assert!(occ.resident <= 64, "{occ:?}");
-    assert!(occ.overflowed > 0, "{occ:?}");
-    assert!(refused > 195, "new keys without room were refused");
+    // The table evicts by default: new keys take the least-demanded slots
+    // (one request each is within their limit) and pass.
+    assert!(occ.evicted > 0, "{occ:?}");
+    assert_eq!(refused, 195, "new keys without room evicted and passed");
     assert_eq!(layer.refused(), refused);
 
     let mut e = Exposition::new("api").unwrap();

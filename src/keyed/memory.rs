@@ -1,0 +1,306 @@
+//! The memory of evicted keys under [`Overflow::Evict`](super::Overflow::Evict):
+//! what an evicted key had booked, remembered conservatively in fixed
+//! memory, so that a key that comes back starts from an estimate never
+//! below what it really booked in the windows that still count.
+//!
+//! # Layout
+//!
+//! A count-min sketch per window, with conservative update. The memory is
+//! `4 * CAP` 64-bit words (twice the slots' bytes) in `P` *planes* of
+//! `4 * CAP / P` words, plus one *plane id* (a full window id) per plane.
+//! Window `w` lives in plane `w mod P`; `P = 2N` (the live windows and as
+//! many of grace for callers whose clocks lag), or `N` when `4 * CAP < 4N`.
+//! A word holds six one-byte *cells* and, in its top 16 bits, the *tag*:
+//! the window (mod `2^16`) its cells count for. A key's cells in a plane
+//! are [`ROWS`] cells picked by hashes of its fingerprint (all a slot
+//! holds of its key). A cell holds `ceil(x / q)` for a count `x`, with
+//! `q = limit / 255 + 1`, and reads as `q * cell >= x`: it never reads
+//! below the truth and saturates only above the limit.
+//!
+//! - **Fold** (an eviction): for each window `w` of the evicted word with a
+//!   count `x > 0`: raise the plane id to `w` (`fetch_max`); if it was
+//!   already later, drop the fold (the plane belongs to a later window).
+//!   Then in each of the key's cells: if the word's tag is `w`, raise the
+//!   cell to `max(cell, ceil(x / q))`; otherwise reread the plane id, drop
+//!   the fold if it is later than `w`, else reset the word to tag `w` with
+//!   only this cell set. A compare-and-swap loop per word. Folding is a
+//!   maximum, so folding one key twice never adds: a key's slot already
+//!   counts the estimate it was seeded with, and folding it again does not
+//!   count it twice.
+//! - **Estimate** (a key inserted): for window `w`, read the key's cells'
+//!   words, *then* the plane id. A plane id later than `w` reads as the
+//!   limit (saturated: the window's cells may have been reset); an earlier
+//!   one as 0 (nothing was folded for `w`); otherwise a word tagged `w`
+//!   gives its cell, any other word 0. The estimate is the least of the
+//!   key's cells (count-min).
+//!
+//! Expiry is lazy: a plane is taken over by a later window by the first
+//! fold into it, word by word; nothing is ever cleared in bulk. A tag is
+//! 16 bits: a word last written `2^16 * k` windows before `w` reads as
+//! tagged `w` and over-reads (never under-reads) for that one window.
+//!
+//! # Why an estimate is never below the truth
+//!
+//! What must hold: when a key `K` evicted by thread E comes back and its
+//! new slot is settled by thread S, S's estimate of each window is at
+//! least `K`'s count there in the word E evicted. E folds before the
+//! compare-and-swap that evicts (`AcqRel`); S reads every slot of `K`'s
+//! probe (`Acquire`) before it estimates, and every write to a slot is a
+//! compare-and-swap, so S either still sees `K`'s gate word (and withdraws
+//! its claim: one slot per key) or synchronizes with E's swap and sees
+//! every write of E's fold. Folds of other keys only raise cells. The
+//! races the rules above resolve:
+//!
+//! ```text
+//!  Thread 1 (folds window w + P)          Thread 2 (folds window w)
+//!  -----------------------------------   -----------------------------------
+//!                                        plane id: fetch_max(w) -> was w
+//!  plane id: fetch_max(w + P)
+//!  word: tag w -> reset to tag w + P
+//!                                        word: tag is w + P, not w
+//!                                        without the reread: reset to tag w,
+//!                                        erasing window w + P's cells: a
+//!                                        key of w + P reads 0 (under)
+//!                                        with it: plane id is w + P: drop
+//! ```
+//!
+//! ```text
+//!  Thread 1 (estimates window w)          Thread 2 (folds window w + P)
+//!  -----------------------------------   -----------------------------------
+//!                                        plane id: fetch_max(w + P)
+//!                                        word: reset to tag w + P
+//!  reads the word: tag w + P
+//!  reads the plane id: w + P > w
+//!  reads the limit (saturated)
+//!  (the plane id read first, as w,
+//!  would read this word as 0: under)
+//! ```
+//!
+//! The loom models in `loom-tests/tests/keyed.rs` race an eviction with a
+//! decision of the evicted key, two evictions folding into the same
+//! cells, and a returning key's estimate with another eviction's fold.
+
+use crate::sync::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
+
+/// Cells a key has in a plane (count-min's rows).
+pub(super) const ROWS: usize = 3;
+
+/// One-byte cells per word (the top 16 bits are the tag).
+const CELLS: usize = 6;
+
+/// Memory words per slot: the sketch is `4 * CAP` words.
+pub(super) const WORDS_PER_SLOT: usize = 4;
+
+/// The most planes a memory has (`2N` for `N <= 31`).
+pub(super) const MAX_PLANES: usize = 62;
+
+/// A 64-bit cell of the memory: an atomic for a shared table, a
+/// [`Cell`](core::cell::Cell) for a local one. The fold and the estimate
+/// are one piece of code over either.
+pub(super) trait Word {
+    /// The value (`Acquire`).
+    fn get(&self) -> u64;
+    /// Replaces `cur` by `new` (`AcqRel`), or gives the value found.
+    fn swap_from(&self, cur: u64, new: u64) -> Result<(), u64>;
+    /// Raises the value to `v` (`AcqRel`); gives the value before.
+    fn raise(&self, v: u64) -> u64;
+}
+
+impl Word for AtomicU64 {
+    #[inline]
+    fn get(&self) -> u64 {
+        self.load(Acquire)
+    }
+    #[inline]
+    fn swap_from(&self, cur: u64, new: u64) -> Result<(), u64> {
+        // ORDERING: a fold's writes are released to the swap that evicts
+        // (module docs); a failed swap rereads.
+        self.compare_exchange(cur, new, AcqRel, Acquire).map(|_| ())
+    }
+    #[inline]
+    fn raise(&self, v: u64) -> u64 {
+        self.fetch_max(v, AcqRel)
+    }
+}
+
+impl Word for core::cell::Cell<u64> {
+    #[inline]
+    fn get(&self) -> u64 {
+        core::cell::Cell::get(self)
+    }
+    #[inline]
+    fn swap_from(&self, cur: u64, new: u64) -> Result<(), u64> {
+        let v = core::cell::Cell::get(self);
+        if v == cur {
+            self.set(new);
+            Ok(())
+        } else {
+            Err(v)
+        }
+    }
+    #[inline]
+    fn raise(&self, v: u64) -> u64 {
+        let old = core::cell::Cell::get(self);
+        self.set(old.max(v));
+        old
+    }
+}
+
+/// How a table's memory is cut: planes, words per plane, the cell quantum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Shape {
+    /// `P`: planes (0: the table is too small to remember, and evicts
+    /// nothing).
+    pub(super) planes: u64,
+    /// Words per plane.
+    words: usize,
+    /// `q`: the count one unit of a cell stands for.
+    q: u64,
+    /// The limit (a saturated read).
+    limit: u64,
+}
+
+impl Shape {
+    /// The shape of the memory of a table of `cap` slots, `n` windows and
+    /// `limit`.
+    pub(super) const fn of(n: usize, cap: usize, limit: u64) -> Shape {
+        let total = WORDS_PER_SLOT * cap;
+        let planes = if total >= 4 * n && 2 * n <= MAX_PLANES {
+            2 * n
+        } else if total >= n && n <= MAX_PLANES {
+            n
+        } else {
+            0
+        };
+        Shape {
+            planes: planes as u64,
+            words: match total.checked_div(planes) {
+                Some(words) => words,
+                None => 0,
+            },
+            q: limit / 255 + 1,
+            limit,
+        }
+    }
+
+    /// Whether the memory can hold anything.
+    #[inline]
+    pub(super) const fn remembers(&self) -> bool {
+        self.planes != 0
+    }
+
+    /// The plane of window `w`, and the word and byte of each of the cells
+    /// of the key with fingerprint `fp` in it.
+    fn cells(&self, fp: u64, w: u64) -> (usize, [(usize, u32); ROWS]) {
+        let plane = (w % self.planes) as usize;
+        let n = (self.words * CELLS) as u128;
+        let mut out = [(0, 0); ROWS];
+        let mut r = 0;
+        while r < ROWS {
+            let h = super::slot::mix(fp ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1)));
+            let i = ((u128::from(h) * n) >> 64) as usize;
+            out[r] = (plane * self.words + i / CELLS, (i % CELLS) as u32 * 8);
+            r += 1;
+        }
+        (plane, out)
+    }
+}
+
+/// The tag of window `w`.
+#[inline]
+const fn tag(w: u64) -> u64 {
+    w & 0xffff
+}
+
+/// The tag of word `v`.
+#[inline]
+const fn tag_of(v: u64) -> u64 {
+    v >> 48
+}
+
+/// The memory: plane ids and `WORDS_PER_SLOT` rows of `CAP` words.
+#[derive(Clone)]
+pub(super) struct Memory<C, const CAP: usize> {
+    pub(super) ids: [C; MAX_PLANES],
+    pub(super) words: [[C; CAP]; WORDS_PER_SLOT],
+}
+
+impl<C: Word, const CAP: usize> Memory<C, CAP> {
+    /// The word at flat index `i`.
+    #[inline]
+    fn word(&self, i: usize) -> &C {
+        &self.words[i / CAP][i % CAP]
+    }
+
+    /// Remembers that the key with fingerprint `fp` had `x` permits counted
+    /// in window `w` (module docs, "Fold"). Idempotent; only ever raises.
+    pub(super) fn fold(&self, s: &Shape, fp: u64, w: u64, x: u64) {
+        if x == 0 || !s.remembers() {
+            return;
+        }
+        let (plane, cells) = s.cells(fp, w);
+        let id = &self.ids[plane];
+        if id.raise(w) > w {
+            // A later window owns the plane.
+            return;
+        }
+        let val = x.div_ceil(s.q).min(255);
+        for (i, at) in cells {
+            let cell = self.word(i);
+            let mut cur = cell.get();
+            loop {
+                let new = if tag_of(cur) == tag(w) {
+                    let old = (cur >> at) & 0xff;
+                    if old >= val {
+                        break;
+                    }
+                    (cur & !(0xff << at)) | (val << at)
+                } else {
+                    // An older window's word, or a later one's: the plane
+                    // id tells (module docs: reread after the word).
+                    if id.get() > w {
+                        return;
+                    }
+                    (tag(w) << 48) | (val << at)
+                };
+                match cell.swap_from(cur, new) {
+                    Ok(()) => break,
+                    Err(actual) => cur = actual,
+                }
+            }
+        }
+    }
+
+    /// At least the count the key with fingerprint `fp` had in window `w`
+    /// when it was evicted, if its eviction happened before (module docs,
+    /// "Estimate"); at most the limit.
+    pub(super) fn estimate(&self, s: &Shape, fp: u64, w: u64) -> u64 {
+        if !s.remembers() {
+            return 0;
+        }
+        let (plane, cells) = s.cells(fp, w);
+        let mut read = [0u64; ROWS];
+        for (r, (i, _)) in cells.iter().enumerate() {
+            read[r] = self.word(*i).get();
+        }
+        // After the words (module docs).
+        let id = self.ids[plane].get();
+        if id > w {
+            return s.limit;
+        }
+        if id < w {
+            return 0;
+        }
+        let mut least = u64::MAX;
+        for (r, (_, at)) in cells.iter().enumerate() {
+            let v = read[r];
+            let cell = if tag_of(v) == tag(w) {
+                (v >> at) & 0xff
+            } else {
+                0
+            };
+            least = least.min(cell);
+        }
+        (least * s.q).min(s.limit)
+    }
+}
