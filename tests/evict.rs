@@ -232,3 +232,65 @@ fn a_key_evicted_before_the_high_water_moved_on_is_remembered() {
         }
     }
 }
+
+/// A table that evicted keys under `Evict` and then changes its policy
+/// still seeds a returning key from its memory: A, evicted with its 10
+/// permits booked in window 3, comes back in window 4 into a slot freed
+/// by recycling and is refused (under `Refuse` and under `Admit`, which
+/// admits only keys with no room).
+#[test]
+fn a_policy_changed_after_evictions_still_remembers_the_evicted() {
+    for policy in [Overflow::Refuse, Overflow::Admit] {
+        for local in [false, true] {
+            let mut shared = Some(KeyedGate::<2, 16>::new(nz(10), 10));
+            let mut own = Some(LocalKeyedGate::<2, 16>::new(nz(10), 10));
+            let mut go = |key: u64, now: u64, n: u64| {
+                if local {
+                    own.as_mut().unwrap().try_acquire(key, now, n)
+                } else {
+                    shared.as_ref().unwrap().try_acquire(key, now, n)
+                }
+            };
+            let (x, a, k) = (1_000u64, 2_000u64, 3_000u64);
+            // X: busy in window 0 (its demand saturates), idle after.
+            for _ in 0..300 {
+                let _ = go(x, 0, 1);
+            }
+            // 14 others, busy in window 3; then A at its limit.
+            for key in 1..=14u64 {
+                for _ in 0..40 {
+                    let _ = go(key, 30, 1);
+                }
+            }
+            let mut ledger = Ledger::default();
+            for _ in 0..10 {
+                assert_eq!(go(a, 30, 1), Decision::Pass, "premise: A has room");
+                assert!(ledger.book(a, 3, 1, 10));
+            }
+            // K finds no room: the least demanded key, A, is evicted.
+            let _ = go(k, 30, 1);
+            drop(go);
+            if local {
+                own = own.map(|t| t.with_overflow(policy));
+            } else {
+                shared = shared.map(|t| t.with_overflow(policy));
+            }
+            let mut go = |key: u64, now: u64, n: u64| {
+                if local {
+                    own.as_mut().unwrap().try_acquire(key, now, n)
+                } else {
+                    shared.as_ref().unwrap().try_acquire(key, now, n)
+                }
+            };
+            // Window 4: X's slot is recyclable; A comes back.
+            for _ in 0..10 {
+                if go(a, 40, 1) == Decision::Pass {
+                    assert!(
+                        ledger.book(a, 4, 1, 10),
+                        "{policy:?}, local {local}: A over its limit in windows 3 and 4"
+                    );
+                }
+            }
+        }
+    }
+}

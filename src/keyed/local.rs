@@ -229,6 +229,8 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     }
 
     /// The same table with `policy` for keys that find no room.
+    /// Keys it evicted before keep their estimates: a changed policy
+    /// never lets an evicted key start fresh.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -561,9 +563,10 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     }
 
     /// The estimate a key with fingerprint `fp` would start from, if the
-    /// table evicts and its memory has one.
+    /// memory has one (whatever the policy is now: it may have evicted
+    /// under an earlier one).
     fn estimated(&self, fp: u64, c: u64) -> Option<u64> {
-        if !self.evicts() {
+        if !self.shape.remembers() {
             return None;
         }
         seeded::<_, N, CAP>(

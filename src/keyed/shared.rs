@@ -322,6 +322,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     const_fn_unless_loom! {
         /// The same table with `policy` for keys that find no room.
+        /// Keys it evicted before keep their estimates: a changed policy
+        /// never lets an evicted key start fresh.
         ///
         /// ```
         /// # use core::num::NonZeroU64;

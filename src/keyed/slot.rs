@@ -689,12 +689,15 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     }
 
     /// The word a key with fingerprint `fp` inserted now by a caller in
-    /// window `c` starts from: its estimate if the table evicts and
-    /// remembers one (reading the high water after whatever the caller
-    /// read of the probe), else [`fresh`]. And whether it was an estimate.
+    /// window `c` starts from: its estimate if the memory holds one
+    /// (reading the high water after whatever the caller read of the
+    /// probe), else [`fresh`]. And whether it was an estimate. The memory
+    /// is read whatever the policy is now: a table that evicted under
+    /// [`Overflow::Evict`] and then changed its policy still seeds the keys
+    /// it evicted.
     pub(super) fn start_word(&self, fp: u64, c: u64) -> (u64, bool) {
         let hw = self.shared.high_water.load(Acquire);
-        if self.evicts() {
+        if self.shape.remembers() {
             if let Some(w) = seeded::<_, N, CAP>(&self.layout, &self.memory, &self.shape, fp, c, hw)
             {
                 return (w, true);
