@@ -1,0 +1,371 @@
+//! Second hostile review of the Redis Cluster support (issue 35): each
+//! `review_defect_*` reproduces a defect (red on the code under review), each
+//! `review_clean_*` an attack that found nothing. Every test starts its own
+//! cluster with the harness of `tests/common` (free loopback ports, every
+//! redis-server killed on drop, also on panic).
+mod common;
+use common::{serial, Cluster};
+use leaparray_redis::{Config, Decision, RedisGate};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const LIMIT: u64 = 100;
+
+fn connected<const W: usize>(g: &RedisGate<W>, why: &str, within: Duration) {
+    let t = Instant::now();
+    while !g.is_connected() {
+        assert!(t.elapsed() < within, "{why}: never connected");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn get_readonly(c: &Cluster, node: usize, key: &str) -> Option<String> {
+    let mut con = c.nodes[node].con();
+    let _: () = redis::cmd("READONLY").query(&mut con).unwrap();
+    redis::cmd("GET").arg(key).query(&mut con).unwrap()
+}
+
+fn role(c: &Cluster, node: usize) -> String {
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut c.nodes[node].con())
+        .unwrap();
+    rep.lines()
+        .find_map(|l| l.strip_prefix("role:"))
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
+
+fn wait(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < within, "premise: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The ledger: admissions per window; the most any `n` consecutive windows hold.
+#[derive(Default)]
+struct Ledger(BTreeMap<u64, u64>);
+
+impl Ledger {
+    fn note(&mut self, d: Decision) -> bool {
+        match d.window() {
+            Some(w) => {
+                *self.0.entry(w).or_insert(0) += 1;
+                true
+            }
+            None => false,
+        }
+    }
+    fn worst(&self, n: u64) -> u64 {
+        self.0
+            .keys()
+            .map(|&w| self.0.range(w..w + n).map(|(_, c)| c).sum())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+fn bus_port(c: &Cluster, node: usize) -> String {
+    let e = &c.nodes[node].extra;
+    let i = e.iter().position(|a| a == "--cluster-port").unwrap();
+    e[i + 1].clone()
+}
+
+/// Sequence (limit 100 per 16 x 1 s):
+/// 1. X owns the slot, Y is its replica. The process books 1 at X; Y
+///    replicates the epoch (`{name}:run` names X).
+/// 2. Y is cut off (SIGSTOP, `CLIENT KILL TYPE replica` on X); the process
+///    books 99 more at X (Y holds 1).
+/// 3. `CLUSTER FAILOVER TAKEOVER` on Y: Y owns the slot (`master_replid2`
+///    = X's replid), X turns into Y's replica.
+/// 4. The operator reuses X as an empty master: `CLUSTER RESET SOFT` on X
+///    (it flushes a replica and keeps the node id), `CLUSTER MEET` Y. X now
+///    answers `MOVED` for the slot, *as a master*.
+/// 5. The process's next decision gets X's `MOVED`, reads X's role: master,
+///    so it vouches for X; its fresh check at Y carries the vouch, and Y
+///    passes every test of `migrated()` (vouch names the recorded node, X
+///    known, counters present, `master_replid2` = X's replid): Y adopts
+///    the epoch, no fence, no write-back; 99 more are admitted.
+///
+/// The rule's premise "by 1, R was still a master, so it was not a
+/// failover of R" is false: R was failed over, then became a master again
+/// (without slots). The process's heartbeat is long (20 s, a legal
+/// setting) only so that it does not reach Y between steps 3 and 4; any
+/// process that first reaches Y after step 4 through X does the same.
+#[test]
+fn review_defect_old_master_reset_to_an_empty_master_vouches_for_its_failed_over_replica() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let name = "rev2a";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let y = cluster.replica_of(x);
+    let window = Duration::from_millis(1_000);
+    let mut ledger = Ledger::default();
+    // A first process (defaults) makes the epoch and passes its first
+    // start's fence (500 ms), then exits; the process under test, with a
+    // long heartbeat (and a grace of at least it, as `check` requires),
+    // then joins that epoch without a fence of its own.
+    {
+        let g0 = RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT))
+            .unwrap();
+        connected(&g0, "first process through X", Duration::from_secs(5));
+        wait("never admitted at X", Duration::from_secs(10), || {
+            ledger.note(g0.try_acquire(1))
+        });
+    }
+    let mut cfg = Config::new(cluster.nodes[x].url(), name, window, LIMIT)
+        .restart_grace(Duration::from_secs(21));
+    cfg.heartbeat = Duration::from_secs(20);
+    let gate = RedisGate::<16>::open(cfg).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let run_key = format!("{{{name}}}:run");
+    let x_id = cluster.id(x);
+    wait("Y never got the epoch", Duration::from_secs(5), || {
+        get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id))
+    });
+    cluster.nodes[y].signal("-STOP");
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: limit not taken at X"
+        );
+        if ledger.note(gate.try_acquire(1)) {
+            before += 1;
+        }
+    }
+    // Y takes over before it resyncs (as in cluster_regressions'
+    // forced-failover test).
+    let port = cluster.nodes[y].port;
+    let sent = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut con = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        con.write_all(b"CLUSTER FAILOVER TAKEOVER\r\n").unwrap();
+        let mut reply = [0u8; 5];
+        con.read_exact(&mut reply).unwrap();
+        String::from_utf8_lossy(&reply).into_owned()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    cluster.nodes[y].signal("-CONT");
+    assert_eq!(
+        sent.join().unwrap(),
+        "+OK\r\n",
+        "premise: takeover accepted"
+    );
+    let at_y: BTreeMap<String, u64> = redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(&mut cluster.nodes[y].con())
+        .unwrap();
+    let at_y: u64 = at_y.values().sum();
+    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
+    wait("X never became Y's replica", Duration::from_secs(5), || {
+        role(&cluster, x) == "slave"
+    });
+    // The operator reuses X as an empty master.
+    let _: () = redis::cmd("CLUSTER")
+        .arg("RESET")
+        .arg("SOFT")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[y].port)
+        .arg(bus_port(&cluster, y))
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let epoch_key = format!("{{{name}}}:epoch");
+    wait(
+        "X never answered MOVED as a master",
+        Duration::from_secs(10),
+        || {
+            let r: redis::RedisResult<Option<String>> = redis::cmd("GET")
+                .arg(&epoch_key)
+                .query(&mut cluster.nodes[x].con());
+            role(&cluster, x) == "master" && matches!(r, Err(e) if e.code() == Some("MOVED"))
+        },
+    );
+    let reset_at = t_fill.elapsed();
+    let mut after = 0u64;
+    let mut decisions = 0u64;
+    while t_fill.elapsed() < Duration::from_secs(12) {
+        decisions += 1;
+        if ledger.note(gate.try_acquire(1)) {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let worst = ledger.worst(16);
+    println!(
+        "review | old master reset to an empty master | Y held {at_y} | before {before} at X | X reset and answering MOVED {reset_at:?} after the fill | after {after} at Y of {decisions} | worst interval {worst} of {LIMIT}"
+    );
+    assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
+}
+
+/// Sequence (limit 100 per 4 x 250 ms, paced 1 per 20 ms: half the limit):
+/// 1. X owns the limit's slot and no other (its other slots are handed to
+///    N, empty: the state of a node being drained, `redis-cli --cluster
+///    reshard` slot by slot before `del-node`).
+/// 2. The limit's slot migrates X -> N the normal way (IMPORTING,
+///    MIGRATING, MIGRATE of every key, SETSLOT NODE on every master).
+/// 3. Redis 7 (`cluster-allow-replica-migration yes`, the default): a
+///    master left without slots by `SETSLOT NODE` turns into a replica of
+///    the new owner in the same step. So X answers `MOVED` only as a
+///    replica: no vouch, and N makes a new epoch: the fence refuses every
+///    request for `restart_grace` though nothing was lost.
+///
+/// The docs list the fence's costs (a process that did not see the old
+/// owner's `MOVED`, an idle limit's expired counters); this one, the
+/// routine last step of draining a node, is not stated.
+#[test]
+fn review_defect_draining_the_last_slot_of_a_master_fences_the_limit() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    let name = "rev2b";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let n = cluster.other_master(slot);
+    let third = (0..3).find(|&i| i != x && i != n).unwrap();
+    // X's other (empty) slots go to N.
+    let n_id = cluster.id(n);
+    let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let mut mine = Vec::new();
+    for range in slots {
+        let redis::Value::Array(r) = range else {
+            continue;
+        };
+        let lo: u16 = redis::from_redis_value(&r[0]).unwrap();
+        let hi: u16 = redis::from_redis_value(&r[1]).unwrap();
+        let redis::Value::Array(m) = &r[2] else {
+            continue;
+        };
+        let port: u16 = redis::from_redis_value(&m[1]).unwrap();
+        if port == cluster.nodes[x].port {
+            mine.extend((lo..=hi).filter(|&s| s != slot));
+        }
+    }
+    for node in [n, x, third] {
+        let mut p = redis::pipe();
+        for &s in &mine {
+            p.cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(s)
+                .arg("NODE")
+                .arg(&n_id)
+                .ignore();
+        }
+        let _: () = p.query(&mut cluster.nodes[node].con()).unwrap();
+    }
+    wait(
+        "cluster not ok after the drain",
+        Duration::from_secs(10),
+        || cluster.ready(),
+    );
+    assert_eq!(cluster.owner(slot), x, "premise: X keeps the limit's slot");
+    let window = Duration::from_millis(250);
+    let gate =
+        RedisGate::<4>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let mut ledger = Ledger::default();
+    // Past the first start's fence.
+    wait("never admitted at X", Duration::from_secs(10), || {
+        ledger.note(gate.try_acquire(1))
+    });
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(500) {
+        let _ = ledger.note(gate.try_acquire(1));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cluster.migrate(slot, x, n);
+    let moved = Instant::now();
+    let (mut refused, mut unavailable, mut admitted) = (0u64, 0u64, 0u64);
+    while moved.elapsed() < Duration::from_millis(1_500) {
+        match gate.try_acquire(1) {
+            Decision::Refused => refused += 1,
+            Decision::Unavailable => unavailable += 1,
+            d => {
+                ledger.note(d);
+                admitted += 1
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let x_role = role(&cluster, x);
+    println!(
+        "review | last slot of a master drained | X is now {x_role} | after the migration: admitted {admitted}, refused {refused}, unavailable {unavailable} (paced at half the limit) | worst interval {}",
+        ledger.worst(4)
+    );
+    assert!(ledger.worst(4) <= LIMIT);
+    assert_eq!(
+        (refused, unavailable),
+        (0, 0),
+        "a routine migration (X's last slot) refused paced requests at half the limit"
+    );
+}
+
+/// Sequence (limit 100 per 16 x 500 ms): X owns the slot, no replica;
+/// the process takes the limit at X; X is killed (-9) and restarted at
+/// once with its `nodes.conf` (same node id) but no data (no
+/// persistence). X comes back as the slot's master, empty: the epoch is
+/// missing, a new epoch and the fence; the live process writes its 100
+/// back; nothing more is admitted in the interval.
+#[test]
+fn review_clean_owner_restarted_with_the_same_id_and_no_data() {
+    let _g = serial();
+    let mut cluster = Cluster::start(3, 0);
+    let name = "rev2c";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let x_id = cluster.id(x);
+    let window = Duration::from_millis(500);
+    let gate =
+        RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let mut ledger = Ledger::default();
+    wait("never admitted at X", Duration::from_secs(10), || {
+        ledger.note(gate.try_acquire(1))
+    });
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: limit not taken at X"
+        );
+        if ledger.note(gate.try_acquire(1)) {
+            before += 1;
+        }
+    }
+    cluster.nodes[x].signal("-KILL");
+    let _ = cluster.nodes[x].child.take().map(|mut c| c.wait());
+    cluster.nodes[x].restart();
+    assert_eq!(cluster.id(x), x_id, "premise: same node id");
+    let mut after = 0u64;
+    let mut decisions = 0u64;
+    while t_fill.elapsed() < Duration::from_secs(6) {
+        decisions += 1;
+        if ledger.note(gate.try_acquire(1)) {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let worst = ledger.worst(16);
+    println!("review | owner restarted, same id, no data | before {before} | after {after} of {decisions} | worst interval {worst}");
+    assert_eq!(cluster.owner(slot), x, "premise: X serves the slot again");
+    assert!(gate.is_connected(), "the process never came back");
+    assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
+}
