@@ -290,7 +290,19 @@ fn review_defect_draining_the_last_slot_of_a_master_fences_the_limit() {
         let _ = ledger.note(gate.try_acquire(1));
         std::thread::sleep(Duration::from_millis(20));
     }
-    cluster.migrate(slot, x, n);
+    // The migration as `redis-cli --cluster reshard` does it; X may already
+    // have turned into N's replica (N's bumped epoch reached it by gossip)
+    // when its own `SETSLOT ... NODE` comes: that one may fail.
+    cluster.begin_migration(slot, x, n);
+    cluster.move_keys(slot, x, n);
+    cluster.setslot(n, slot, &["NODE", &n_id]);
+    let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg("NODE")
+        .arg(&n_id)
+        .query(&mut cluster.nodes[x].con());
+    cluster.setslot(third, slot, &["NODE", &n_id]);
     let moved = Instant::now();
     let (mut refused, mut unavailable, mut admitted) = (0u64, 0u64, 0u64);
     while moved.elapsed() < Duration::from_millis(1_500) {
