@@ -438,3 +438,114 @@ fn review_clean_owner_restarted_with_the_same_id_and_no_data() {
     assert!(gate.is_connected(), "the process never came back");
     assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
 }
+
+/// X owns the slot, Y is its replica; the process takes the limit at X
+/// (with `lag`, Y cut off first: SIGSTOP and `CLIENT KILL TYPE replica`;
+/// Y resyncs during FORCE's election, see below); then `CLUSTER FAILOVER <how>` on Y (sent while Y is
+/// stopped when `lag`, as the forced-failover regression does). The
+/// process keeps asking until 7 s into a 16 x 500 ms interval: the ledger's
+/// worst interval must stay within the limit.
+fn failover_case(name: &str, how: &str, lag: bool) {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let y = cluster.replica_of(x);
+    let window = Duration::from_millis(500);
+    let gate =
+        RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT)).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let mut ledger = Ledger::default();
+    wait("never admitted at X", Duration::from_secs(10), || {
+        ledger.note(gate.try_acquire(1))
+    });
+    let run_key = format!("{{{name}}}:run");
+    let x_id = cluster.id(x);
+    wait("Y never got the epoch", Duration::from_secs(5), || {
+        get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id))
+    });
+    if lag {
+        cluster.nodes[y].signal("-STOP");
+        let _: () = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("replica")
+            .query(&mut cluster.nodes[x].con())
+            .unwrap();
+    }
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: limit not taken at X"
+        );
+        if ledger.note(gate.try_acquire(1)) {
+            before += 1;
+        }
+    }
+    let port = cluster.nodes[y].port;
+    let cmd = format!("CLUSTER FAILOVER {how}\r\n");
+    let sent = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut con = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        con.write_all(cmd.as_bytes()).unwrap();
+        let mut reply = [0u8; 5];
+        con.read_exact(&mut reply).unwrap();
+        String::from_utf8_lossy(&reply).into_owned()
+    });
+    if lag {
+        std::thread::sleep(Duration::from_millis(100));
+        cluster.nodes[y].signal("-CONT");
+    }
+    assert_eq!(
+        sent.join().unwrap(),
+        "+OK\r\n",
+        "premise: failover accepted"
+    );
+    if lag {
+        wait("Y never took over", Duration::from_secs(5), || {
+            role(&cluster, y) == "master"
+        });
+        let at_y: BTreeMap<String, u64> = redis::cmd("HGETALL")
+            .arg(format!("{{{name}}}"))
+            .query(&mut cluster.nodes[y].con())
+            .unwrap();
+        let at_y: u64 = at_y.values().sum();
+        // Not asserted: FORCE goes through an election, during which Y
+        // resyncs from X (it held 100 in every run seen): the lag cannot be
+        // forced this way; printed so a run shows which case it was.
+        println!("review | FORCE: Y held {at_y} when it took over");
+    }
+    let mut after = 0u64;
+    let (mut refused, mut unavailable) = (0u64, 0u64);
+    let mut first_admission: Option<Duration> = None;
+    while t_fill.elapsed() < Duration::from_secs(7) {
+        match gate.try_acquire(1) {
+            Decision::Refused => refused += 1,
+            Decision::Unavailable => unavailable += 1,
+            d => {
+                ledger.note(d);
+                after += 1;
+                first_admission.get_or_insert(t_fill.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let owner = cluster.owner(slot);
+    let worst = ledger.worst(16);
+    println!("review | CLUSTER FAILOVER {how} (lag {lag}) | owner now {} | before {before} | after {after} (first {first_admission:?} after the fill), refused {refused}, unavailable {unavailable} | worst interval {worst}",
+        if owner == y { "Y" } else { "X" });
+    assert_eq!(owner, y, "premise: Y took over");
+    assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
+}
+
+#[test]
+fn review_clean_coordinated_failover() {
+    failover_case("rev2d", "", false);
+}
+
+#[test]
+fn review_clean_forced_failover_after_cutting_the_replica_off() {
+    failover_case("rev2e", "FORCE", true);
+}
