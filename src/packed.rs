@@ -1274,6 +1274,10 @@ mod tests {
     /// half range and wrap, in every 64-bit shape with `N <= 4`, `F <= 2`
     /// (by `Layout` and by `Fixed`), and in 128-bit shapes.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "plain integer arithmetic on word values in safe code: nothing for Miri to check that the native run does not (`--include-ignored` runs a small case)"
+    )]
     fn view_is_what_it_was_before_the_inline_branch() {
         fn same<B: Bits + core::fmt::Debug>(l: impl Geometry, w: B, c: u64) {
             let (a, b) = (view(l, w, c), view_before(l, w, c));
@@ -1404,6 +1408,10 @@ mod tests {
     /// limit, the limit, and (in a 64-bit word) over it; every 64-bit
     /// shape with `N <= 4`, `F <= 2`, by `Layout` and by `Fixed`.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "plain integer arithmetic on word values in safe code: nothing for Miri to check that the native run does not (`--include-ignored` runs a small case)"
+    )]
     fn the_fast_path_answers_as_the_general_decision() {
         fn walk<const N: usize>(l: impl Geometry, rng: &mut Rng, steps: usize) -> usize {
             let (mask, s) = (l.id_mask(), u64::from(l.slots()));

@@ -1116,3 +1116,223 @@ fn a_far_ahead_probe_grant_postpones_the_probe_timeout_to_it() {
     assert!(b.try_acquire(u64::MAX).is_none()); // reopens: open until u64::MAX
     assert_eq!((b.state(), b.snapshot().time), (State::Open, u64::MAX));
 }
+
+/// Two windows of 10, at most 0 errors from 1 request, open for 30, the
+/// probe timeout 30, `k` probes.
+fn two_windows_of_10(k: u16) -> CircuitBreaker<2> {
+    CircuitBreaker::<2>::new(
+        Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 30)
+            .with_min_requests(1)
+            .with_probes(k),
+    )
+}
+
+/// A plain permit at `now` reporting an error at `now`: the transition it made.
+fn error_at(b: &CircuitBreaker<2>, now: u64) -> Option<State> {
+    let p = b.try_acquire(now).expect("closed: admitted");
+    assert!(!p.is_probe());
+    b.report(now, p, 1, Outcome::Error).map(|t| t.to)
+}
+
+/// Reopen -> half-open cycles, one of them ended by a lost probe's
+/// timeout, each raising the side deadline; the close, with a clock that
+/// lags every deadline, must start at the deadline of its own open period
+/// (the last one), not an earlier one.
+#[test]
+fn a_close_after_reopen_cycles_and_a_lost_probe_starts_at_the_last_deadline() {
+    let b = two_windows_of_10(1);
+    assert_eq!(error_at(&b, 5), Some(State::Open));
+    assert_eq!(b.snapshot().time, 35);
+    // Cycle 1: half-open at 35 (deadline 35), the probe bad at 36.
+    let p = b.try_acquire(35).unwrap();
+    assert_eq!(
+        b.report(36, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(b.snapshot().time, 66);
+    // Cycle 2: half-open at 66 (deadline 66), the probe lost; the probe
+    // timeout (30 from the grant) reopens at 96.
+    let lost = b.try_acquire(66).unwrap();
+    assert!(b.try_acquire(95).is_none());
+    assert!(b.try_acquire(96).is_none());
+    assert_eq!((b.state(), b.snapshot().time), (State::Open, 126));
+    // Cycle 3: half-open at 126, the probe good with a clock at 50.
+    let p = b.try_acquire(126).unwrap();
+    assert_eq!(
+        b.report(50, p, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(b.snapshot().time, 126, "closed from an older deadline");
+    // The lost probe, reported now, changes nothing.
+    assert_eq!(b.report(127, lost, 1, Outcome::Error), None);
+    assert_eq!(b.state(), State::Closed);
+    // A report in a window before the start's is uncounted; one after trips,
+    // open for 30 from it.
+    assert_eq!(error_at(&b, 119), None);
+    assert_eq!(b.uncounted_reports(), 1);
+    assert_eq!(error_at(&b, 131), Some(State::Open));
+    assert_eq!(b.snapshot().time, 161);
+}
+
+/// One far-future glitch, at `u64::MAX` itself, on the call that
+/// half-opens the breaker. The side deadline is raised to the open word's
+/// deadline, not to the caller's `now`, so the close starts on time and the
+/// breaker trips and recovers as if there had been no glitch.
+#[test]
+fn a_half_open_at_u64_max_never_raises_the_side_deadline() {
+    for glitch in [u64::MAX, u64::MAX - 1, 1 << 40] {
+        let b = two_windows_of_10(1);
+        assert_eq!(error_at(&b, 5), Some(State::Open));
+        let p = b.try_acquire(glitch).unwrap();
+        assert_eq!(
+            b.report(40, p, 1, Outcome::Success).map(|t| t.to),
+            Some(State::Closed)
+        );
+        assert_eq!(b.snapshot().time, 40, "glitch {glitch}");
+        assert_eq!(error_at(&b, 41), Some(State::Open));
+        assert_eq!(b.snapshot().time, 71, "glitch {glitch}");
+        // The next close, lagging, starts at the new deadline (71), and the
+        // breaker keeps working: the side deadline was never the glitch.
+        let p = b.try_acquire(71).unwrap();
+        assert_eq!(
+            b.report(60, p, 1, Outcome::Success).map(|t| t.to),
+            Some(State::Closed)
+        );
+        assert_eq!(b.snapshot().time, 71, "glitch {glitch}");
+        assert_eq!(error_at(&b, 75), Some(State::Open));
+        assert_eq!((b.snapshot().time, b.uncounted_reports()), (105, 0));
+    }
+}
+
+/// A far-ahead time (within the 2^47-window range) that does raise
+/// the side deadline: a stale report at F raises the latest time, a reopen
+/// then opens until F + 30, and a second far-ahead call half-opens at F + 30.
+/// The closed period starts at F + 30 and cannot trip until the real time
+/// gets there (the module docs, "Times"). The raised
+/// side deadline is then harmless: once real time passes it, later closes
+/// start at their own `now`, and the breaker trips and recovers.
+#[test]
+fn a_far_ahead_side_deadline_lasts_only_until_real_time_passes_it() {
+    const F: u64 = 1_000_000_000_000; // 10^11 windows of 10: within 2^47
+    let b = two_windows_of_10(1);
+    let stale = b.try_acquire(0).unwrap();
+    assert_eq!(error_at(&b, 5), Some(State::Open));
+    assert_eq!(b.report(F, stale, 1, Outcome::Success), None); // raises `latest`
+    let p = b.try_acquire(35).unwrap();
+    assert_eq!(
+        b.report(36, p, 1, Outcome::Error).map(|t| t.to),
+        Some(State::Open)
+    );
+    assert_eq!(b.snapshot().time, F + 30);
+    let p = b.try_acquire(F + 30).unwrap(); // the second glitch: side deadline F + 30
+    assert_eq!(
+        b.report(40, p, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(b.snapshot().time, F + 30);
+    for t in 41..61 {
+        assert_eq!(error_at(&b, t), None);
+    }
+    assert_eq!((b.state(), b.uncounted_reports()), (State::Closed, 20));
+    // Real time reaches F + 30: the period counts and trips, for 30.
+    assert_eq!(error_at(&b, F + 31), Some(State::Open));
+    assert_eq!(b.snapshot().time, F + 61);
+    // The next close with a lagging clock starts at its own deadline, not
+    // at any older one, and the breaker trips again from on-time reports.
+    let p = b.try_acquire(F + 61).unwrap();
+    assert_eq!(
+        b.report(F + 62, p, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(b.snapshot().time, F + 62);
+    assert_eq!(error_at(&b, F + 70), Some(State::Open));
+    assert_eq!(b.uncounted_reports(), 20);
+}
+
+/// A closed period counts by window: a report of the new period before
+/// the start (43) but in the start's window (4) counts, and here trips the
+/// breaker; one in an earlier window (39, window 3) is uncounted.
+#[test]
+fn a_report_before_the_start_in_the_starts_window_counts() {
+    let b = two_windows_of_10(1);
+    assert_eq!(error_at(&b, 5), Some(State::Open)); // open until 35
+    let p = b.try_acquire(35).unwrap();
+    assert_eq!(
+        b.report(43, p, 1, Outcome::Success).map(|t| t.to),
+        Some(State::Closed)
+    );
+    assert_eq!(b.snapshot().time, 43);
+    assert_eq!((error_at(&b, 39), b.uncounted_reports()), (None, 1));
+    assert_eq!(
+        (error_at(&b, 41), b.uncounted_reports()),
+        (Some(State::Open), 1),
+        "a report before the start, in its window, is not counted"
+    );
+    assert_eq!(b.snapshot().time, 73);
+}
+
+/// A refused `try_acquire` with a clock far ahead, while half-open with all
+/// `k` probes granted, takes them for lost: the period ends and their good
+/// reports change nothing. The reopen counts from when they became lost by
+/// the breaker's own times (the latest grant, 36, plus the probe timeout),
+/// not from the refused caller's `now`: open until 96, not until the far
+/// time plus the recovery timeout (forever at `u64::MAX`).
+#[test]
+fn a_far_ahead_refused_acquire_reopens_from_the_probe_timeout_not_from_its_now() {
+    for far in [1_000_000_000_000, u64::MAX - 1, u64::MAX] {
+        let b = two_windows_of_10(2);
+        assert_eq!(error_at(&b, 5), Some(State::Open)); // open until 35
+        let (p, q) = (b.try_acquire(35).unwrap(), b.try_acquire(36).unwrap());
+        assert!(b.try_acquire(far).is_none()); // all 2 granted: taken for lost
+        assert_eq!(
+            (b.state(), b.snapshot().time),
+            (State::Open, 96),
+            "far {far}"
+        );
+        assert_eq!(b.report(40, p, 1, Outcome::Success), None);
+        assert_eq!(b.report(41, q, 1, Outcome::Success), None);
+        assert!(b.try_acquire(95).is_none());
+        assert!(b.try_acquire(96).unwrap().is_probe(), "far {far}");
+    }
+}
+
+/// A report from an earlier period changes no state and no statistics, but
+/// it raises the latest time the breaker has seen, which every later trip
+/// and reopen counts from: a stale report at 100 makes a bad probe at 36
+/// reopen until 130 (not 66); one at `u64::MAX - 1`, until a `now` of
+/// `u64::MAX`.
+#[test]
+fn a_report_from_an_earlier_period_raises_the_time_later_deadlines_count_from() {
+    for (stale_now, until) in [(100, 130), (u64::MAX - 1, u64::MAX)] {
+        let b = two_windows_of_10(1);
+        let stale = b.try_acquire(0).unwrap();
+        assert_eq!(error_at(&b, 5), Some(State::Open)); // open until 35
+        assert_eq!(b.report(stale_now, stale, 1, Outcome::Success), None);
+        assert_eq!((b.state(), b.snapshot().time), (State::Open, 35));
+        let p = b.try_acquire(35).unwrap();
+        assert_eq!(
+            b.report(36, p, 1, Outcome::Error).map(|t| t.to),
+            Some(State::Open)
+        );
+        assert_eq!(b.snapshot().time, until, "stale report at {stale_now}");
+    }
+}
+
+/// A report ahead of the real time delays the counting of the reports at
+/// the real time only if it is at least `N` windows ahead: with `N = 2`
+/// windows of 10, after a report at 15 (one window ahead of 5) an error at
+/// 5 counts and trips; after one at 25 (two windows ahead) it is uncounted.
+#[test]
+fn a_report_fewer_than_n_windows_ahead_leaves_real_time_reports_counting() {
+    let b = two_windows_of_10(1);
+    let p = b.try_acquire(5).unwrap();
+    assert_eq!(b.report(15, p, 1, Outcome::Success), None);
+    assert_eq!(
+        (error_at(&b, 5), b.uncounted_reports()),
+        (Some(State::Open), 0)
+    );
+    let b = two_windows_of_10(1);
+    let p = b.try_acquire(5).unwrap();
+    assert_eq!(b.report(25, p, 1, Outcome::Success), None);
+    assert_eq!((error_at(&b, 5), b.uncounted_reports()), (None, 1));
+}

@@ -701,3 +701,29 @@ fn a_limit_of_max_count_books_all_or_nothing() {
 fn a_limit_above_max_count_panics_at_run_time() {
     let _ = Gate::<2>::new(NonZeroU64::new(500).unwrap(), leaparray::MAX_COUNT + 1);
 }
+
+/// A bucket-shaped gate reads the `N - 1` windows after its own, so its
+/// range of times in use is `N - 1` windows short of 2^47 (GUARANTEES.md,
+/// section 5): at that range's edge it admits, and its `retry_after` says
+/// so, as a word-shaped gate does; `N - 1` windows farther it can refuse.
+fn bucket_edge<const N: usize>(d: u64) -> (Decision, Option<u64>) {
+    let g = Gate::<N>::new(nz(1), 5).in_buckets();
+    assert_eq!(g.shape(), Shape::Buckets);
+    assert_eq!(g.try_acquire(100, 1), Decision::Pass);
+    let now = 100 + (1u64 << 47) - d;
+    let after = g.retry_after(now, 1);
+    (g.try_acquire(now, 1), after)
+}
+
+#[test]
+fn bucket_shape_admits_at_the_edge_of_its_id_range() {
+    // The farthest time in range: 2^47 - (N - 1) - 1 windows from 100.
+    assert_eq!(bucket_edge::<1>(1), (Decision::Pass, Some(0)));
+    assert_eq!(bucket_edge::<2>(2), (Decision::Pass, Some(0)));
+    assert_eq!(bucket_edge::<4>(4), (Decision::Pass, Some(0)));
+    assert_eq!(bucket_edge::<8>(8), (Decision::Pass, Some(0)));
+    // One window past it (out of range), a bucket read as the newer
+    // window it aliases refuses: the bound is tight.
+    assert_eq!(bucket_edge::<2>(1).0, Decision::Block);
+    assert_eq!(bucket_edge::<8>(7).0, Decision::Block);
+}

@@ -5,7 +5,9 @@
 //! a closed breaker (one transition, none missed); an error and a success
 //! under an error ratio (no trip on a torn read); probes and plain permits
 //! of earlier periods; a stalled plain report (what is not one step); a
-//! stalled tripping report racing the close (issue 36).
+//! stalled tripping report racing the close (issue 36); a caller that
+//! half-opens the breaker stalling before its raise of the open period's
+//! deadline across one or two later open periods.
 //!
 //! Every model checks that each transition is reported exactly once: the
 //! observer saw transitions numbered exactly 1 to the final transition
@@ -640,4 +642,57 @@ fn a_stalled_half_opener_never_moves_a_later_close() {
         record(s.transitions);
     });
     seen.assert_all(&[3, 5]);
+}
+
+/// Tripped at 0 (open until 10). Thread A takes a probe at 10, if the
+/// breaker is still open then, and loses it (stalling, maybe, between its
+/// swap and its raise of 10). Thread B gets a probe at 20 (or, after A's
+/// probe, reopens on the probe timeout, open until 30, and gets one at
+/// 30), reports it bad at 31 (open until 41), gets a probe at 41 and
+/// reports it good with a clock lagging to 35. Closed from the later of 35
+/// and the deadline of the open period before B's last probe: 41, wherever
+/// A's raise lands. With a plain store, A's 10 can land after B's 41:
+/// closed from 35.
+#[test]
+fn a_half_opener_stalled_across_two_periods_never_moves_the_close() {
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        OBSERVED.with(|o| o.borrow_mut().clear());
+        let b: &'static CircuitBreaker<2> = Box::leak(Box::new(
+            CircuitBreaker::new(
+                Config::new(Strategy::ErrorCount { max_errors: 0 }, 20, 10)
+                    .with_min_requests(1)
+                    .with_probe_timeout(10),
+            )
+            .with_observer(observe),
+        ));
+        let p = b.try_acquire(0).unwrap();
+        assert!(b.report(0, p, 1, Outcome::Error).is_some());
+        let ta = spawn(move || drop(b.try_acquire(10)));
+        let tb = spawn(move || {
+            let p = b.try_acquire(20).or_else(|| b.try_acquire(30)).unwrap();
+            assert!(p.is_probe());
+            assert_eq!(
+                b.report(31, p, 1, Outcome::Error).map(|t| t.to),
+                Some(State::Open)
+            );
+            assert_eq!(b.snapshot().time, 41);
+            let p = b.try_acquire(41).unwrap();
+            b.report(35, p, 1, Outcome::Success)
+        });
+        ta.join().unwrap();
+        let rb = tb.join().unwrap();
+        assert_eq!(rb.map(|t| t.to), Some(State::Closed));
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.time),
+            (State::Closed, 41),
+            "closed from an earlier open period's deadline ({} transitions)",
+            s.transitions
+        );
+        each_transition_once(b, &[rb]);
+        record(s.transitions);
+    });
+    seen.assert_all(&[5, 7]);
 }

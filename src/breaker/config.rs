@@ -194,11 +194,14 @@ pub struct Config {
     /// probe was lost: never reported) on the first
     /// [`try_acquire`](super::CircuitBreaker::try_acquire) whose `now` is
     /// this long after the latest grant's `now` (a grant with a clock far
-    /// ahead postpones that: "Times" in the [module docs](super)). Default: the
-    /// recovery timeout. At least 1. A probe merely slower than this is
-    /// taken as lost: its report then changes nothing, and the next
-    /// half-open period grants `k` new probes while it may still be in
-    /// flight. Set it above the slowest request.
+    /// ahead postpones that: "Times" in the [module docs](super)), refusing
+    /// it; open for the recovery timeout from the latest grant plus this
+    /// timeout (or from a later time seen). Default: the recovery timeout.
+    /// At least 1. A probe merely slower than this is taken as lost: its
+    /// report then changes no state (its `now` only raises the latest time
+    /// seen: "Permits" in the module docs), and the next half-open period
+    /// grants `k` new probes while it may still be in flight. Set it above
+    /// the slowest request.
     pub probe_timeout: u64,
 }
 

@@ -30,15 +30,16 @@
 //! | state | [`try_acquire`](CircuitBreaker::try_acquire) | [`report`](CircuitBreaker::report) |
 //! |---|---|---|
 //! | [`State::Closed`] | admits (a plain permit) | a permit of the current closed period: adds the outcome to the window of the report's `now` (unless that window cannot count: see "Times"); trips to `Open` when the strategy's condition holds over the period's windows live at the newest window the statistics hold |
-//! | [`State::Open`] | refuses a `now` before its deadline (the recovery timeout after the latest time the breaker had seen when it tripped or reopened: see "Times"); at the deadline or later, the first caller moves it to `HalfOpen` and is the first probe | nothing (stale permits are ignored) |
-//! | [`State::HalfOpen`] | admits until `k` probes have been granted in this half-open period, then refuses; if all `k` were granted and none has been granted for the probe timeout (a probe never reported), the caller moves it back to `Open` | a probe of this period: a bad outcome reopens it at once; when all `k` probes have reported good, it closes |
+//! | [`State::Open`] | refuses a `now` before its deadline (the recovery timeout after the latest time the breaker had seen when it tripped or reopened, or after a lost probe's timeout if that was later: see "Times"); at the deadline or later, the first caller moves it to `HalfOpen` and is the first probe | no state (a stale permit's report only raises the latest time seen: see "Times") |
+//! | [`State::HalfOpen`] | admits until `k` probes have been granted in this half-open period, then refuses; if all `k` were granted and none has been granted for the probe timeout (a probe never reported), the caller is refused and moves it back to `Open` | a probe of this period: a bad outcome reopens it at once; when all `k` probes have reported good, it closes |
 //!
 //! So **all `k` probes must be good to close, and any bad one reopens**
 //! ("bad": slower than the RT threshold for the slow-request strategy, an
 //! error for the error strategies). A reopened breaker waits the full
 //! recovery timeout again. Every deadline (a trip's, a reopen's) counts
-//! from the latest time the breaker has seen (see "Times"), never from an
-//! older `now` of a caller that stalled.
+//! from the latest time the breaker has seen (a lost probe's reopen: from
+//! when the probe became lost, if that is later; see "Times"), never from
+//! an older `now` of a caller that stalled.
 //!
 //! The trip condition, over the windows of the current closed period (at
 //! most the last `N`, and none before the window of its start), with
@@ -63,7 +64,9 @@
 //! breaker is ignored). A report counts only if its period is still the current
 //! one: a plain permit's outcome counts in the statistics of the closed
 //! period it was granted in, a probe's decides the half-open period it was
-//! granted in, and a report from an earlier period changes nothing. (In
+//! granted in, and a report from an earlier period changes no state and no
+//! statistics: its `now` only raises the latest time the breaker has seen,
+//! which later deadlines count from (see "Times"). (In
 //! Sentinel any request completing while half-open decides the probe, even
 //! one admitted before the trip.)
 //!
@@ -96,26 +99,31 @@
 //!
 //! Every `now` is the caller's clock in ticks; they need not arrive in
 //! order (a caller reads its clock, then stalls). The breaker keeps the
-//! latest `now` of any report, and the word's time: the start of the
-//! closed period, the deadline of the open one, the latest probe grant of
-//! the half-open one.
+//! latest `now` of any report, of any period (a report from an earlier
+//! period too), and the word's time: the start of the closed period, the
+//! deadline of the open one, the latest probe grant of the half-open one.
 //!
 //! - **Deadlines.** A trip opens the breaker for the recovery timeout from
 //!   the latest of: the tripping report's `now`, the latest `now` of any
-//!   report, the closed period's start. A reopen (a bad probe, or a lost
-//!   one) from the latest of: its `now`, the latest `now` of any report,
-//!   the latest probe grant. A report with an older `now` neither shortens
-//!   the open time nor lets the next closed period start in a window that
-//!   holds reports of the one before the trip.
+//!   report, the closed period's start. A reopen by a bad probe from the
+//!   latest of: its `now`, the latest `now` of any report, the latest probe
+//!   grant. A reopen by a lost probe from the later of: the latest probe
+//!   grant plus the probe timeout (when the probe became lost, at or before
+//!   the `now` of the refused caller that finds it so), the latest `now` of
+//!   any report; never from that caller's `now`. A report with an older
+//!   `now` neither shortens the open time nor lets the next closed period
+//!   start in a window that holds reports of the one before the trip.
 //! - **A closed period's start** is the later of the closing probe
 //!   report's `now` and the deadline of the open period before it (no
 //!   `now` before that deadline half-opens the breaker). A probe grant's
 //!   `now` does not move it: a probe granted to a caller whose clock leads
-//!   leaves the reports of callers on time counted. A report of the new
-//!   period whose `now` is before the start (a clock that lags the closing
-//!   report's or the deadline, or a `now` read before the close) is in no
-//!   window of the period: it is counted in
-//!   [`uncounted_reports`](CircuitBreaker::uncounted_reports).
+//!   leaves the reports of callers on time counted. The period counts by
+//!   window: a report of the new period whose `now` is in a window before
+//!   the window of the start (a clock that lags the closing report's or the
+//!   deadline, or a `now` read before the close) is in no window of the
+//!   period: it is counted in
+//!   [`uncounted_reports`](CircuitBreaker::uncounted_reports). One before
+//!   the start but in the start's window counts in the period.
 //! - **Which reports count.** A plain report of the current closed period
 //!   counts only if its window is the period's first window or later and
 //!   one of the `N` windows ending at the newest window the statistics
@@ -129,21 +137,39 @@
 //!
 //! One time far ahead (a clock step, a glitch), fewer than 2^47 windows
 //! ahead of the real time (the range of window ids: [`guarantees`](crate::guarantees),
-//! section 5), does this until the real time catches up with it:
+//! section 5), does this:
 //!
-//! - **a report at that time**, or a close by a probe report at that
-//!   time: every report at the real time is counted in
-//!   `uncounted_reports` and none trips the breaker; a trip or reopen
-//!   after it opens the breaker
-//!   until that time plus the recovery timeout (saturating: for a time
-//!   near `u64::MAX`, until a `now` of `u64::MAX`);
+//! - **a report at that time**, of any period (a report from an earlier
+//!   period too): a trip or reopen after it opens the breaker until that
+//!   time plus the recovery timeout (saturating: for a time near
+//!   `u64::MAX`, until a `now` of `u64::MAX`). A plain report of the
+//!   current closed period at that time, at least `N` windows ahead, also
+//!   makes every report at the real time counted in `uncounted_reports`
+//!   (none trips the breaker) until the real time's window is among the
+//!   `N` windows ending at the window of that time. Fewer than `N` windows
+//!   ahead it delays no counting: the reports at the real time still count
+//!   (and can trip);
+//! - **a close by a probe report at that time**: a trip or reopen after it
+//!   opens the breaker until that time plus the recovery timeout (as after
+//!   any report), and the closed period starts at that time: every report
+//!   at the real time is counted in `uncounted_reports` and none trips the
+//!   breaker until the real time reaches the window of that time;
 //! - **a probe grant at that time**: a bad probe of that half-open period
 //!   reopens the breaker until that time plus the recovery timeout, and a
 //!   lost probe of that period is taken as bad only at a `now` of that
 //!   time plus the probe timeout (saturating at `u64::MAX`): until then the
-//!   breaker stays half-open and refuses every request. If that period
-//!   closes, the grant moves neither the closed period's start nor any
-//!   later deadline.
+//!   breaker stays half-open and refuses every request; then it opens
+//!   until that time plus the probe and the recovery timeouts (saturating).
+//!   If that period closes, the grant moves neither the closed period's
+//!   start nor any later deadline;
+//! - **a refused `try_acquire` at that time**, while half-open with all `k`
+//!   probes granted and that time at least the probe timeout after the
+//!   latest grant: it takes the probes for lost, even probes reported good
+//!   right after it. It ends the half-open period (their reports then
+//!   change nothing) and opens the breaker as for any lost probe: until the
+//!   latest grant plus the probe and recovery timeouts (or the latest
+//!   `now` of any report plus the recovery timeout, if later), not until
+//!   that time plus the recovery timeout.
 //!
 //! A time 2^47 windows or more ahead is outside that range: its window id
 //! is taken modulo 2^48 windows, so reports at the real time may count
@@ -274,8 +300,9 @@ pub struct Snapshot {
     /// `Closed`: the start of its statistics (the closing probe report's
     /// `now`, or the deadline of the open period before it if that was
     /// later; 0 for a new breaker); `Open`: when it may half-open (the
-    /// recovery timeout after the latest time the breaker had seen,
-    /// saturating at `u64::MAX`); `HalfOpen`: when its latest probe was
+    /// recovery timeout after the latest time the breaker had seen, or
+    /// after a lost probe's timeout if that was later, saturating at
+    /// `u64::MAX`); `HalfOpen`: when its latest probe was
     /// granted.
     pub time: u64,
     /// `HalfOpen`: probes granted in this period (0 otherwise).
@@ -374,7 +401,8 @@ impl<const N: usize> Permit<'_, N> {
 /// Memory: the 16-byte word, the `LeapArray<N, 2>` of statistics (`N`
 /// windows of two counters), three `u64` atomics (the uncounted reports,
 /// the latest `now` of any report, the deadline of the latest open
-/// period), the configuration, the window length and the observer.
+/// period that half-opened), the configuration, the window length and the
+/// observer.
 ///
 /// ```
 /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, Ratio, Strategy};
@@ -568,11 +596,13 @@ impl<const N: usize> CircuitBreaker<N> {
     /// their window was before the period's first window (the window of
     /// its start), or not among the `N` windows ending at the newest window
     /// the statistics hold (by window id), before or right after their add
-    /// or right after their read. One time far ahead (a clock step, a
-    /// glitch) fewer than 2^47 windows ahead of the real time makes every
-    /// report at the real time uncounted until the real time catches up,
-    /// so no trip can happen meanwhile: a rising count here says so (a time
-    /// 2^47 windows or more ahead aliases: see "Times"). Times must stay
+    /// or right after their read. One report far ahead (a clock step, a
+    /// glitch), at least `N` and fewer than 2^47 windows ahead of the real
+    /// time, makes every report at the real time uncounted until the real
+    /// time's window is among the `N` ending at its window (a close far
+    /// ahead: until the real time reaches the close's window), so no trip
+    /// can happen meanwhile: a rising count here says so (a time 2^47
+    /// windows or more ahead aliases: see "Times"). Times must stay
     /// within the `N` windows of the newest one. Not counted here: a report
     /// into a window already holding [`MAX_COUNT`](crate::MAX_COUNT)
     /// reports (held at that bound). See "Times" in the [module docs](self).
@@ -692,7 +722,12 @@ impl<const N: usize> CircuitBreaker<N> {
                             ..w
                         }
                     } else if now >= w.time.saturating_add(self.config.probe_timeout) {
-                        self.reopened(w, now)
+                        // Open from when the probe became lost by the
+                        // breaker's own times (the latest grant plus the
+                        // probe timeout, at most this `now`), not from
+                        // this caller's `now`: a refused caller's clock
+                        // far ahead does not move the deadline to it.
+                        self.reopened(w, w.time.saturating_add(self.config.probe_timeout))
                     } else {
                         return None;
                     }
@@ -735,8 +770,11 @@ impl<const N: usize> CircuitBreaker<N> {
 
     /// Reports how the request of `permit` ended at `now`, with its
     /// response time `rt` in ticks; returns the transition it made, if
-    /// any. A report from an earlier period (see "Permits" in the module
-    /// docs), or on a permit another breaker granted, changes nothing.
+    /// any. A report on a permit another breaker granted changes nothing.
+    /// A report from an earlier period (see "Permits" in the module docs)
+    /// changes no state and no statistics; its `now` only raises the latest
+    /// time the breaker has seen, which later deadlines count from (see
+    /// "Times").
     ///
     /// ```
     /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy};
@@ -903,11 +941,12 @@ impl<const N: usize> CircuitBreaker<N> {
         }
     }
 
-    /// The word of the `Open` period that follows `w` (closed or half-open)
-    /// at `now`: open for the recovery timeout from the latest time the
-    /// breaker has seen (`now`, the word's time: the close or the latest
-    /// probe grant, and the latest `now` of any report), never from an
-    /// older `now` alone (a stalled caller's).
+    /// The word of the `Open` period that follows `w` (closed or half-open):
+    /// open for the recovery timeout from the latest of `now` (the `now` of
+    /// the report that trips or reopens it; for a lost probe, the latest
+    /// grant plus the probe timeout), the word's time (the close or the
+    /// latest probe grant) and the latest `now` of any report, never from
+    /// an older `now` alone (a stalled caller's).
     fn reopened(&self, w: Word, now: u64) -> Word {
         // ORDERING: Relaxed; what this must see of other reports' `now`s
         // is ordered by the array's `SeqCst` adds and reads (see `report`).

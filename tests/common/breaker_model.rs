@@ -84,7 +84,13 @@ impl<const N: usize> BreakerModel<N> {
     /// the close or latest grant (`time`, closed or half-open) and every
     /// report's `now`.
     fn open(&mut self, now: u64) -> Transition {
-        let from = now.max(self.time).max(self.latest);
+        self.open_from(now, now)
+    }
+
+    /// Open for the recovery timeout from the latest of `from`, `time` and
+    /// every report's `now`; the transition at `now`.
+    fn open_from(&mut self, from: u64, now: u64) -> Transition {
+        let from = from.max(self.time).max(self.latest);
         let until = from.saturating_add(self.config.recovery_timeout);
         self.enter(State::Open, until, now)
     }
@@ -125,8 +131,11 @@ impl<const N: usize> BreakerModel<N> {
                 )
             }
             State::HalfOpen => {
-                if now >= self.time.saturating_add(self.config.probe_timeout) {
-                    (None, Some(self.open(now)))
+                // A lost probe: open from when it became lost (the latest
+                // grant plus the probe timeout), not from this `now`.
+                let lost = self.time.saturating_add(self.config.probe_timeout);
+                if now >= lost {
+                    (None, Some(self.open_from(lost, now)))
                 } else {
                     (None, None)
                 }

@@ -213,11 +213,7 @@ fn check(app: &App) -> (bool, String) {
     };
     // A line for each key over its limit, and for the busiest few; a flood
     // of keys is summed up in one line.
-    let mut busiest: Vec<(u64, &String)> = b
-        .keys
-        .iter()
-        .map(|(k, s)| (worst(s).0, k))
-        .collect();
+    let mut busiest: Vec<(u64, &String)> = b.keys.iter().map(|(k, s)| (worst(s).0, k)).collect();
     busiest.sort_unstable_by(|a, b| b.cmp(a));
     for (rank, (w, k)) in busiest.iter().enumerate() {
         if rank < 8 || (app.per_key > 0 && *w > app.per_key) {

@@ -1,0 +1,313 @@
+//! A keyed state store for [governor](https://docs.rs/governor)'s
+//! [`RateLimiter`] in fixed memory: `CAP` slots, lock-free,
+//! allocated once by [`KeyedStore::new`].
+//!
+//! governor's own keyed stores (`DashMapStateStore`, `HashMapStateStore`)
+//! grow by one entry for every key ever seen until `retain_recent` runs; a
+//! flood of distinct keys (every address of an IPv6 /64) grows them without
+//! bound. [`KeyedStore`] keeps `CAP` slots of (a 64-bit key fingerprint,
+//! governor's theoretical arrival time), whatever arrives. Migrating is one
+//! line (and the limiter's type, [`KeyedRateLimiter`], where nothing else
+//! names it):
+//!
+//! ```
+//! use std::net::IpAddr;
+//! use governor::{clock::DefaultClock, Quota, RateLimiter};
+//! use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+//! use nonzero_ext::nonzero;
+//!
+//! let quota = Quota::per_second(nonzero!(10u32));
+//! let limiter: KeyedRateLimiter<IpAddr, 65_536> =
+//!     RateLimiter::new(quota, KeyedStore::<IpAddr, 65_536>::new(), DefaultClock::default());
+//! let ip: IpAddr = "192.0.2.1".parse().unwrap();
+//! assert!(limiter.check_key(&ip).is_ok());
+//! ```
+//!
+//! # Guarantees
+//!
+//! - **Exactness with room.** While every key a request names has its slot
+//!   (at most `CAP` keys with a live arrival time, and no probe of 16
+//!   slots full of them), each decision is the one governor's `DashMap`
+//!   store makes, request for request (`tests/differential.rs`).
+//! - **No key past its quota.** An update swaps the whole slot from exactly
+//!   the value governor's closure saw (its "update only if unchanged",
+//!   `src/slot.rs`); a key keeps its slot until its arrival time has passed
+//!   for the caller that reuses it, and a key inserted after a reuse starts
+//!   from the latest freed arrival time (a caller whose clock is behind is
+//!   limited as if the slot had stayed); a new key whose probe is full of
+//!   live keys is refused.
+//! - **Fingerprint collisions only refuse more.** Two keys with the same
+//!   64-bit fingerprint share one limit. With `n` keys stored, a given
+//!   key's chance of sharing is at most `(n - 1) / 2^64` (3.6e-15 at
+//!   `n = 65,536`), and the chance that any two of them share at most
+//!   `n^2 / 2^65` (1.2e-10 at `n = 65,536`), for a hasher whose output is
+//!   uniform (the default, std's `RandomState`: SipHash with random keys,
+//!   which an attacker cannot aim).
+//! - **Fixed memory.** `16 * CAP` bytes of slots, one allocation by
+//!   `new`, and the store's few words; nothing allocates after it.
+//!
+//! What is not: a new key whose probe (16 slots) is full of keys with live
+//! arrival times is refused until one of them passes or `retain_recent`
+//! frees it (this store's overflow; leaparray's keyed eviction will
+//! replace it). A quota whose burst takes more than 146 years to refill
+//! cannot be stored (`src/slot.rs`, `refuse`).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod slot;
+mod sync;
+
+use core::fmt;
+use core::hash::{BuildHasher, Hash};
+use core::marker::PhantomData;
+use std::hash::RandomState;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
+use governor::state::keyed::ShrinkableKeyedStateStore;
+use governor::state::StateStore;
+use governor::RateLimiter;
+
+/// governor's keyed `RateLimiter` on a [`KeyedStore`] of `CAP` slots, with
+/// no middleware and the clock `C` (governor's `DefaultClock` unless
+/// given): the type to name where nothing else fixes the limiter's
+/// middleware (`RateLimiter::new` is generic over it).
+///
+/// ```
+/// use governor::{clock::DefaultClock, Quota, RateLimiter};
+/// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+/// use nonzero_ext::nonzero;
+///
+/// let limiter: KeyedRateLimiter<u64, 1024> =
+///     RateLimiter::new(Quota::per_minute(nonzero!(60u32)), KeyedStore::new(), DefaultClock::default());
+/// assert!(limiter.check_key(&42).is_ok());
+/// ```
+pub type KeyedRateLimiter<K, const CAP: usize, C = DefaultClock> =
+    RateLimiter<K, KeyedStore<K, CAP>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
+/// A keyed [`StateStore`] for governor of `CAP` slots, each a key's 64-bit
+/// fingerprint (the hash of the key by `S`) and its theoretical arrival
+/// time, in one lock-free 128-bit word (crate docs: guarantees).
+///
+/// `K` is never stored: keys are known by fingerprint, so two keys with
+/// the same fingerprint share one limit.
+///
+/// ```
+/// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
+/// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+/// use nonzero_ext::nonzero;
+///
+/// let clock = FakeRelativeClock::default();
+/// let limiter: KeyedRateLimiter<&str, 1024, FakeRelativeClock> = RateLimiter::new(
+///     Quota::per_second(nonzero!(2u32)),
+///     KeyedStore::<&str, 1024>::new(),
+///     clock.clone(),
+/// );
+/// assert!(limiter.check_key(&"alice").is_ok());
+/// assert!(limiter.check_key(&"alice").is_ok());
+/// assert!(limiter.check_key(&"alice").is_err()); // alice's burst is spent
+/// assert!(limiter.check_key(&"bob").is_ok()); // bob has his own
+/// assert_eq!(limiter.len(), 2);
+/// ```
+pub struct KeyedStore<K, const CAP: usize, S = RandomState> {
+    table: slot::Table,
+    hasher: S,
+    key: PhantomData<fn(&K)>,
+}
+
+impl<K, const CAP: usize> KeyedStore<K, CAP> {
+    /// A store of `CAP` free slots, keys hashed by std's `RandomState`
+    /// (random keys per store). `CAP == 0` does not compile.
+    ///
+    /// ```
+    /// use leaparray_governor::KeyedStore;
+    /// let store = KeyedStore::<u64, 4096>::new();
+    /// assert_eq!(store.capacity(), 4096);
+    /// ```
+    pub fn new() -> Self {
+        Self::with_hasher(RandomState::new())
+    }
+}
+
+impl<K, const CAP: usize> Default for KeyedStore<K, CAP> {
+    /// [`KeyedStore::new`].
+    ///
+    /// ```
+    /// use leaparray_governor::KeyedStore;
+    /// let store: KeyedStore<u64, 64> = Default::default();
+    /// assert_eq!(store.capacity(), 64);
+    /// ```
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, const CAP: usize, S> KeyedStore<K, CAP, S> {
+    /// A store of `CAP` free slots, keys hashed by `hasher`. Its output is
+    /// the fingerprint: a hasher an attacker can predict lets them aim keys
+    /// at one probe (refusing the keys there) or at one key's fingerprint
+    /// (sharing its limit).
+    ///
+    /// ```
+    /// use std::hash::RandomState;
+    /// use leaparray_governor::KeyedStore;
+    /// let store = KeyedStore::<u64, 64, _>::with_hasher(RandomState::new());
+    /// assert_eq!(store.capacity(), 64);
+    /// ```
+    pub fn with_hasher(hasher: S) -> Self {
+        const {
+            assert!(
+                CAP > 0,
+                "leaparray-governor: KeyedStore needs CAP >= 1 slots"
+            )
+        };
+        KeyedStore {
+            table: slot::Table::new(CAP),
+            hasher,
+            key: PhantomData,
+        }
+    }
+
+    /// Slots in the store: `CAP`.
+    ///
+    /// ```
+    /// use leaparray_governor::KeyedStore;
+    /// assert_eq!(KeyedStore::<u32, 100>::new().capacity(), 100);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.table.capacity()
+    }
+}
+
+impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
+    /// The fingerprint of `key`: its hash, never 0 (0 marks a free slot's
+    /// key half; a hash of 0 is taken as 1).
+    #[inline(always)]
+    fn fingerprint(&self, key: &K) -> u64 {
+        self.hasher.hash_one(key).max(1)
+    }
+
+    /// Whether `key` (or a key with its fingerprint) has a slot.
+    ///
+    /// ```
+    /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
+    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let limiter: KeyedRateLimiter<u32, 64, FakeRelativeClock> = RateLimiter::new(
+    ///     Quota::per_second(nonzero!(1u32)),
+    ///     KeyedStore::<u32, 64>::new(),
+    ///     FakeRelativeClock::default(),
+    /// );
+    /// limiter.check_key(&7).unwrap();
+    /// let store = limiter.into_state_store();
+    /// assert!(store.contains_key(&7));
+    /// assert!(!store.contains_key(&8));
+    /// ```
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.table.get(self.fingerprint(key)).is_some()
+    }
+}
+
+impl<K, const CAP: usize, S> fmt::Debug for KeyedStore<K, CAP, S> {
+    /// The capacity and the slots in use.
+    ///
+    /// ```
+    /// use leaparray_governor::KeyedStore;
+    /// let s = format!("{:?}", KeyedStore::<u8, 8>::new());
+    /// assert_eq!(s, "KeyedStore { capacity: 8, len: 0 }");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedStore")
+            .field("capacity", &self.table.capacity())
+            .field("len", &self.table.len())
+            .finish()
+    }
+}
+
+impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> StateStore for KeyedStore<K, CAP, S> {
+    type Key = K;
+
+    /// governor's update of `key`'s arrival time by `f`, with its contract:
+    /// `f` may run again on each retry, and the slot changes only if it
+    /// still holds what `f` saw (`src/slot.rs`).
+    ///
+    /// ```
+    /// use governor::{nanos::Nanos, state::StateStore};
+    /// use leaparray_governor::KeyedStore;
+    ///
+    /// let store = KeyedStore::<u32, 64>::new();
+    /// let first: Result<Option<Nanos>, ()> =
+    ///     store.measure_and_replace(&1, |tat| Ok((tat, Nanos::from(10))));
+    /// assert_eq!(first, Ok(None));
+    /// let second: Result<Option<Nanos>, ()> =
+    ///     store.measure_and_replace(&1, |tat| Ok((tat, Nanos::from(20))));
+    /// assert_eq!(second, Ok(Some(Nanos::from(10))));
+    /// ```
+    #[inline]
+    fn measure_and_replace<T, F, E>(&self, key: &Self::Key, f: F) -> Result<T, E>
+    where
+        F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
+    {
+        self.table.update(self.fingerprint(key), |tat| {
+            f(tat.map(Nanos::from)).map(|(t, next)| (t, next.as_u64()))
+        })
+    }
+}
+
+impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> ShrinkableKeyedStateStore<K>
+    for KeyedStore<K, CAP, S>
+{
+    /// Frees the slot of every key whose arrival time is at or before
+    /// `drop_below` (governor's `RateLimiter::retain_recent` passes `now`
+    /// less one cell's time): such a key decides as a new one. One pass
+    /// over the `CAP` slots.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
+    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let clock = FakeRelativeClock::default();
+    /// let limiter: KeyedRateLimiter<u32, 64, FakeRelativeClock> = RateLimiter::new(
+    ///     Quota::per_second(nonzero!(1u32)),
+    ///     KeyedStore::<u32, 64>::new(),
+    ///     clock.clone(),
+    /// );
+    /// limiter.check_key(&1).unwrap();
+    /// clock.advance(Duration::from_secs(3));
+    /// limiter.retain_recent();
+    /// assert!(limiter.is_empty());
+    /// ```
+    fn retain_recent(&self, drop_below: Nanos) {
+        self.table.retain(drop_below.as_u64());
+    }
+
+    /// Slots holding a key: a count over the `CAP` slots, racing updates.
+    ///
+    /// ```
+    /// use governor::{state::keyed::ShrinkableKeyedStateStore, state::StateStore, nanos::Nanos};
+    /// use leaparray_governor::KeyedStore;
+    ///
+    /// let store = KeyedStore::<u32, 64>::new();
+    /// let _ = store.measure_and_replace(&1, |_| Ok::<_, ()>(((), Nanos::from(5))));
+    /// assert_eq!(ShrinkableKeyedStateStore::len(&store), 1);
+    /// ```
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether no slot holds a key (as [`len`](Self::len)).
+    ///
+    /// ```
+    /// use governor::state::keyed::ShrinkableKeyedStateStore;
+    /// use leaparray_governor::KeyedStore;
+    /// assert!(ShrinkableKeyedStateStore::is_empty(&KeyedStore::<u32, 64>::new()));
+    /// ```
+    fn is_empty(&self) -> bool {
+        self.table.len() == 0
+    }
+}
