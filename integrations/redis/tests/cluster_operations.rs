@@ -1,6 +1,9 @@
-//! Second hostile review of the Redis Cluster support (issue 35): each
-//! `review_defect_*` reproduces a defect (red on the code under review), each
-//! `review_clean_*` an attack that found nothing. Every test starts its own
+//! Cluster operations a hostile review tried against the gate, each with
+//! what it pins: draining a master's last slot (Redis 7 turns the master
+//! into the new owner's replica) is fenced for at most `restart_grace` and
+//! never admits over the limit (the README's documented cost); an owner
+//! restarted with the same node id and no data is a restart; a coordinated
+//! `CLUSTER FAILOVER` stays within the limit. Every test starts its own
 //! cluster with the harness of `tests/common` (free loopback ports, every
 //! redis-server killed on drop, also on panic).
 mod common;
@@ -10,6 +13,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const LIMIT: u64 = 100;
+/// `Config`'s default `restart_grace`.
+const GRACE: Duration = Duration::from_millis(500);
 
 fn connected<const W: usize>(g: &RedisGate<W>, why: &str, within: Duration) {
     let t = Instant::now();
@@ -68,151 +73,6 @@ impl Ledger {
     }
 }
 
-fn bus_port(c: &Cluster, node: usize) -> String {
-    let e = &c.nodes[node].extra;
-    let i = e.iter().position(|a| a == "--cluster-port").unwrap();
-    e[i + 1].clone()
-}
-
-/// Sequence (limit 100 per 16 x 1 s):
-/// 1. X owns the slot, Y is its replica. The process books 1 at X; Y
-///    replicates the epoch (`{name}:run` names X).
-/// 2. Y is cut off (SIGSTOP, `CLIENT KILL TYPE replica` on X); the process
-///    books 99 more at X (Y holds 1).
-/// 3. `CLUSTER FAILOVER TAKEOVER` on Y: Y owns the slot (`master_replid2`
-///    = X's replid), X turns into Y's replica.
-/// 4. The operator reuses X as an empty master: `CLUSTER RESET SOFT` on X
-///    (it flushes a replica and keeps the node id), `CLUSTER MEET` Y. X now
-///    answers `MOVED` for the slot, *as a master*.
-/// 5. The process's next decision gets X's `MOVED`, reads X's role: master,
-///    so it vouches for X; its fresh check at Y carries the vouch, and Y
-///    passes every test of `migrated()` (vouch names the recorded node, X
-///    known, counters present, `master_replid2` = X's replid): Y adopts
-///    the epoch, no fence, no write-back; 99 more are admitted.
-///
-/// The rule's premise "by 1, R was still a master, so it was not a
-/// failover of R" is false: R was failed over, then became a master again
-/// (without slots). The process's heartbeat is long (20 s, a legal
-/// setting) only so that it does not reach Y between steps 3 and 4; any
-/// process that first reaches Y after step 4 through X does the same.
-#[test]
-fn review_defect_old_master_reset_to_an_empty_master_vouches_for_its_failed_over_replica() {
-    let _g = serial();
-    let cluster = Cluster::start(3, 1);
-    let name = "rev2a";
-    let slot = cluster.slot(name);
-    let x = cluster.owner(slot);
-    let y = cluster.replica_of(x);
-    let window = Duration::from_millis(1_000);
-    let mut ledger = Ledger::default();
-    // A first process (defaults) makes the epoch and passes its first
-    // start's fence (500 ms), then exits; the process under test, with a
-    // long heartbeat (and a grace of at least it, as `check` requires),
-    // then joins that epoch without a fence of its own.
-    {
-        let g0 = RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT))
-            .unwrap();
-        connected(&g0, "first process through X", Duration::from_secs(5));
-        wait("never admitted at X", Duration::from_secs(10), || {
-            ledger.note(g0.try_acquire(1))
-        });
-    }
-    let mut cfg = Config::new(cluster.nodes[x].url(), name, window, LIMIT)
-        .restart_grace(Duration::from_secs(21));
-    cfg.heartbeat = Duration::from_secs(20);
-    let gate = RedisGate::<16>::open(cfg).unwrap();
-    connected(&gate, "through X", Duration::from_secs(5));
-    let run_key = format!("{{{name}}}:run");
-    let x_id = cluster.id(x);
-    wait("Y never got the epoch", Duration::from_secs(5), || {
-        get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id))
-    });
-    cluster.nodes[y].signal("-STOP");
-    let _: () = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("replica")
-        .query(&mut cluster.nodes[x].con())
-        .unwrap();
-    let t_fill = Instant::now();
-    let mut before = 1u64;
-    while before < LIMIT {
-        assert!(
-            t_fill.elapsed() < Duration::from_secs(2),
-            "premise: limit not taken at X"
-        );
-        if ledger.note(gate.try_acquire(1)) {
-            before += 1;
-        }
-    }
-    // Y takes over before it resyncs (as in cluster_regressions'
-    // forced-failover test).
-    let port = cluster.nodes[y].port;
-    let sent = std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        let mut con = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        con.write_all(b"CLUSTER FAILOVER TAKEOVER\r\n").unwrap();
-        let mut reply = [0u8; 5];
-        con.read_exact(&mut reply).unwrap();
-        String::from_utf8_lossy(&reply).into_owned()
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    cluster.nodes[y].signal("-CONT");
-    assert_eq!(
-        sent.join().unwrap(),
-        "+OK\r\n",
-        "premise: takeover accepted"
-    );
-    let at_y: BTreeMap<String, u64> = redis::cmd("HGETALL")
-        .arg(format!("{{{name}}}"))
-        .query(&mut cluster.nodes[y].con())
-        .unwrap();
-    let at_y: u64 = at_y.values().sum();
-    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
-    wait("X never became Y's replica", Duration::from_secs(5), || {
-        role(&cluster, x) == "slave"
-    });
-    // The operator reuses X as an empty master.
-    let _: () = redis::cmd("CLUSTER")
-        .arg("RESET")
-        .arg("SOFT")
-        .query(&mut cluster.nodes[x].con())
-        .unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg("MEET")
-        .arg("127.0.0.1")
-        .arg(cluster.nodes[y].port)
-        .arg(bus_port(&cluster, y))
-        .query(&mut cluster.nodes[x].con())
-        .unwrap();
-    let epoch_key = format!("{{{name}}}:epoch");
-    wait(
-        "X never answered MOVED as a master",
-        Duration::from_secs(10),
-        || {
-            let r: redis::RedisResult<Option<String>> = redis::cmd("GET")
-                .arg(&epoch_key)
-                .query(&mut cluster.nodes[x].con());
-            role(&cluster, x) == "master" && matches!(r, Err(e) if e.code() == Some("MOVED"))
-        },
-    );
-    let reset_at = t_fill.elapsed();
-    let mut after = 0u64;
-    let mut decisions = 0u64;
-    while t_fill.elapsed() < Duration::from_secs(12) {
-        decisions += 1;
-        if ledger.note(gate.try_acquire(1)) {
-            after += 1;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let worst = ledger.worst(16);
-    println!(
-        "review | old master reset to an empty master | Y held {at_y} | before {before} at X | X reset and answering MOVED {reset_at:?} after the fill | after {after} at Y of {decisions} | worst interval {worst} of {LIMIT}"
-    );
-    assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
-}
-
 /// Sequence (limit 100 per 4 x 250 ms, paced 1 per 20 ms: half the limit):
 /// 1. X owns the limit's slot and no other (its other slots are handed to
 ///    N, empty: the state of a node being drained, `redis-cli --cluster
@@ -229,7 +89,7 @@ fn review_defect_old_master_reset_to_an_empty_master_vouches_for_its_failed_over
 /// owner's `MOVED`, an idle limit's expired counters); this one, the
 /// routine last step of draining a node, is not stated.
 #[test]
-fn review_defect_draining_the_last_slot_of_a_master_fences_the_limit() {
+fn draining_the_last_slot_of_a_master_is_fenced_for_one_grace_at_most() {
     let _g = serial();
     let cluster = Cluster::start(3, 0);
     let name = "rev2b";
@@ -316,9 +176,15 @@ fn review_defect_draining_the_last_slot_of_a_master_fences_the_limit() {
     cluster.setslot(third, slot, &["NODE", &n_id]);
     let moved = Instant::now();
     let (mut refused, mut unavailable, mut admitted) = (0u64, 0u64, 0u64);
+    // When the first and the latest refusal came (after the migration).
+    let mut refusals: Option<(Duration, Duration)> = None;
     while moved.elapsed() < Duration::from_millis(1_500) {
         match gate.try_acquire(1) {
-            Decision::Refused => refused += 1,
+            Decision::Refused => {
+                refused += 1;
+                let at = moved.elapsed();
+                refusals = Some(refusals.map_or((at, at), |(first, _)| (first, at)));
+            }
             Decision::Unavailable => unavailable += 1,
             d => {
                 ledger.note(d);
@@ -377,23 +243,34 @@ fn review_defect_draining_the_last_slot_of_a_master_fences_the_limit() {
             Err(_) => false,
         },
     );
+    let epoch_kept = epoch_after.as_deref() == Some(epoch_before.as_str());
     println!(
-        "review | last slot of a master drained | X is now {x_role} | epoch kept: {} | after the migration: admitted {admitted}, refused {refused}, unavailable {unavailable} (paced at half the limit; unavailable: N answers CLUSTERDOWN for a while in some runs, Redis's own doing) | worst interval {}",
-        epoch_after.as_deref() == Some(epoch_before.as_str()),
+        "last slot of a master drained | X is now {x_role} | epoch kept: {epoch_kept} | after the migration: admitted {admitted}, refused {refused} (first, latest: {refusals:?}), unavailable {unavailable} (paced at half the limit; unavailable: N answers CLUSTERDOWN for a while in some runs, Redis's own doing) | worst interval {}",
         ledger.worst(4)
     );
     assert!(ledger.worst(4) <= LIMIT);
-    // The fence comes with a new epoch: a migration (the keys moved whole,
-    // nothing lost) must keep it.
-    assert_eq!(
-        epoch_after.as_deref(),
-        Some(epoch_before.as_str()),
-        "a routine migration (X's last slot) made a new epoch at N: the fence refused {refused} paced requests at half the limit"
+    // The documented cost: X answered `MOVED` as N's replica, so N made a
+    // new epoch (if this changes, so must the README's list of when the
+    // fence applies) ...
+    assert_eq!(x_role, "slave", "premise: X turned into N's replica");
+    assert!(
+        !epoch_kept,
+        "N kept the epoch: update the README's fence list"
     );
+    // ... and refused only while the fence lived: the requests are paced
+    // at half the limit, so every refusal is the fence's, and the fence
+    // (`PX restart_grace`) starts before the first of them. 250 ms of
+    // slack for a decision measured late on a loaded machine.
+    if let Some((first, latest)) = refusals {
+        assert!(
+            latest - first <= GRACE + Duration::from_millis(250),
+            "refused from {first:?} to {latest:?} after the migration: longer than one restart_grace ({GRACE:?})"
+        );
+    }
 }
 
 #[test]
-fn review_clean_owner_restarted_with_the_same_id_and_no_data() {
+fn an_owner_restarted_with_the_same_id_and_no_data_is_a_restart() {
     let _g = serial();
     let mut cluster = Cluster::start(3, 0);
     let name = "rev2c";
@@ -433,19 +310,20 @@ fn review_clean_owner_restarted_with_the_same_id_and_no_data() {
         std::thread::sleep(Duration::from_millis(2));
     }
     let worst = ledger.worst(16);
-    println!("review | owner restarted, same id, no data | before {before} | after {after} of {decisions} | worst interval {worst}");
+    println!("owner restarted, same id, no data | before {before} | after {after} of {decisions} | worst interval {worst}");
     assert_eq!(cluster.owner(slot), x, "premise: X serves the slot again");
     assert!(gate.is_connected(), "the process never came back");
     assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
 }
 
-/// X owns the slot, Y is its replica; the process takes the limit at X
-/// (with `lag`, Y cut off first: SIGSTOP and `CLIENT KILL TYPE replica`;
-/// Y resyncs during FORCE's election, see below); then `CLUSTER FAILOVER <how>` on Y (sent while Y is
-/// stopped when `lag`, as the forced-failover regression does). The
-/// process keeps asking until 7 s into a 16 x 500 ms interval: the ledger's
-/// worst interval must stay within the limit.
-fn failover_case(name: &str, how: &str, lag: bool) {
+/// X owns the slot, Y is its replica; the process takes the limit at X,
+/// then a coordinated `CLUSTER FAILOVER` on Y (X pauses its clients until
+/// Y has caught up). The process keeps asking until 7 s into a 16 x 500 ms
+/// interval: the ledger's worst interval stays within the limit, and the
+/// process is connected (to Y) at the end.
+#[test]
+fn coordinated_failover_stays_within_the_limit() {
+    let name = "rev2d";
     let _g = serial();
     let cluster = Cluster::start(3, 1);
     let slot = cluster.slot(name);
@@ -464,15 +342,6 @@ fn failover_case(name: &str, how: &str, lag: bool) {
     wait("Y never got the epoch", Duration::from_secs(5), || {
         get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id))
     });
-    if lag {
-        cluster.nodes[y].signal("-STOP");
-        let _: () = redis::cmd("CLIENT")
-            .arg("KILL")
-            .arg("TYPE")
-            .arg("replica")
-            .query(&mut cluster.nodes[x].con())
-            .unwrap();
-    }
     let t_fill = Instant::now();
     let mut before = 1u64;
     while before < LIMIT {
@@ -485,7 +354,7 @@ fn failover_case(name: &str, how: &str, lag: bool) {
         }
     }
     let port = cluster.nodes[y].port;
-    let cmd = format!("CLUSTER FAILOVER {how}\r\n");
+    let cmd = "CLUSTER FAILOVER\r\n";
     let sent = std::thread::spawn(move || {
         use std::io::{Read, Write};
         let mut con = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -494,29 +363,11 @@ fn failover_case(name: &str, how: &str, lag: bool) {
         con.read_exact(&mut reply).unwrap();
         String::from_utf8_lossy(&reply).into_owned()
     });
-    if lag {
-        std::thread::sleep(Duration::from_millis(100));
-        cluster.nodes[y].signal("-CONT");
-    }
     assert_eq!(
         sent.join().unwrap(),
         "+OK\r\n",
         "premise: failover accepted"
     );
-    if lag {
-        wait("Y never took over", Duration::from_secs(5), || {
-            role(&cluster, y) == "master"
-        });
-        let at_y: BTreeMap<String, u64> = redis::cmd("HGETALL")
-            .arg(format!("{{{name}}}"))
-            .query(&mut cluster.nodes[y].con())
-            .unwrap();
-        let at_y: u64 = at_y.values().sum();
-        // Not asserted: FORCE goes through an election, during which Y
-        // resyncs from X (it held 100 in every run seen): the lag cannot be
-        // forced this way; printed so a run shows which case it was.
-        println!("review | FORCE: Y held {at_y} when it took over");
-    }
     let mut after = 0u64;
     let (mut refused, mut unavailable) = (0u64, 0u64);
     let mut first_admission: Option<Duration> = None;
@@ -534,18 +385,9 @@ fn failover_case(name: &str, how: &str, lag: bool) {
     }
     let owner = cluster.owner(slot);
     let worst = ledger.worst(16);
-    println!("review | CLUSTER FAILOVER {how} (lag {lag}) | owner now {} | before {before} | after {after} (first {first_admission:?} after the fill), refused {refused}, unavailable {unavailable} | worst interval {worst}",
+    println!("coordinated CLUSTER FAILOVER | owner now {} | before {before} | after {after} (first {first_admission:?} after the fill), refused {refused}, unavailable {unavailable} | worst interval {worst}",
         if owner == y { "Y" } else { "X" });
     assert_eq!(owner, y, "premise: Y took over");
+    assert!(gate.is_connected(), "the process never reconnected");
     assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
-}
-
-#[test]
-fn review_clean_coordinated_failover() {
-    failover_case("rev2d", "", false);
-}
-
-#[test]
-fn review_clean_forced_failover_after_cutting_the_replica_off() {
-    failover_case("rev2e", "FORCE", true);
 }
