@@ -501,14 +501,17 @@ impl<const N: usize> Inner<N> {
     /// [`Self::fresh`] at the slot's known owner (else the URL's node);
     /// with `scan` (the keeper, `open`), if that fails, at every other node
     /// known (the URL's, the seeds, those learned; see the module
-    /// `cluster`).
+    /// `cluster`). Not after `ASK` or `TRYAGAIN`: the owner is up and
+    /// migrating the slot, and a scan could reach the new owner without
+    /// its `MOVED`, so without a vouch (a needless fence); the keeper tries
+    /// the owner again at its next beat.
     fn reach(&self, scan: bool) -> RedisResult<Conn> {
         let first = self.route.first();
         let e = match self.open_at(first.clone()) {
             Ok(c) => return Ok(c),
             Err(e) => e,
         };
-        if scan && lock(&self.evicting).is_none() {
+        if scan && fault::classify(&e) != Failure::Migrating && lock(&self.evicting).is_none() {
             for info in self.route.others(&first) {
                 if let Ok(c) = self.open_at(info) {
                     return Ok(c);

@@ -140,8 +140,10 @@
 //!
 //! * A process that did not see R's `MOVED` (it started after the
 //!   migration, was offline through it, or its pool was empty and its
-//!   first new connection went straight to the new owner) makes a new
-//!   epoch if it reaches the new owner first: a fence, refusals for
+//!   first new connection went straight to the new owner), or whose role
+//!   read after it failed (a timeout), or that reached the new owner only
+//!   after its vouch expired (a timeout and the keeper's backoff on a
+//!   loaded machine), makes a new epoch if it reaches the new owner first: a fence, refusals for
 //!   `restart_grace`, never an admission over the limit. So does a
 //!   migration of an idle limit whose counters expired (`2N` windows
 //!   after its latest booking), a migration of a master's last slot (it

@@ -391,3 +391,64 @@ fn coordinated_failover_stays_within_the_limit() {
     assert!(gate.is_connected(), "the process never reconnected");
     assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
 }
+
+/// A plain migration (the source keeps other slots, so it answers `MOVED`
+/// as a master) keeps the epoch: no fence, no refusal. One process with a
+/// timeout of 1 s, so that a loaded machine cannot make it miss the
+/// source's `MOVED` or its role (what `cluster::slot_migrated_mid_interval_stays_exact`
+/// tolerates, as documented, with the default 50 ms).
+#[test]
+fn a_plain_migration_keeps_the_epoch() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 0);
+    let name = "rev2f";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let n = cluster.other_master(slot);
+    let mut cfg = Config::new(
+        cluster.nodes[x].url(),
+        name,
+        Duration::from_millis(250),
+        LIMIT,
+    )
+    .restart_grace(Duration::from_secs(2));
+    cfg.timeout = Duration::from_secs(1);
+    let gate = RedisGate::<4>::open(cfg).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let mut ledger = Ledger::default();
+    wait("never admitted at X", Duration::from_secs(10), || {
+        ledger.note(gate.try_acquire(1))
+    });
+    let epoch_key = format!("{{{name}}}:epoch");
+    let before: String = redis::cmd("GET")
+        .arg(&epoch_key)
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    cluster.migrate(slot, x, n);
+    assert_eq!(cluster.owner(slot), n, "premise: migrated");
+    let (mut admitted, mut refused, mut unavailable) = (0u64, 0u64, 0u64);
+    for _ in 0..25 {
+        match gate.try_acquire(1) {
+            Decision::Refused => refused += 1,
+            Decision::Unavailable => unavailable += 1,
+            d => {
+                ledger.note(d);
+                admitted += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let after: Option<String> = redis::cmd("GET")
+        .arg(&epoch_key)
+        .query(&mut cluster.nodes[n].con())
+        .unwrap();
+    println!("plain migration | epoch kept: {} | admitted {admitted}, refused {refused}, unavailable {unavailable} | worst interval {}",
+        after.as_deref() == Some(before.as_str()), ledger.worst(4));
+    assert_eq!(
+        after.as_deref(),
+        Some(before.as_str()),
+        "a plain migration made a new epoch"
+    );
+    assert_eq!((refused, unavailable), (0, 0));
+    assert!(ledger.worst(4) <= LIMIT);
+}
