@@ -216,32 +216,34 @@ impl Route {
     }
 }
 
-/// Node ids of masters that answered this process `MOVED` (the vouch of
-/// the module `restart`, "Redis Cluster: migration or failover"): each
-/// sent with the fresh connections' checks for a while after its `MOVED`,
-/// until a fresh check sent after it passes (the node that passed then
-/// holds its own identity: adopted or a new epoch).
+/// Identities ("run node replid", as the script records them) of masters
+/// that answered this process `MOVED` (the vouch of the module `restart`,
+/// "Redis Cluster: migration or failover"): each sent with the fresh
+/// connections' checks for a while after its `MOVED`, until a fresh check
+/// sent after it passes (the node that passed then holds its own identity:
+/// adopted or a new epoch).
 #[derive(Debug, Default)]
 pub(crate) struct Vouches {
-    /// (node id, when its `MOVED` came, sequence number), and the latest
-    /// sequence number.
+    /// (node id, identity, when its `MOVED` came, sequence number), and the
+    /// latest sequence number.
     seen: Mutex<(Vec<Vouch>, u64)>,
 }
 
-/// A node id, when its `MOVED` came, its sequence number.
-type Vouch = (String, Instant, u64);
+/// A node id, its identity, when its `MOVED` came, its sequence number.
+type Vouch = (String, String, Instant, u64);
 
 /// Vouches kept at most.
 const VOUCHES: usize = 8;
 
 impl Vouches {
-    /// The master `id` answered `MOVED`.
-    pub fn master(&self, id: String) {
+    /// The master `id` answered `MOVED`; `identity` is its "run node
+    /// replid".
+    pub fn master(&self, id: String, identity: String) {
         let mut g = lock(&self.seen);
         g.1 += 1;
         let seq = g.1;
         g.0.retain(|v| v.0 != id);
-        g.0.push((id, Instant::now(), seq));
+        g.0.push((id, identity, Instant::now(), seq));
         if g.0.len() > VOUCHES {
             g.0.remove(0);
         }
@@ -252,22 +254,23 @@ impl Vouches {
         lock(&self.seen).0.retain(|v| v.0 != id);
     }
 
-    /// The node ids whose `MOVED` came less than `within` ago, separated by
-    /// spaces (the script's argument), and the mark to give [`Self::used`].
+    /// The identities whose `MOVED` came less than `within` ago, separated
+    /// by commas (the script's argument), and the mark to give
+    /// [`Self::used`].
     pub fn current(&self, within: Duration) -> (String, u64) {
         let g = lock(&self.seen);
         let ids: Vec<&str> =
             g.0.iter()
-                .filter(|v| v.1.elapsed() < within)
-                .map(|v| v.0.as_str())
+                .filter(|v| v.2.elapsed() < within)
+                .map(|v| v.1.as_str())
                 .collect();
-        (ids.join(" "), g.1)
+        (ids.join(","), g.1)
     }
 
     /// A fresh check sent with `current`'s `mark` passed: the vouches it
     /// carried are spent (those that came after stay).
     pub fn used(&self, mark: u64) {
-        lock(&self.seen).0.retain(|v| v.2 > mark);
+        lock(&self.seen).0.retain(|v| v.3 > mark);
     }
 }
 
@@ -314,19 +317,22 @@ mod tests {
     fn vouches_are_spent_by_a_check_sent_after_them_and_expire() {
         let v = Vouches::default();
         let long = Duration::from_secs(60);
-        v.master("b".into());
-        v.master("c".into());
+        v.master("b".into(), "r1 b p1".into());
+        v.master("c".into(), "r2 c p2".into());
         let (ids, mark) = v.current(long);
-        assert_eq!(ids, "b c");
+        assert_eq!(ids, "r1 b p1,r2 c p2");
         // `d` answers while that check is under way: it stays.
-        v.master("d".into());
+        v.master("d".into(), "r3 d p3".into());
         v.replica("c");
         v.used(mark);
-        assert_eq!(v.current(long).0, "d");
+        assert_eq!(v.current(long).0, "r3 d p3");
+        // A later `MOVED` of the same node replaces its identity.
+        v.master("d".into(), "r3 d p4".into());
+        assert_eq!(v.current(long).0, "r3 d p4");
         assert_eq!(v.current(Duration::ZERO).0, "");
         for i in 0..10 {
-            v.master(format!("n{i}"));
+            v.master(format!("n{i}"), format!("r n{i} p"));
         }
-        assert_eq!(v.current(long).0.split(' ').count(), VOUCHES);
+        assert_eq!(v.current(long).0.split(',').count(), VOUCHES);
     }
 }

@@ -215,6 +215,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The value of `field` in an `INFO` reply (`field:value` lines).
+fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| {
+        l.strip_prefix(field)?
+            .strip_prefix(':')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    })
+}
+
 impl<const N: usize> RedisGate<N> {
     /// Checks the configuration and starts the keeper thread, which
     /// connects (Redis need not be up yet: until it is, the fault policy
@@ -491,14 +501,17 @@ impl<const N: usize> Inner<N> {
     /// [`Self::fresh`] at the slot's known owner (else the URL's node);
     /// with `scan` (the keeper, `open`), if that fails, at every other node
     /// known (the URL's, the seeds, those learned; see the module
-    /// `cluster`).
+    /// `cluster`). Not after `ASK` or `TRYAGAIN`: the owner is up and
+    /// migrating the slot, and a scan could reach the new owner without
+    /// its `MOVED`, so without a vouch (a needless fence); the keeper tries
+    /// the owner again at its next beat.
     fn reach(&self, scan: bool) -> RedisResult<Conn> {
         let first = self.route.first();
         let e = match self.open_at(first.clone()) {
             Ok(c) => return Ok(c),
             Err(e) => e,
         };
-        if scan && lock(&self.evicting).is_none() {
+        if scan && fault::classify(&e) != Failure::Migrating && lock(&self.evicting).is_none() {
             for info in self.route.others(&first) {
                 if let Ok(c) = self.open_at(info) {
                     return Ok(c);
@@ -557,23 +570,38 @@ impl<const N: usize> Inner<N> {
     }
 
     /// After `MOVED` on `con`: if the node that sent it is a master, its
-    /// node id is a vouch the fresh connections' checks carry for
+    /// identity (`run_id`, node id, replication id: what the script
+    /// records) is a vouch the fresh connections' checks carry for
     /// `heartbeat + max_backoff + timeout` (a master that answers `MOVED`
     /// gave the slot away by migration; after a failover the old master
-    /// answers `MOVED` only as a replica). Without a vouch for the recorded
-    /// node the new owner makes a new epoch (a fence, never an admission
-    /// over the limit). Argued in the module `restart`.
+    /// answers `MOVED` only as a replica; one failed over and then reset
+    /// into a master has a new replication id). Without a vouch equal to
+    /// the recorded identity the new owner makes a new epoch (a fence,
+    /// never an admission over the limit). Argued in the module `restart`.
     fn vouch(&self, con: &mut Connection) {
-        let r: RedisResult<(String, String)> = redis::pipe()
+        let r: RedisResult<(String, String, String)> = redis::pipe()
             .cmd("CLUSTER")
             .arg("MYID")
+            .cmd("INFO")
+            .arg("server")
             .cmd("INFO")
             .arg("replication")
             .query(con);
         self.keeper_round_trips.fetch_add(1, Relaxed);
         match r {
-            Ok((id, rep)) if rep.contains("role:master") => self.vouches.master(id),
-            Ok((id, _)) => self.vouches.replica(&id),
+            Ok((id, server, rep)) if rep.contains("role:master") => {
+                match (
+                    info_field(&server, "run_id"),
+                    info_field(&rep, "master_replid"),
+                ) {
+                    (Some(run), Some(replid)) => {
+                        let identity = format!("{run} {id} {replid}");
+                        self.vouches.master(id, identity)
+                    }
+                    _ => self.vouches.replica(&id),
+                }
+            }
+            Ok((id, _, _)) => self.vouches.replica(&id),
             Err(_) => {}
         }
     }

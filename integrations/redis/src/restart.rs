@@ -49,17 +49,25 @@
 //! epoch (no fence) only if all of these hold, else makes a new epoch:
 //!
 //! 1. **The vouch.** The connecting process saw R answer `MOVED` while R
-//!    was a master (the client reads `CLUSTER MYID` and `INFO replication`
-//!    on that connection right after the `MOVED`, and sends the ids of the
-//!    masters whose `MOVED` it saw in the last `heartbeat + max_backoff +
-//!    timeout` with its fresh checks, until a check sent after them
-//!    passes: that node then holds its own identity). A master gives a slot away only
+//!    was a master *with the recorded identity*: the same redis-server
+//!    process, node id and replication id (the client reads `CLUSTER
+//!    MYID`, `INFO server` and `INFO replication` on that connection right
+//!    after the `MOVED`, and sends the "run node replid" of the masters
+//!    whose `MOVED` it saw in the last `heartbeat + max_backoff + timeout`
+//!    with its fresh checks, until a check sent after them passes: that
+//!    node then holds its own identity). A master gives a slot away only
 //!    by `SETSLOT ... NODE` (a migration); after a failover the old master
 //!    has lost every slot to its replica and turns into that replica's
 //!    replica in the same step (Redis's `clusterUpdateSlotsConfigWith`),
 //!    so it answers `MOVED` only as a replica (a dead master answers
 //!    nothing; one restarted from its `nodes.conf` after a failover
-//!    rejoins as a replica).
+//!    rejoins as a replica). A master keeps its replication id only while
+//!    it stays a master: becoming a replica takes its new master's id
+//!    (`PSYNC` or a full sync), and becoming a master again (`CLUSTER
+//!    RESET`, `REPLICAOF NO ONE`, a promotion) makes a new one; a restart
+//!    makes a new `run_id`. So a vouch equal to the recorded identity says
+//!    R has been a master, in one process, since it recorded the epoch:
+//!    it lost the slot by migration, not by failover.
 //! 2. R is another node than N, and one N knows (`CLUSTER
 //!    COUNT-FAILURE-REPORTS`: a node restarted without its `nodes.conf`
 //!    knows nobody); and N holds the counters hash (one key, moved whole:
@@ -69,9 +77,9 @@
 //!    promoted since it started (`second_repl_offset:-1`) and `r` is
 //!    neither of its replids, or `r` is its `master_replid2`: N was R's
 //!    own replica and was detached (`CLUSTER RESET`, which flushes it) or
-//!    promoted; by 1, R was still a master, so it was not a failover of R
-//!    (a promoted replica of another node, such as one of a migration
-//!    target that missed the adoption, fails both).
+//!    promoted; by 1, R has been a master throughout, so it was not a
+//!    failover of R (a promoted replica of another node, such as one of a
+//!    migration target that missed the adoption, fails both).
 //!
 //! The race the vouch (1 with R's role) prevents, limit 100, intervals
 //! longer than the failover (`cluster_regressions::
@@ -95,15 +103,53 @@
 //! received the slot by `MIGRATE` (`cluster_regressions::
 //! migration_to_a_former_replica_of_the_source_is_not_fenced`).
 //!
+//! Why the vouch is R's whole identity, not its node id and role alone
+//! (`cluster_regressions::
+//! a_failed_over_master_reset_into_an_empty_master_vouches_for_nothing`;
+//! same limit, heartbeat 20 s so that the process does not reach Y before
+//! step 6):
+//!
+//! | step | Process (gate) | Node X (owner) | Node Y (X's replica) |
+//! |---|---|---|---|
+//! | 1 | books 100 at X (Y cut off after 1) | records "run X replid x" | holds 1 |
+//! | 2 | | Y's replica: replid `y'` (Y's, by `PSYNC`) | `TAKEOVER`: owner, replid `y'`, `master_replid2` = `x` |
+//! | 3 | | `CLUSTER RESET SOFT` (flushed), `MEET` Y: a master without slots, replid `x''` | |
+//! | 4 | a decision gets `MOVED` Y from X; X is a master: vouch "run X x''" | | |
+//! | 5 | fresh check at Y with that vouch | | "run X x''" is not "run X x": new epoch E', the fence |
+//! | 6 | *stale*: writes back 100 under E'; refused | | holds 101 |
+//!
+//! With the node id as the vouch, step 5 found X vouched for, X known,
+//! the counters present and `master_replid2` = `x`, and adopted E: 99 more
+//! in the interval (199 of 100, the test's red run).
+//!
+//! Why a replica's `MOVED` vouches for nothing, though draining a master's
+//! last slot turns it into the new owner's replica (Redis 7,
+//! `cluster-allow-replica-migration yes`) so that a migration is fenced
+//! (`cluster_operations::draining_the_last_slot_of_a_master_is_fenced_for_one_grace_at_most`):
+//! a replica keeps its old replication id until it has synced from its new
+//! master (seconds: a full sync waits `repl-diskless-sync-delay`), so its
+//! identity proves nothing about how it lost the slot. X stopped (or cut
+//! off) through a failover to its lagging replica Y and a migration of
+//! Y's copy to a node N that was never promoted, then back: X learns that N
+//! holds its slots and turns into N's replica with its replid still `x`;
+//! its vouch would equal the recorded identity, and N, never promoted,
+//! would adopt Y's copy (over the limit by Y's lag). No reading of X or N
+//! at that point tells this from a drain.
+//!
 //! What this costs and leaves open:
 //!
 //! * A process that did not see R's `MOVED` (it started after the
 //!   migration, was offline through it, or its pool was empty and its
-//!   first new connection went straight to the new owner) makes a new
-//!   epoch if it reaches the new owner first: a fence, refusals for
+//!   first new connection went straight to the new owner), or whose role
+//!   read after it failed (a timeout), or that reached the new owner only
+//!   after its vouch expired (a timeout and the keeper's backoff on a
+//!   loaded machine), makes a new epoch if it reaches the new owner first: a fence, refusals for
 //!   `restart_grace`, never an admission over the limit. So does a
 //!   migration of an idle limit whose counters expired (`2N` windows
-//!   after its latest booking).
+//!   after its latest booking), a migration of a master's last slot (it
+//!   answers `MOVED` as the new owner's replica, above), and a migration
+//!   from a master restarted (a new `run_id`) or once a replica since it
+//!   recorded the epoch, when no process reached it in between.
 //! * A vouch is a fact about the past. It is spent by the next fresh check
 //!   that passes and expires after `heartbeat + max_backoff + timeout`
 //!   (200 ms by default), so it could vouch wrongly only if, within that

@@ -109,9 +109,9 @@ impl Calls {
     /// empty). With `fresh` (a new connection's first call): also makes a
     /// new epoch if the epoch was made by another redis-server process (a
     /// restart from persisted data, a failover), and reads the
-    /// `maxmemory-policy`. `vouch` (fresh only): node ids, separated by
-    /// spaces, of masters that answered this process `MOVED` (see the
-    /// module `restart`).
+    /// `maxmemory-policy`. `vouch` (fresh only): identities ("run node
+    /// replid"), separated by commas, of masters that answered this process
+    /// `MOVED` (see the module `restart`).
     pub fn check(
         &self,
         con: &mut Connection,

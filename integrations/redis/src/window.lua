@@ -50,20 +50,22 @@ end
 
 -- On a cluster, whether the data came whole by MIGRATE from the recorded
 -- node (argued in src/restart.rs, "Redis Cluster: migration or
--- failover"): `vouch` (the caller's, node ids separated by spaces) names
--- the recorded node, which
--- answered the caller MOVED while a master, and this node's replication
--- history rules out a replicated copy: it was never promoted since its
--- start and neither of its replids is the recorded one, or it is a
--- former replica of the recorded node itself (master_replid2), detached
--- and flushed by CLUSTER RESET (a promoted replica's old master answers
--- MOVED only as a replica).
+-- failover"): `vouch` (the caller's, identities "run node replid"
+-- separated by commas) holds the recorded identity itself: the recorded
+-- node answered the caller MOVED while a master, as the same redis-server
+-- process and with the same replication id, so a master ever since it
+-- recorded the epoch (a failover makes it a replica, which changes its
+-- replid for good); and this node's replication history rules out a
+-- replicated copy: it was never promoted since its start and neither of
+-- its replids is the recorded one, or it is a former replica of the
+-- recorded node itself (master_replid2), detached and flushed by CLUSTER
+-- RESET.
 local function migrated(stored, me, rep, vouch)
   if not rep or not stored then return false end
   local snode, srepl = string.match(stored, '^%x+ (%x+) (%x+)$')
   local mnode = string.match(me, '^%x+ (%x+) ')
   if not snode or not mnode or snode == mnode then return false end
-  if not string.find(' ' .. vouch .. ' ', ' ' .. snode .. ' ', 1, true) then return false end
+  if not string.find(',' .. vouch .. ',', ',' .. stored .. ',', 1, true) then return false end
   -- The counters came too (one key, moved whole): a slot assigned to this
   -- node while the source still held them makes the source delete them.
   if redis.call('EXISTS', KEYS[1]) == 0 then return false end
@@ -143,8 +145,8 @@ if op == 'book' then
   return {0, fmt(now), epoch, fmt(cur), take, room - take}
 elseif op == 'check' then
   -- A heartbeat: is this still the caller's epoch? ARGV[6] '1' on a fresh
-  -- connection (ARGV[7]: node ids, separated by spaces, of masters that
-  -- answered the caller MOVED): also, was the epoch made by this redis-server process? If
+  -- connection (ARGV[7]: identities "run node replid", separated by
+  -- commas, of masters that answered the caller MOVED): also, was the epoch made by this redis-server process? If
   -- not, Redis restarted from persisted data (RDB, AOF) or a replica took
   -- over: what it holds may miss bookings, so it is a restart (a new epoch,
   -- the fence, every process writes back). On a cluster, data that came

@@ -4,11 +4,13 @@
 //! migrations); a keeper with an empty pool stays online through
 //! `TRYAGAIN`; `MOVED` with an empty host (`unknown-endpoint`) is
 //! followed to the answering node's host; a migration to a former replica
-//! of the source is not fenced. Each test starts its own cluster (free loopback ports,
+//! of the source is not fenced; a master failed over and then reset into
+//! an empty master vouches for nothing. Each test starts its own cluster (free loopback ports,
 //! killed on drop, also on panic) with the harness of `tests/common`.
 mod common;
 use common::{serial, Cluster};
 use leaparray_redis::{Config, Decision, RedisGate};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const LIMIT: u64 = 100;
@@ -25,6 +27,55 @@ fn get_readonly(c: &Cluster, node: usize, key: &str) -> Option<String> {
     let mut con = c.nodes[node].con();
     let _: () = redis::cmd("READONLY").query(&mut con).unwrap();
     redis::cmd("GET").arg(key).query(&mut con).unwrap()
+}
+
+fn role(c: &Cluster, node: usize) -> String {
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut c.nodes[node].con())
+        .unwrap();
+    rep.lines()
+        .find_map(|l| l.strip_prefix("role:"))
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
+
+fn wait(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < within, "premise: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The ledger: admissions per window; the most any `n` consecutive windows hold.
+#[derive(Default)]
+struct Ledger(BTreeMap<u64, u64>);
+
+impl Ledger {
+    fn note(&mut self, d: Decision) -> bool {
+        match d.window() {
+            Some(w) => {
+                *self.0.entry(w).or_insert(0) += 1;
+                true
+            }
+            None => false,
+        }
+    }
+    fn worst(&self, n: u64) -> u64 {
+        self.0
+            .keys()
+            .map(|&w| self.0.range(w..w + n).map(|(_, c)| c).sum())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+fn bus_port(c: &Cluster, node: usize) -> String {
+    let e = &c.nodes[node].extra;
+    let i = e.iter().position(|a| a == "--cluster-port").unwrap();
+    e[i + 1].clone()
 }
 
 /// A slot migrates from B to A (the data whole: A's replica RA receives
@@ -634,4 +685,146 @@ fn a_slot_assigned_before_its_counters_moved_is_a_restart() {
         before + after <= LIMIT,
         "one interval admitted {before} at B + {after} at A > {LIMIT}"
     );
+}
+
+/// A master failed over, then reset into an empty master, answers `MOVED`
+/// as a master again but with a new replication id: its vouch is not the
+/// recorded identity, so its promoted replica makes a new epoch (red
+/// before: 199 of 100). Sequence (limit 100 per 16 x 1 s):
+/// 1. X owns the slot, Y is its replica. The process books 1 at X; Y
+///    replicates the epoch (`{name}:run` names X).
+/// 2. Y is cut off (SIGSTOP, `CLIENT KILL TYPE replica` on X); the process
+///    books 99 more at X (Y holds 1).
+/// 3. `CLUSTER FAILOVER TAKEOVER` on Y: Y owns the slot (`master_replid2`
+///    = X's replid), X turns into Y's replica.
+/// 4. The operator reuses X as an empty master: `CLUSTER RESET SOFT` on X
+///    (it flushes a replica and keeps the node id), `CLUSTER MEET` Y. X now
+///    answers `MOVED` for the slot, *as a master*.
+/// 5. The process's next decision gets X's `MOVED` and vouches with X's
+///    identity: same `run_id` and node id, but the replication id X took
+///    when it became a replica (and then a master again), not the recorded
+///    one. Y makes a new epoch: the fence, the write-back of 100, refused.
+///    Vouching with the node id alone (the code under the review), Y
+///    passed every test of `migrated()` (`master_replid2` = X's replid),
+///    adopted the epoch and admitted 99 more: 199 of 100.
+///
+/// The process's heartbeat is long (20 s, a legal setting) only so that
+/// it does not reach Y between steps 3 and 4; any process that first
+/// reaches Y after step 4 through X is in the same place.
+#[test]
+fn a_failed_over_master_reset_into_an_empty_master_vouches_for_nothing() {
+    let _g = serial();
+    let cluster = Cluster::start(3, 1);
+    let name = "rev2a";
+    let slot = cluster.slot(name);
+    let x = cluster.owner(slot);
+    let y = cluster.replica_of(x);
+    let window = Duration::from_millis(1_000);
+    let mut ledger = Ledger::default();
+    // A first process (defaults) makes the epoch and passes its first
+    // start's fence (500 ms), then exits; the process under test, with a
+    // long heartbeat (and a grace of at least it, as `check` requires),
+    // then joins that epoch without a fence of its own.
+    {
+        let g0 = RedisGate::<16>::open(Config::new(cluster.nodes[x].url(), name, window, LIMIT))
+            .unwrap();
+        connected(&g0, "first process through X", Duration::from_secs(5));
+        wait("never admitted at X", Duration::from_secs(10), || {
+            ledger.note(g0.try_acquire(1))
+        });
+    }
+    let mut cfg = Config::new(cluster.nodes[x].url(), name, window, LIMIT)
+        .restart_grace(Duration::from_secs(21));
+    cfg.heartbeat = Duration::from_secs(20);
+    let gate = RedisGate::<16>::open(cfg).unwrap();
+    connected(&gate, "through X", Duration::from_secs(5));
+    let run_key = format!("{{{name}}}:run");
+    let x_id = cluster.id(x);
+    wait("Y never got the epoch", Duration::from_secs(5), || {
+        get_readonly(&cluster, y, &run_key).is_some_and(|r| r.contains(&x_id))
+    });
+    cluster.nodes[y].signal("-STOP");
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let t_fill = Instant::now();
+    let mut before = 1u64;
+    while before < LIMIT {
+        assert!(
+            t_fill.elapsed() < Duration::from_secs(2),
+            "premise: limit not taken at X"
+        );
+        if ledger.note(gate.try_acquire(1)) {
+            before += 1;
+        }
+    }
+    // Y takes over before it resyncs (as in cluster_regressions'
+    // forced-failover test).
+    let port = cluster.nodes[y].port;
+    let sent = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut con = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        con.write_all(b"CLUSTER FAILOVER TAKEOVER\r\n").unwrap();
+        let mut reply = [0u8; 5];
+        con.read_exact(&mut reply).unwrap();
+        String::from_utf8_lossy(&reply).into_owned()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    cluster.nodes[y].signal("-CONT");
+    assert_eq!(
+        sent.join().unwrap(),
+        "+OK\r\n",
+        "premise: takeover accepted"
+    );
+    let at_y: BTreeMap<String, u64> = redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(&mut cluster.nodes[y].con())
+        .unwrap();
+    let at_y: u64 = at_y.values().sum();
+    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
+    wait("X never became Y's replica", Duration::from_secs(5), || {
+        role(&cluster, x) == "slave"
+    });
+    // The operator reuses X as an empty master.
+    let _: () = redis::cmd("CLUSTER")
+        .arg("RESET")
+        .arg("SOFT")
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(cluster.nodes[y].port)
+        .arg(bus_port(&cluster, y))
+        .query(&mut cluster.nodes[x].con())
+        .unwrap();
+    let epoch_key = format!("{{{name}}}:epoch");
+    wait(
+        "X never answered MOVED as a master",
+        Duration::from_secs(10),
+        || {
+            let r: redis::RedisResult<Option<String>> = redis::cmd("GET")
+                .arg(&epoch_key)
+                .query(&mut cluster.nodes[x].con());
+            role(&cluster, x) == "master" && matches!(r, Err(e) if e.code() == Some("MOVED"))
+        },
+    );
+    let reset_at = t_fill.elapsed();
+    let mut after = 0u64;
+    let mut decisions = 0u64;
+    while t_fill.elapsed() < Duration::from_secs(12) {
+        decisions += 1;
+        if ledger.note(gate.try_acquire(1)) {
+            after += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let worst = ledger.worst(16);
+    println!(
+        "old master reset to an empty master | Y held {at_y} | before {before} at X | X reset and answering MOVED {reset_at:?} after the fill | after {after} at Y of {decisions} | worst interval {worst} of {LIMIT}"
+    );
+    assert!(worst <= LIMIT, "one interval admitted {worst} > {LIMIT}");
 }
