@@ -504,6 +504,12 @@ pub(crate) enum Outcome {
 ///
 /// [`Decision`]: crate::Decision
 pub(crate) trait Answer: Copy {
+    /// Whether the caller needs the window a booking went into (an
+    /// [`Outcome`] does; a [`Decision`] does not, which lets
+    /// `Gate::book_word` skip finding it).
+    ///
+    /// [`Decision`]: crate::Decision
+    const WINDOW: bool;
     /// Booked `n` into window `c`.
     fn booked(c: u64) -> Self;
     /// Refused.
@@ -513,6 +519,7 @@ pub(crate) trait Answer: Copy {
 }
 
 impl Answer for Outcome {
+    const WINDOW: bool = true;
     #[inline(always)]
     fn booked(c: u64) -> Self {
         Outcome::Booked(c)
@@ -530,6 +537,7 @@ impl Answer for Outcome {
 /// A non-prioritized decision: only a booking passes (such a decision
 /// never borrows).
 impl Answer for crate::Decision {
+    const WINDOW: bool = false;
     #[inline(always)]
     fn booked(_: u64) -> Self {
         crate::Decision::Pass
@@ -587,6 +595,41 @@ impl<A: WordCell> WordGate<A> {
             _ => {}
         }
         self.acquire_from::<N, R>(now, n, l, cur, prioritized)
+    }
+
+    /// [`acquire`](Self::acquire) for a caller (not prioritized, wanting
+    /// no window back: `R::WINDOW` is false) whose `now` is in the window
+    /// `c` that starts at `s` and ends by `u64::MAX`, without `c`: the word's
+    /// newest window `b` is `c` modulo `2^T` exactly when `s - b * window`
+    /// is 0 modulo `2^(T + k)`, `m` (`2^(T + k) - 1`, with `T + k <= 64`,
+    /// for a window of `2^k` times an odd number). Proof: `s = c * window`,
+    /// so `s - b * window = 2^k * odd * (c - b)`, a multiple of `2^(T + k)`
+    /// exactly when `c - b` is a multiple of `2^T` (the odd factor is
+    /// invertible modulo `2^T`); and the word's bits above its id add
+    /// multiples of `2^T * window` to `b * window`, so the whole low word
+    /// serves for `b`.
+    #[inline(always)]
+    pub(crate) fn acquire_started<const N: usize, R: Answer>(
+        &self,
+        l: impl Geometry,
+        s: u64,
+        m: u64,
+        now: u64,
+        n: u64,
+    ) -> R {
+        debug_assert!(!R::WINDOW && n >= 1 && n <= l.limit());
+        let cur = self.word.load(Acquire);
+        if s.wrapping_sub(cur.low_u64().wrapping_mul(l.window().get())) & m == 0 {
+            match decide_newest(l, cur, n) {
+                Fast::Full => return R::refused(),
+                // ORDERING: as in `acquire_from`. (`R` ignores the window.)
+                Fast::Book(new) if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() => {
+                    return R::booked(0);
+                }
+                _ => {}
+            }
+        }
+        self.acquire_from::<N, R>(now, n, l, cur, false)
     }
 
     /// [`acquire`](Self::acquire) for every case, starting from a word
@@ -741,6 +784,20 @@ pub(crate) fn decide<B: Bits, const N: usize>(
     };
     // No carry: the slot's count plus `n` is within the limit.
     Some((v.base + booking::<_, B>(l, slot, n), outcome))
+}
+
+/// [`decide_fast`]'s answer when the caller's window is the newest of
+/// `w` (modulo `2^T`), for a caller that has tested that itself
+/// (`WordGate::acquire_started`); `n` as in `decide_fast`.
+#[inline(always)]
+pub(crate) fn decide_newest<B: Bits>(l: impl Geometry, w: B, n: u64) -> Fast<B> {
+    if !fits_total(l, w, n) {
+        Fast::Full
+    } else if is_plain(l, w) {
+        Fast::Book(w + booking::<_, B>(l, l.future(), n))
+    } else {
+        Fast::Other
+    }
 }
 
 /// What the fast path ("The fast path" in the module docs) makes of a
