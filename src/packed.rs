@@ -509,6 +509,7 @@ pub(crate) trait Answer: Copy {
     /// `Gate::book_word` skip finding it).
     ///
     /// [`Decision`]: crate::Decision
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     const WINDOW: bool;
     /// Booked `n` into window `c`.
     fn booked(c: u64) -> Self;
@@ -519,6 +520,7 @@ pub(crate) trait Answer: Copy {
 }
 
 impl Answer for Outcome {
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     const WINDOW: bool = true;
     #[inline(always)]
     fn booked(c: u64) -> Self {
@@ -537,6 +539,7 @@ impl Answer for Outcome {
 /// A non-prioritized decision: only a booking passes (such a decision
 /// never borrows).
 impl Answer for crate::Decision {
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     const WINDOW: bool = false;
     #[inline(always)]
     fn booked(_: u64) -> Self {
@@ -608,6 +611,7 @@ impl<A: WordCell> WordGate<A> {
     /// invertible modulo `2^T`); and the word's bits above its id add
     /// multiples of `2^T * window` to `b * window`, so the whole low word
     /// serves for `b`.
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     #[inline(always)]
     pub(crate) fn acquire_started<const N: usize, R: Answer>(
         &self,
@@ -789,6 +793,7 @@ pub(crate) fn decide<B: Bits, const N: usize>(
 /// [`decide_fast`]'s answer when the caller's window is the newest of
 /// `w` (modulo `2^T`), for a caller that has tested that itself
 /// (`WordGate::acquire_started`); `n` as in `decide_fast`.
+#[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
 #[inline(always)]
 pub(crate) fn decide_newest<B: Bits>(l: impl Geometry, w: B, n: u64) -> Fast<B> {
     if !fits_total(l, w, n) {
