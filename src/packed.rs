@@ -71,7 +71,11 @@
 //! with counts still live, a late caller, borrowed permits in a future
 //! slot, a prioritized refusal) the general decision runs. The window of `now` comes from the gate's hint when `now` falls
 //! in the hinted window (`Gate::book_word`): a multiply instead of a
-//! division.
+//! division. A gate's `try_acquire`, which wants no window back, needs
+//! not even that: it tests `now` against the hinted window's start and
+//! the word's newest window against that start
+//! (`WordGate::acquire_started`), then decides as `decide_fast`'s first
+//! case (`decide_newest`).
 //!
 //! # Late callers
 //!
