@@ -186,12 +186,8 @@ pub enum Shape {
 }
 
 enum Repr<const N: usize> {
-    /// A 64-bit word with one future window (the default occupy timeout).
-    Word64F1(WordGate<AtomicU64>),
-    /// A 64-bit word with no future window (no prioritized requests).
-    Word64F0(WordGate<AtomicU64>),
-    /// A 64-bit word with more future windows.
-    Word64(WordGate<AtomicU64>),
+    /// A 64-bit word: [`Gate::word`].
+    Word64,
     /// A 128-bit word (on targets without one, its type has no values and
     /// the variant is never built).
     #[allow(dead_code)]
@@ -199,8 +195,7 @@ enum Repr<const N: usize> {
     Buckets(BucketGate<N>),
 }
 
-/// A gate's state as every path but the hot one sees it: the three 64-bit
-/// variants are one word.
+/// A gate's state as every path but the hot one sees it.
 enum State<'a, const N: usize> {
     Word64(&'a WordGate<AtomicU64>),
     Word128(&'a WordGate<crate::sync::AtomicU128>),
@@ -232,6 +227,17 @@ const fn discard<const N: usize>(repr: Repr<N>) {
 /// ```
 pub struct Gate<const N: usize> {
     layout: Layout,
+    /// The word of the 64-bit shape ([`Repr::Word64`]; unused in the
+    /// others), outside `repr` so that a decision reaches it without
+    /// matching on the shape.
+    word: WordGate<AtomicU64>,
+    /// `fast[F]` is the limit if `book` decides this gate inline with
+    /// constant shifts (a 64-bit word with `F` future windows, `F` 0 or
+    /// 1, and a window `start_mask` can check), else 0; the other entry
+    /// is 0. So `n - 1 < fast[F]` tests the shape and `1 <= n <= limit`
+    /// in one compare.
+    #[cfg(target_pointer_width = "64")]
+    fast: [u64; 2],
     repr: Repr<N>,
     /// The id of a window some caller booked into, so that a caller in
     /// that same window finds its id with one multiply instead of a
@@ -241,6 +247,19 @@ pub struct Gate<const N: usize> {
     /// in loom builds (`book_word` says why).
     #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     hint: AtomicU64,
+    /// The start of the window `hint` names (stored beside it, so the two
+    /// may disagree for a while: each is read alone), for the callers that
+    /// want no window back: `now` is in it when `now - start < window`, no
+    /// multiply. The same kind of memo as `hint`: any value it holds is the
+    /// start of a window that ends by `u64::MAX`, and `start_mask` makes
+    /// the check of the word's window exact whatever the value.
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    start: AtomicU64,
+    /// `2^(T + k) - 1` for `T` id bits and a window of `2^k * m` ticks, `m`
+    /// odd (`WordGate::acquire_started` says why); used only where
+    /// `T + k <= 64` (`fast`).
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    start_mask: u64,
 }
 
 impl<const N: usize> Gate<N> {
@@ -334,36 +353,62 @@ impl<const N: usize> Gate<N> {
             // More windows than any word has slots for fit no word.
             let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
             if let Some(layout) = Layout::fit(64, live, div, limit, timeout) {
-                let word = WordGate::new(atomic_u64(0));
-                return Gate {
-                    layout,
-                    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
-                    hint: atomic_u64(0),
-                    // The variant names the common shapes, so that a
-                    // decision dispatches on one discriminant.
-                    repr: match layout.future {
-                        0 => Repr::Word64F0(word),
-                        1 => Repr::Word64F1(word),
-                        _ => Repr::Word64(word),
-                    },
-                };
+                return Self::assemble(layout, Repr::Word64);
             }
             #[cfg(all(not(leaparray_loom), any(target_arch = "x86_64", target_arch = "aarch64")))]
             if let Some(layout) = Layout::fit(128, live, div, limit, timeout) {
-                return Gate {
+                return Self::assemble(
                     layout,
-                    repr: Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
-                    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
-                    hint: atomic_u64(0),
-                };
+                    Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
+                );
             }
             // `fit` only fails for shapes with more bits than a word: the
             // bucket gate keeps the same parameters.
+            Self::assemble(
+                Layout::unpacked(live, div, limit, timeout),
+                Repr::Buckets(BucketGate::new(window)),
+            )
+        }
+    }
+
+    const_fn_unless_loom! {
+        /// A gate of this layout and state, its 64-bit word and memos new.
+        fn assemble(layout: Layout, repr: Repr<N>) -> Self {
+            #[cfg(target_pointer_width = "64")]
+            let fast = {
+                // `acquire_started` needs `T + k <= 64`: windows of a
+                // multiple of 2^(65 - T) ticks (2^32 for `Gate<2>`) decide
+                // through `book_otherwise`, dividing.
+                let checkable = layout.id_bits + layout.window.get().trailing_zeros() <= 64;
+                let word64 = matches!(repr, Repr::Word64);
+                let limit = if word64 && checkable { layout.limit } else { 0 };
+                match layout.future {
+                    0 => [limit, 0],
+                    1 => [0, limit],
+                    _ => [0, 0],
+                }
+            };
+            #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+            let start_mask = {
+                let bits = layout.id_bits + layout.window.get().trailing_zeros();
+                if bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1 << bits) - 1
+                }
+            };
             Gate {
-                layout: Layout::unpacked(live, div, limit, timeout),
-                repr: Repr::Buckets(BucketGate::new(window)),
+                layout,
+                word: WordGate::new(atomic_u64(0)),
+                #[cfg(target_pointer_width = "64")]
+                fast,
+                repr,
                 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
                 hint: atomic_u64(0),
+                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                start: atomic_u64(0),
+                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+                start_mask,
             }
         }
     }
@@ -384,12 +429,10 @@ impl<const N: usize> Gate<N> {
         pub fn in_buckets(self) -> Self {
             let Gate { layout, repr, .. } = self;
             discard(repr);
-            Gate {
-                layout: Layout::unpacked(layout.live, layout.window, layout.limit, layout.timeout),
-                repr: Repr::Buckets(BucketGate::new(layout.window.nonzero())),
-                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
-                hint: atomic_u64(0),
-            }
+            Self::assemble(
+                Layout::unpacked(layout.live, layout.window, layout.limit, layout.timeout),
+                Repr::Buckets(BucketGate::new(layout.window.nonzero())),
+            )
         }
     }
 
@@ -418,12 +461,10 @@ impl<const N: usize> Gate<N> {
             layout.limit,
             layout.timeout,
         ) {
-            return Some(Gate {
+            return Some(Self::assemble(
                 layout,
-                repr: Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
-                #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
-                hint: atomic_u64(0),
-            });
+                Repr::Word128(WordGate::new(crate::sync::AtomicU128::new(0))),
+            ));
         }
         let _ = layout;
         None
@@ -432,7 +473,7 @@ impl<const N: usize> Gate<N> {
     /// The state, the 64-bit variants as one.
     const fn state(&self) -> State<'_, N> {
         match &self.repr {
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) => State::Word64(w),
+            Repr::Word64 => State::Word64(&self.word),
             Repr::Word128(w) => State::Word128(w),
             Repr::Buckets(b) => State::Buckets(b),
         }
@@ -761,53 +802,60 @@ impl<const N: usize> Gate<N> {
     /// [`Outcome`]; a [`Decision`] says only whether it passed).
     #[inline(always)]
     pub(crate) fn book<R: Answer>(&self, now: u64, n: u64, prioritized: bool) -> R {
-        // The common case inline: a 64-bit word and `1 <= n < 2^63` (a
-        // word refuses `n > limit` itself).
+        // The common case inline: a 64-bit word and `1 <= n <= limit`.
         // On 64-bit targets, shapes with up to one future window (the
         // default timeout and none) decide with constant shifts and masks;
         // elsewhere (microcontrollers) one copy of the code reads them from
         // the layout: about 2.5 KB less of `.text` on a Cortex-M.
         let l = &self.layout;
-        let sized = (n as i64) > 0;
-        match &self.repr {
-            #[cfg(target_pointer_width = "64")]
-            Repr::Word64F1(w) if sized => {
-                self.book_word(w, Fixed::<u64, N, 1>::new(l), now, n, prioritized)
+        #[cfg(target_pointer_width = "64")]
+        {
+            // `n = 0` wraps to `u64::MAX`, never below.
+            let m = n.wrapping_sub(1);
+            if m < self.fast[1] {
+                return self.book_word(Fixed::<u64, N, 1>::new(l), now, n, prioritized);
             }
-            #[cfg(target_pointer_width = "64")]
-            Repr::Word64F0(w) if sized => {
-                self.book_word(w, Fixed::<u64, N, 0>::new(l), now, n, prioritized)
+            if m < self.fast[0] {
+                return self.book_word(Fixed::<u64, N, 0>::new(l), now, n, prioritized);
             }
-            #[cfg(not(target_pointer_width = "64"))]
-            Repr::Word64F1(w) | Repr::Word64F0(w) | Repr::Word64(w) if sized => {
-                w.acquire::<N, R>(l, l.window.div(now), now, n, prioritized)
-            }
-            _ => self.book_otherwise(now, n, prioritized),
         }
+        // (A word refuses `n > limit` itself.)
+        #[cfg(not(target_pointer_width = "64"))]
+        if matches!(self.repr, Repr::Word64) && (n as i64) > 0 {
+            return self
+                .word
+                .acquire::<N, R>(l, l.window.div(now), now, n, prioritized);
+        }
+        self.book_otherwise(now, n, prioritized)
     }
 
-    /// `book` on a 64-bit word: the caller's window from the hint when
+    /// `book` on the 64-bit word: the caller's window from the hint when
     /// `now` is in the hinted window (`now - h * window < window`, exact
     /// because the hinted window ends by `u64::MAX`), else by division,
-    /// after which the hint moves to a window the word booked into.
+    /// after which the hint moves to a window the word booked into. A
+    /// caller that wants no window back tests `now` against `start`
+    /// instead, and the word's window against `start` too
+    /// (`WordGate::acquire_started`).
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
-    fn book_word<G: Geometry, R: Answer>(
-        &self,
-        w: &WordGate<AtomicU64>,
-        g: G,
-        now: u64,
-        n: u64,
-        prioritized: bool,
-    ) -> R {
+    fn book_word<G: Geometry, R: Answer>(&self, g: G, now: u64, n: u64, prioritized: bool) -> R {
+        let w = &self.word;
         #[cfg(not(leaparray_loom))]
         {
             let d = g.window().get();
+            if !R::WINDOW {
+                debug_assert!(!prioritized);
+                let s = self.start.load(Relaxed);
+                if now.wrapping_sub(s) < d {
+                    return w.acquire_started::<N, R>(g, s, self.start_mask, now, n);
+                }
+                return self.book_new_window(now, n, g, prioritized);
+            }
             let h = self.hint.load(Relaxed);
             if now.wrapping_sub(h.wrapping_mul(d)) < d {
                 return w.acquire::<N, R>(g, h, now, n, prioritized);
             }
-            self.book_new_window(now, n, w, g, prioritized)
+            self.book_new_window(now, n, g, prioritized)
         }
         // The models check the word: the hint, a memo of an exact
         // arithmetic fact, would only multiply their schedules.
@@ -824,22 +872,23 @@ impl<const N: usize> Gate<N> {
         &self,
         now: u64,
         n: u64,
-        w: &WordGate<AtomicU64>,
         g: G,
         prioritized: bool,
     ) -> R {
         let d = g.window();
         let c = d.div(now);
-        let outcome: Outcome = w.acquire::<N, Outcome>(g, c, now, n, prioritized);
+        let outcome: Outcome = self.word.acquire::<N, Outcome>(g, c, now, n, prioritized);
         // Only a window that ends by `u64::MAX` (see `hint`); only when the
         // word booked into the caller's window (a late caller's window
         // would send the callers after it to this path).
-        let whole = c
+        let start = c
             .checked_mul(d.get())
-            .and_then(|s| s.checked_add(d.get()))
-            .is_some();
-        if whole && outcome == Outcome::Booked(c) {
-            self.hint.store(c, Relaxed);
+            .filter(|s| s.checked_add(d.get()).is_some());
+        if let (Some(start), Outcome::Booked(b)) = (start, outcome) {
+            if b == c {
+                self.hint.store(c, Relaxed);
+                self.start.store(start, Relaxed);
+            }
         }
         R::of(outcome)
     }

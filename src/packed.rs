@@ -71,7 +71,11 @@
 //! with counts still live, a late caller, borrowed permits in a future
 //! slot, a prioritized refusal) the general decision runs. The window of `now` comes from the gate's hint when `now` falls
 //! in the hinted window (`Gate::book_word`): a multiply instead of a
-//! division.
+//! division. A gate's `try_acquire`, which wants no window back, needs
+//! not even that: it tests `now` against the hinted window's start and
+//! the word's newest window against that start
+//! (`WordGate::acquire_started`), then decides as `decide_fast`'s first
+//! case (`decide_newest`).
 //!
 //! # Late callers
 //!
@@ -504,6 +508,13 @@ pub(crate) enum Outcome {
 ///
 /// [`Decision`]: crate::Decision
 pub(crate) trait Answer: Copy {
+    /// Whether the caller needs the window a booking went into (an
+    /// [`Outcome`] does; a [`Decision`] does not, which lets
+    /// `Gate::book_word` skip finding it).
+    ///
+    /// [`Decision`]: crate::Decision
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    const WINDOW: bool;
     /// Booked `n` into window `c`.
     fn booked(c: u64) -> Self;
     /// Refused.
@@ -513,6 +524,8 @@ pub(crate) trait Answer: Copy {
 }
 
 impl Answer for Outcome {
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    const WINDOW: bool = true;
     #[inline(always)]
     fn booked(c: u64) -> Self {
         Outcome::Booked(c)
@@ -530,6 +543,8 @@ impl Answer for Outcome {
 /// A non-prioritized decision: only a booking passes (such a decision
 /// never borrows).
 impl Answer for crate::Decision {
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    const WINDOW: bool = false;
     #[inline(always)]
     fn booked(_: u64) -> Self {
         crate::Decision::Pass
@@ -587,6 +602,42 @@ impl<A: WordCell> WordGate<A> {
             _ => {}
         }
         self.acquire_from::<N, R>(now, n, l, cur, prioritized)
+    }
+
+    /// [`acquire`](Self::acquire) for a caller (not prioritized, wanting
+    /// no window back: `R::WINDOW` is false) whose `now` is in the window
+    /// `c` that starts at `s` and ends by `u64::MAX`, without `c`: the word's
+    /// newest window `b` is `c` modulo `2^T` exactly when `s - b * window`
+    /// is 0 modulo `2^(T + k)`, `m` (`2^(T + k) - 1`, with `T + k <= 64`,
+    /// for a window of `2^k` times an odd number). Proof: `s = c * window`,
+    /// so `s - b * window = 2^k * odd * (c - b)`, a multiple of `2^(T + k)`
+    /// exactly when `c - b` is a multiple of `2^T` (the odd factor is
+    /// invertible modulo `2^T`); and the word's bits above its id add
+    /// multiples of `2^T * window` to `b * window`, so the whole low word
+    /// serves for `b`.
+    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+    #[inline(always)]
+    pub(crate) fn acquire_started<const N: usize, R: Answer>(
+        &self,
+        l: impl Geometry,
+        s: u64,
+        m: u64,
+        now: u64,
+        n: u64,
+    ) -> R {
+        debug_assert!(!R::WINDOW && n >= 1 && n <= l.limit());
+        let cur = self.word.load(Acquire);
+        if s.wrapping_sub(cur.low_u64().wrapping_mul(l.window().get())) & m == 0 {
+            match decide_newest(l, cur, n) {
+                Fast::Full => return R::refused(),
+                // ORDERING: as in `acquire_from`. (`R` ignores the window.)
+                Fast::Book(new) if self.word.cas_weak(cur, new, AcqRel, Acquire).is_ok() => {
+                    return R::booked(0);
+                }
+                _ => {}
+            }
+        }
+        self.acquire_from::<N, R>(now, n, l, cur, false)
     }
 
     /// [`acquire`](Self::acquire) for every case, starting from a word
@@ -741,6 +792,21 @@ pub(crate) fn decide<B: Bits, const N: usize>(
     };
     // No carry: the slot's count plus `n` is within the limit.
     Some((v.base + booking::<_, B>(l, slot, n), outcome))
+}
+
+/// [`decide_fast`]'s answer when the caller's window is the newest of
+/// `w` (modulo `2^T`), for a caller that has tested that itself
+/// (`WordGate::acquire_started`); `n` as in `decide_fast`.
+#[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
+#[inline(always)]
+pub(crate) fn decide_newest<B: Bits>(l: impl Geometry, w: B, n: u64) -> Fast<B> {
+    if !fits_total(l, w, n) {
+        Fast::Full
+    } else if is_plain(l, w) {
+        Fast::Book(w + booking::<_, B>(l, l.future(), n))
+    } else {
+        Fast::Other
+    }
 }
 
 /// What the fast path ("The fast path" in the module docs) makes of a

@@ -399,6 +399,28 @@ fn the_window_cut_off_by_u64_max_is_never_taken_for_another() {
     assert_eq!(g.try_acquire(1, 1), Decision::Block);
 }
 
+/// `try_acquire` tests the word's window against the start of a window
+/// it remembers, modulo `2^(T + k)` for a window of `2^k` times an odd
+/// number of ticks. Modulo `2^T` alone the test would take a word whose
+/// newest window agrees with the caller's only modulo `2^(T - k)` for the
+/// caller's: here, with `k = 20`, a word moved `2^33 - 2^13` windows on
+/// (by `record`, which leaves the remembered window alone) reads the
+/// caller as `2^13` windows ahead, so the word slides and the permit
+/// passes, as the general decision has it.
+#[test]
+fn the_remembered_window_is_checked_against_the_word_modulo_its_factor_of_two() {
+    let w = 1u64 << 20;
+    let g = Gate::<2>::new(nz(w), 1);
+    assert_eq!(g.shape(), Shape::Word64 { id_bits: 33 });
+    // Window 1, remembered.
+    assert_eq!(g.try_acquire(w, 1), Decision::Pass);
+    // Two moves of at most 2^32 windows each, both read as ahead.
+    g.record(w * (1 + (1 << 32) - 1), 1).unwrap();
+    g.record(w * (1 + (1 << 33) - (1 << 13)), 1).unwrap();
+    assert_eq!(g.try_acquire(w + 5, 1), Decision::Pass);
+    assert_eq!(g.try_acquire(w + 5, 1), Decision::Block);
+}
+
 #[test]
 fn bucket_retry_after_never_overflows() {
     let g = Gate::<2>::new(nz(1), 1).in_buckets();
