@@ -219,6 +219,20 @@ fn review_clean_random_n2() {
     attack::<2, 16>(6, 200, 300, LIMITS);
 }
 
+/// Large quanta: `N = 2` takes limits up to 32,767 (`q` up to 129) and
+/// `N = 3` up to 1,023 (`q` up to 5); cells round up.
+#[test]
+fn review_clean_random_large_quanta() {
+    const L2: &[u64] = &[256, 1_000, 4_097, 32_767];
+    attack::<2, 1>(41, 200, 200, L2);
+    attack::<2, 2>(42, 200, 200, L2);
+    attack::<2, 16>(43, 100, 300, L2);
+    const L3: &[u64] = &[2, 255, 256, 600, 1_023];
+    attack::<3, 1>(44, 200, 200, L3);
+    attack::<3, 2>(45, 200, 200, L3);
+    attack::<3, 16>(46, 100, 300, L3);
+}
+
 #[test]
 fn review_clean_random_n4() {
     // N = 4 takes limits up to 127: q is 1.
@@ -420,4 +434,36 @@ fn review_defect_local_far_behind_caller_locks_out_new_keys() {
         "a new key sending 1 per window (limit 3, N = 1) refused in windows {refused:?}; retry_after {:?}",
         t.retry_after(0xe, (w0 + 10) * 10, 1)
     );
+}
+
+/// DEFECT (`retry_after` / `remaining` of a key that will evict): both
+/// read the word the key "would start from" with the memory as it is, but
+/// the key's own insertion first evicts a victim and folds the victim's
+/// counts into the memory; in a small table the victim's cells overlap the
+/// newcomer's (count-min noise), so the newcomer starts from the victim's
+/// counts and is refused although, with nothing in between, `remaining`
+/// said 5 and `retry_after(4)` said `Some(0)` (a client is told to retry
+/// now and refused; the tower layer's `Retry-After` comes from here).
+/// `KeyedGate<2, 2>`, window 10, limit 5. Found by the random harness and
+/// minimized; the local table answers the same.
+#[test]
+fn review_defect_retry_after_zero_then_refused_by_its_own_eviction() {
+    let t = KeyedGate::<2, 2>::new(nz(10), 5);
+    let mut local = LocalKeyedGate::<2, 2>::new(nz(10), 5);
+    for (k, now, n) in [(0x7007u64, 655_960u64, 5u64), (0x7006, 655_970, 2)] {
+        assert_eq!(t.try_acquire(k, now, n), Decision::Pass, "premise");
+        assert_eq!(local.try_acquire(k, now, n), Decision::Pass, "premise");
+    }
+    let (c, now, n) = (0x7000u64, 655_974u64, 4u64);
+    let said = (t.remaining(c, now), t.retry_after(c, now, n));
+    let lsaid = (local.remaining(c, now), local.retry_after(c, now, n));
+    let d = t.try_acquire(c, now, n);
+    let ld = local.try_acquire(c, now, n);
+    assert!(t.occupancy(now).evicted == 1, "premise: C's insertion evicted a key");
+    for (what, (rem, ra), d) in [("shared", said, d), ("local", lsaid, ld)] {
+        assert!(
+            !(ra == Some(0) && d == Decision::Block),
+            "{what}: remaining {rem}, retry_after({n}) {ra:?}, then try_acquire({n}) {d:?} with nothing in between"
+        );
+    }
 }
