@@ -152,7 +152,14 @@ impl Rng {
 /// clock that mostly moves on but lags by up to `3N` windows, jumps far
 /// ahead (sometimes by about `2^16` windows: tags wrap), and amounts
 /// `1..=limit`.
-fn steps(rng: &mut Rng, n_windows: u64, window: u64, limit: u64, keys: u64, len: usize) -> Vec<(u64, u64, u64)> {
+fn steps(
+    rng: &mut Rng,
+    n_windows: u64,
+    window: u64,
+    limit: u64,
+    keys: u64,
+    len: usize,
+) -> Vec<(u64, u64, u64)> {
     let mut out = Vec::with_capacity(len);
     let mut high = 10 * n_windows * window;
     for _ in 0..len {
@@ -242,7 +249,6 @@ fn review_clean_random_n4() {
     attack::<4, 16>(9, 200, 300, L4);
 }
 
-
 /// Long idles: jumps of `2^20` to `2^30` windows forward (within the
 /// `2^31` windows a 32-bit id reads right), late callers up to `3N`
 /// windows behind, on the local table. (Beyond `2^31`: the ledger's
@@ -279,22 +285,38 @@ fn review_clean_local_far_times() {
                         while i < cur.len() {
                             let mut c2 = cur.clone();
                             c2.remove(i);
-                            if fails(&c2) { cur = c2; changed = true; } else { i += 1; }
+                            if fails(&c2) {
+                                cur = c2;
+                                changed = true;
+                            } else {
+                                i += 1;
+                            }
                         }
-                        if !changed { break; }
+                        if !changed {
+                            break;
+                        }
                     }
                     eprintln!("MIN {N} {CAP} limit {limit}: {cur:?}");
                     let mut t = Box::new(LocalKeyedGate::<N, CAP>::new(nz(window), limit));
                     for &(k, now, n) in &cur {
                         let d = t.try_acquire(k, now, n);
-                        eprintln!("TR {k:x} w{} n{n} {d:?} retry {:?}", now / window, t.retry_after(k, now, limit));
+                        eprintln!(
+                            "TR {k:x} w{} n{n} {d:?} retry {:?}",
+                            now / window,
+                            t.retry_after(k, now, limit)
+                        );
                     }
                 }
                 if std::env::var("REVIEW_TRACE").is_ok() {
                     let mut t = Box::new(LocalKeyedGate::<N, CAP>::new(nz(window), limit));
                     for &(k, now, n) in &s {
                         let d = t.try_acquire(k, now, n);
-                        eprintln!("{k:x} w{} n{n} {d:?} retry {:?} occ {:?}", now / window, t.retry_after(k, now, limit), t.occupancy(now));
+                        eprintln!(
+                            "{k:x} w{} n{n} {d:?} retry {:?} occ {:?}",
+                            now / window,
+                            t.retry_after(k, now, limit),
+                            t.occupancy(now)
+                        );
                     }
                 }
                 panic!("LocalKeyedGate<{N}, {CAP}> limit {limit} round {round}: {e}");
@@ -334,15 +356,28 @@ fn review_clean_burst_is_singles_under_evict() {
                     .collect();
                 let mut out = vec![Decision::Block; len];
                 let _ = burst.try_acquire_burst(now, &reqs, &mut out);
-                let singles: Vec<Decision> =
-                    reqs.iter().map(|&(k, n)| single.try_acquire(k, now, n)).collect();
-                assert_eq!(out, singles, "KeyedGate<{N}, {CAP}> round {round} at {now}: {reqs:?}");
+                let singles: Vec<Decision> = reqs
+                    .iter()
+                    .map(|&(k, n)| single.try_acquire(k, now, n))
+                    .collect();
+                assert_eq!(
+                    out, singles,
+                    "KeyedGate<{N}, {CAP}> round {round} at {now}: {reqs:?}"
+                );
                 let mut lout = vec![Decision::Block; len];
                 let _ = lb.try_acquire_burst(now, &reqs, &mut lout, |_| ());
-                let lsingles: Vec<Decision> =
-                    reqs.iter().map(|&(k, n)| ls.try_acquire(k, now, n)).collect();
-                assert_eq!(lout, lsingles, "local <{N}, {CAP}> round {round} at {now}: {reqs:?}");
-                assert_eq!(out, lout, "local vs shared <{N}, {CAP}> round {round} at {now}");
+                let lsingles: Vec<Decision> = reqs
+                    .iter()
+                    .map(|&(k, n)| ls.try_acquire(k, now, n))
+                    .collect();
+                assert_eq!(
+                    lout, lsingles,
+                    "local <{N}, {CAP}> round {round} at {now}: {reqs:?}"
+                );
+                assert_eq!(
+                    out, lout,
+                    "local vs shared <{N}, {CAP}> round {round} at {now}"
+                );
             }
         }
     }
@@ -459,7 +494,10 @@ fn review_defect_retry_after_zero_then_refused_by_its_own_eviction() {
     let lsaid = (local.remaining(c, now), local.retry_after(c, now, n));
     let d = t.try_acquire(c, now, n);
     let ld = local.try_acquire(c, now, n);
-    assert!(t.occupancy(now).evicted == 1, "premise: C's insertion evicted a key");
+    assert!(
+        t.occupancy(now).evicted == 1,
+        "premise: C's insertion evicted a key"
+    );
     for (what, (rem, ra), d) in [("shared", said, d), ("local", lsaid, ld)] {
         assert!(
             !(ra == Some(0) && d == Decision::Block),
