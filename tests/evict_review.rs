@@ -505,3 +505,31 @@ fn review_defect_retry_after_zero_then_refused_by_its_own_eviction() {
         );
     }
 }
+
+/// Memory is fixed and as stated: a `KeyedGate` takes `48 * CAP` bytes
+/// plus at most 1,024, a `LocalKeyedGate` `48 * CAP` plus at most 688
+/// (GUARANTEES, `shared.rs`, `local.rs`). Mutation that turns it red: a
+/// memory of 5 words per slot (`WORDS_PER_SLOT = 5`).
+#[test]
+fn review_clean_memory_is_fixed_and_as_stated() {
+    use std::mem::size_of;
+    fn check<const N: usize, const CAP: usize>() {
+        let (s, l) = (
+            size_of::<KeyedGate<N, CAP>>(),
+            size_of::<LocalKeyedGate<N, CAP>>(),
+        );
+        assert!(
+            s >= 48 * CAP && s <= 48 * CAP + 1_024,
+            "KeyedGate<{N}, {CAP}>: {s}"
+        );
+        assert!(
+            l >= 48 * CAP && l <= 48 * CAP + 688,
+            "LocalKeyedGate<{N}, {CAP}>: {l}"
+        );
+    }
+    check::<1, 1>();
+    check::<2, 16>();
+    check::<4, 40>();
+    check::<2, 4096>();
+    check::<31, 64>();
+}
