@@ -97,9 +97,10 @@ impl Builder {
         self.per_key_with_capacity::<DEFAULT_CAPACITY>(name, limit, per, key)
     }
 
-    /// [`per_key`](Self::per_key) with a table of `CAP` keys (16 bytes
-    /// each; built on the stack, then moved to the heap: keep it to a few
-    /// MB).
+    /// [`per_key`](Self::per_key) with a table of `CAP` keys (48 bytes
+    /// each, the slot and the memory of evicted keys, on the heap: built on
+    /// a short-lived thread whose stack is sized for it, never on the
+    /// caller's stack).
     ///
     /// ```
     /// # use std::time::Duration;
