@@ -62,9 +62,11 @@
 //! | `keyed_limit{resource}`, `keyed_capacity{resource}` | gauge | per key; slots |
 //! | `keyed_resident{resource}`, `keyed_recyclable{resource}` | gauge | slots holding a key; of those, idle ones |
 //! | `keyed_recycled_total{resource}`, `keyed_overflowed_total{resource}` | counter | since the table was built |
+//! | `keyed_evicted_total{resource}`, `keyed_remembered_total{resource}` | counter | keys evicted; keys inserted from the memory of evicted keys, since the table was built |
+//! | `refused_total{resource}` | counter | requests a limiter refused, as its caller counts them (`Exposition::refused`) |
 //!
 //! Events are `pass`, `block`, `exception`, `success`, `occupied_pass`.
-//! Only the keyed table keeps cumulative counts, so only it has counters:
+//! Only the keyed table and the callers' refusals are cumulative counts, so only they are counters:
 //! a sliding window's sum goes down as windows retire, which a Prometheus
 //! counter must not, so window sums are gauges (use `rate()` on your own
 //! counters, `avg_over_time()` on these).

@@ -244,32 +244,33 @@ fn a_policy_changed_after_evictions_still_remembers_the_evicted() {
         for local in [false, true] {
             let mut shared = Some(KeyedGate::<2, 16>::new(nz(10), 10));
             let mut own = Some(LocalKeyedGate::<2, 16>::new(nz(10), 10));
-            let mut go = |key: u64, now: u64, n: u64| {
-                if local {
-                    own.as_mut().unwrap().try_acquire(key, now, n)
-                } else {
-                    shared.as_ref().unwrap().try_acquire(key, now, n)
-                }
-            };
             let (x, a, k) = (1_000u64, 2_000u64, 3_000u64);
-            // X: busy in window 0 (its demand saturates), idle after.
-            for _ in 0..300 {
-                let _ = go(x, 0, 1);
-            }
-            // 14 others, busy in window 3; then A at its limit.
-            for key in 1..=14u64 {
-                for _ in 0..40 {
-                    let _ = go(key, 30, 1);
-                }
-            }
             let mut ledger = Ledger::default();
-            for _ in 0..10 {
-                assert_eq!(go(a, 30, 1), Decision::Pass, "premise: A has room");
-                assert!(ledger.book(a, 3, 1, 10));
+            {
+                let mut go = |key: u64, now: u64, n: u64| {
+                    if local {
+                        own.as_mut().unwrap().try_acquire(key, now, n)
+                    } else {
+                        shared.as_ref().unwrap().try_acquire(key, now, n)
+                    }
+                };
+                // X: busy in window 0 (its demand saturates), idle after.
+                for _ in 0..300 {
+                    let _ = go(x, 0, 1);
+                }
+                // 14 others, busy in window 3; then A at its limit.
+                for key in 1..=14u64 {
+                    for _ in 0..40 {
+                        let _ = go(key, 30, 1);
+                    }
+                }
+                for _ in 0..10 {
+                    assert_eq!(go(a, 30, 1), Decision::Pass, "premise: A has room");
+                    assert!(ledger.book(a, 3, 1, 10));
+                }
+                // K finds no room: the least demanded key, A, is evicted.
+                let _ = go(k, 30, 1);
             }
-            // K finds no room: the least demanded key, A, is evicted.
-            let _ = go(k, 30, 1);
-            drop(go);
             if local {
                 own = own.map(|t| t.with_overflow(policy));
             } else {

@@ -451,6 +451,8 @@ mod prometheus {
             ("keyed_recyclable", "gauge"),
             ("keyed_recycled_total", "counter"),
             ("keyed_overflowed_total", "counter"),
+            ("keyed_evicted_total", "counter"),
+            ("keyed_remembered_total", "counter"),
         ]
         .into_iter()
         .collect();
@@ -536,6 +538,11 @@ mod prometheus {
         assert!(
             s.overflowed > 0,
             "the table overflowed: a counter above 0 is checked"
+        );
+        assert_eq!(f("keyed_evicted_total", HOSTILE, None), s.evicted as f64);
+        assert_eq!(
+            f("keyed_remembered_total", HOSTILE, None),
+            s.remembered as f64
         );
         assert_eq!(f("keyed_capacity", HOSTILE, None), table.capacity() as f64);
         assert_eq!(f("keyed_limit", HOSTILE, None), 3.0);

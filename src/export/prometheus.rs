@@ -44,6 +44,8 @@ struct KeyedSample {
     recyclable: u64,
     recycled: u64,
     overflowed: u64,
+    evicted: u64,
+    remembered: u64,
 }
 
 /// A Prometheus text exposition (format 0.0.4) of named nodes, gates and
@@ -78,6 +80,7 @@ pub struct Exposition {
     nodes: Vec<(String, NodeSample)>,
     gates: Vec<(String, GateSample)>,
     keyed: Vec<(String, KeyedSample)>,
+    refused: Vec<(String, u64)>,
 }
 
 fn valid_prefix(p: &str) -> bool {
@@ -211,6 +214,7 @@ impl Exposition {
             nodes: Vec::new(),
             gates: Vec::new(),
             keyed: Vec::new(),
+            refused: Vec::new(),
         })
     }
 
@@ -298,8 +302,25 @@ impl Exposition {
             recyclable: s.recyclable as u64,
             recycled: s.recycled,
             overflowed: s.overflowed,
+            evicted: s.evicted,
+            remembered: s.remembered,
         };
         add(&mut self.keyed, name, sample)?;
+        Ok(self)
+    }
+
+    /// Adds `count`, the requests the limiter `name` has refused since it
+    /// was built (a count its caller keeps: the gates do not count
+    /// refusals), as the counter `refused_total` of the resource `name`.
+    ///
+    /// ```
+    /// use leaparray::export::Exposition;
+    /// let mut e = Exposition::new("x").unwrap();
+    /// e.refused("per_ip", 12).unwrap();
+    /// assert!(e.to_string().contains("x_refused_total{resource=\"per_ip\"} 12\n"));
+    /// ```
+    pub fn refused(&mut self, name: &str, count: u64) -> Result<&mut Self, ExportError> {
+        add(&mut self.refused, name, count)?;
         Ok(self)
     }
 
@@ -415,7 +436,30 @@ impl Exposition {
                     "Decisions made under the overflow policy.",
                     |s| one(Value::Int(s.overflowed)),
                 ),
+                (
+                    "keyed_evicted_total",
+                    "counter",
+                    "Keys evicted to make room for a new key; their counts are remembered.",
+                    |s| one(Value::Int(s.evicted)),
+                ),
+                (
+                    "keyed_remembered_total",
+                    "counter",
+                    "Keys inserted with counts estimated from the memory of evicted keys.",
+                    |s| one(Value::Int(s.remembered)),
+                ),
             ],
+        )?;
+        family::<W, u64>(
+            out,
+            p,
+            &self.refused,
+            &[(
+                "refused_total",
+                "counter",
+                "Requests the limiter refused, as its caller counted them.",
+                |s| one(Value::Int(*s)),
+            )],
         )
     }
 }

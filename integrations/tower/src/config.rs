@@ -35,10 +35,15 @@ pub const WINDOWS: usize = 2;
 /// ```
 pub const MAX_GLOBAL: usize = 4;
 
-/// The key table's default capacity: keys tracked at a time (16 bytes each).
+/// The key table's default capacity: keys tracked at a time (48 bytes each:
+/// the slot and the memory of evicted keys).
 ///
 /// ```
-/// assert_eq!(leaparray_tower::DEFAULT_CAPACITY * 16, 256 * 1024); // bytes
+/// use leaparray::KeyedGate;
+/// use leaparray_tower::{DEFAULT_CAPACITY, WINDOWS};
+/// let bytes = std::mem::size_of::<KeyedGate<WINDOWS, DEFAULT_CAPACITY>>();
+/// assert_eq!(bytes / DEFAULT_CAPACITY, 48);
+/// assert!(bytes < 769 * 1024); // 768 KiB and the header
 /// ```
 pub const DEFAULT_CAPACITY: usize = 16_384;
 
@@ -626,17 +631,45 @@ impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
 /// Builds the key table of capacity `CAP` (on the heap).
 pub(crate) type MakeTable = fn(NonZeroU64, &Policy) -> Result<Box<dyn Table>, ConfigError>;
 
+/// The stack of the thread a table is built on: the table's size four
+/// times over (`KeyedGate::try_new` returns it by value, and an
+/// unoptimized build moves it through several stack slots before it
+/// reaches its `Box`), and 1 MiB for everything else.
+const fn build_stack<const CAP: usize>() -> usize {
+    std::mem::size_of::<KeyedGate<WINDOWS, CAP>>()
+        .saturating_mul(4)
+        .saturating_add(1 << 20)
+}
+
+/// Builds the key table of capacity `CAP` on a short-lived thread whose
+/// stack is sized for it ([`build_stack`]): the table (`48 * CAP` bytes)
+/// never passes through the caller's stack, which may be a 2 MiB test
+/// thread or tokio worker. Where no thread can be spawned, it is built on
+/// the caller's stack (release builds move it straight into its `Box`).
 pub(crate) fn make_table<const CAP: usize>(
     window: NonZeroU64,
     policy: &Policy,
 ) -> Result<Box<dyn Table>, ConfigError> {
-    match KeyedGate::<WINDOWS, CAP>::try_new(window, policy.limit) {
-        Ok(t) => Ok(Box::new(t)),
-        Err(_) => Err(ConfigError::LimitTooLarge {
-            policy: policy.name.clone(),
-            max: KeyedGate::<WINDOWS, CAP>::max_limit(),
-        }),
-    }
+    let limit = policy.limit;
+    let build = move || -> Option<Box<dyn Table>> {
+        KeyedGate::<WINDOWS, CAP>::try_new(window, limit)
+            .ok()
+            .map(|t| Box::new(t) as Box<dyn Table>)
+    };
+    let built = match std::thread::Builder::new()
+        .name("leaparray-tower-table".into())
+        .stack_size(build_stack::<CAP>())
+        .spawn(build)
+    {
+        Ok(thread) => thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => build(),
+    };
+    built.ok_or_else(|| ConfigError::LimitTooLarge {
+        policy: policy.name.clone(),
+        max: KeyedGate::<WINDOWS, CAP>::max_limit(),
+    })
 }
 
 #[cfg(test)]

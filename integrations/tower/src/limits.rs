@@ -49,6 +49,9 @@ pub(crate) struct PerKey {
     pub(crate) table: Box<dyn Table>,
     pub(crate) key: Key,
     pub(crate) hasher: KeyHasher,
+    /// Decisions the table refused since the layer was built (a waiting
+    /// request's every try).
+    pub(crate) refused: AtomicU64,
 }
 
 /// Everything every clone of the service shares.
@@ -212,14 +215,18 @@ impl Shared {
     /// `None` if refused.
     #[inline]
     fn book_key(&self, pk: &PerKey, k: u64, now: u64) -> Option<Option<Headroom>> {
-        if self.admitted_fields == AdmittedFields::None {
+        let booked = if self.admitted_fields == AdmittedFields::None {
             (pk.table.try_acquire(k, now, 1) == Decision::Pass).then_some(None)
         } else {
             match pk.table.try_acquire_headroom(k, now, 1) {
                 (Decision::Pass, headroom) => Some(Some(headroom)),
                 _ => None,
             }
+        };
+        if booked.is_none() {
+            pk.refused.fetch_add(1, Ordering::Relaxed);
         }
+        booked
     }
 
     /// Ticks until one more request of `key` would pass, if nothing else
@@ -390,6 +397,7 @@ mod tests {
             policy: key,
             key: Key::peer_ip(),
             hasher: KeyHasher::new(),
+            refused: std::sync::atomic::AtomicU64::new(0),
         };
         let global = globals
             .into_iter()
@@ -493,6 +501,7 @@ mod tests {
             policy: key_policy,
             key: Key::peer_ip(),
             hasher: KeyHasher::new(),
+            refused: std::sync::atomic::AtomicU64::new(0),
         };
         let global = [policy("short", 5, 1_000), policy("long", 40, 6_000)]
             .into_iter()

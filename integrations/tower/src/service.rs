@@ -81,7 +81,9 @@ impl std::fmt::Debug for PerKeyTable {
 impl Builder {
     /// At most `limit` requests per `per` for each key, in a table of
     /// [`DEFAULT_CAPACITY`] keys at a time (keys idle for two intervals are
-    /// recycled; with the table full around a new key, the key is refused).
+    /// recycled; with the table full around a new key, the key its probe
+    /// values least is evicted and its counts remembered, so that no key,
+    /// evicted or not, passes its limit: `leaparray::keyed::Overflow::Evict`).
     /// Replaces an earlier per-key limit.
     ///
     /// ```
@@ -95,9 +97,10 @@ impl Builder {
         self.per_key_with_capacity::<DEFAULT_CAPACITY>(name, limit, per, key)
     }
 
-    /// [`per_key`](Self::per_key) with a table of `CAP` keys (16 bytes
-    /// each; built on the stack, then moved to the heap: keep it to a few
-    /// MB).
+    /// [`per_key`](Self::per_key) with a table of `CAP` keys (48 bytes
+    /// each, the slot and the memory of evicted keys, on the heap: built on
+    /// a short-lived thread whose stack is sized for it, never on the
+    /// caller's stack).
     ///
     /// ```
     /// # use std::time::Duration;
@@ -237,6 +240,7 @@ impl Builder {
                 policy,
                 key,
                 hasher: KeyHasher::new(),
+                refused: std::sync::atomic::AtomicU64::new(0),
             }),
             None => None,
         };
@@ -314,11 +318,14 @@ impl RateLimitLayer {
     }
 
     /// The per-key table's occupancy now, if there is a per-key limit: keys
-    /// resident, of those idle for two intervals, slots recycled and
-    /// decisions without room for the key (`overflowed`: a new key refused
-    /// because the table was full around it) since the layer was built. A
-    /// flood of keys shows as `resident` near the capacity and `overflowed`
-    /// climbing.
+    /// resident, of those idle for two intervals; since the layer was
+    /// built, slots recycled, keys evicted to make room for a new key
+    /// (`evicted`), keys that came back after an eviction and started from
+    /// the estimate the table remembered of them (`remembered`), and
+    /// decisions made with no slot for the key (`overflowed`). A flood of new keys
+    /// shows as `resident` at the capacity and `evicted` climbing; its keys
+    /// coming back, as `remembered` climbing. The requests the table
+    /// refused are in [`export`](Self::export) (`refused_total`).
     ///
     /// ```
     /// use std::time::Duration;
@@ -327,7 +334,8 @@ impl RateLimitLayer {
     ///     .per_key("ip", 5, Duration::from_secs(1), Key::peer_ip())
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(layer.occupancy().unwrap().resident, 0);
+    /// let occ = layer.occupancy().unwrap();
+    /// assert_eq!((occ.resident, occ.evicted, occ.remembered), (0, 0, 0));
     /// ```
     #[must_use]
     pub fn occupancy(&self) -> Option<Occupancy> {
@@ -338,8 +346,9 @@ impl RateLimitLayer {
             .map(|pk| pk.table.occupancy(now))
     }
 
-    /// `429` answers since the layer was built (a plain count, for your own
-    /// metrics: `Exposition` has no family for it).
+    /// `429` answers since the layer was built, whichever limit refused
+    /// (a plain count, for your own metrics; [`export`](Self::export) has
+    /// the per-key table's refusals).
     ///
     /// ```
     /// # use std::time::Duration;
@@ -356,8 +365,11 @@ impl RateLimitLayer {
 
     /// Adds the layer's limits, read now, to a Prometheus exposition: the
     /// per-key table as a keyed resource (`keyed_resident`,
-    /// `keyed_overflowed_total`, ...) and each global limit as a gate
-    /// (`gate_load`, `gate_remaining`, ...), each named by its policy. An
+    /// `keyed_evicted_total`, `keyed_remembered_total`, ...: see
+    /// [`occupancy`](Self::occupancy)) with `refused_total`, the
+    /// decisions its table refused (every try of a waiting request), and
+    /// each global limit as a gate (`gate_load`, `gate_remaining`, ...),
+    /// each named by its policy. An
     /// error (a resource of that name already in `e`) leaves the resources
     /// added before it.
     ///
@@ -374,12 +386,16 @@ impl RateLimitLayer {
     /// layer.export(&mut e).unwrap();
     /// let text = e.to_string();
     /// assert!(text.contains("api_keyed_resident{resource=\"ip\"} 0\n"));
+    /// assert!(text.contains("api_keyed_evicted_total{resource=\"ip\"} 0\n"));
+    /// assert!(text.contains("api_refused_total{resource=\"ip\"} 0\n"));
     /// assert!(text.contains("api_gate_remaining{resource=\"all\"} 100\n"));
     /// ```
     pub fn export(&self, e: &mut Exposition) -> Result<(), ExportError> {
         let now = self.shared.now();
         if let Some(pk) = &self.shared.per_key {
             pk.table.export(e, &pk.policy.name, now)?;
+            let refused = pk.refused.load(std::sync::atomic::Ordering::Relaxed);
+            e.refused(&pk.policy.name, refused)?;
         }
         for (p, g) in &self.shared.global {
             e.gate(&p.name, g, now)?;

@@ -154,6 +154,63 @@ async fn a_flood_shows_in_the_exposition() {
     assert!(layer.export(&mut e).is_err());
 }
 
+/// A flood of one-shot keys through a table of 64: the exposition shows
+/// the table's state as `occupancy` reads it: resident keys, keys evicted
+/// for newcomers, keys that came back after an eviction and started from
+/// the table's memory of them, and the requests the table refused.
+#[tokio::test]
+async fn the_tables_state_shows_in_the_exposition() {
+    let layer = RateLimitLayer::builder()
+        .per_key_with_capacity::<64>(
+            "client",
+            2,
+            Duration::from_secs(60),
+            Key::forwarded_ip(ProxyHeader::XForwardedFor, 1),
+        )
+        .build()
+        .unwrap();
+    let ip = |i: u32| format!("198.51.{}.{}", i / 100, i % 100);
+    // Three rounds over 300 keys, 2 per minute each: the first fills the
+    // table and evicts; in the second, evicted keys come back; in the
+    // third, every key has had its 2.
+    let mut refused = 0;
+    for _ in 0..3 {
+        for i in 0..300 {
+            if call(&layer, &ip(i)).await == StatusCode::TOO_MANY_REQUESTS {
+                refused += 1;
+            }
+        }
+    }
+    let occ = layer.occupancy().unwrap();
+    assert!(occ.evicted > 0, "{occ:?}");
+    assert!(occ.remembered > 0, "{occ:?}");
+    assert!(refused > 0);
+    assert_eq!(layer.refused(), refused);
+
+    let mut e = Exposition::new("api").unwrap();
+    layer.export(&mut e).unwrap();
+    let text = e.to_string();
+    for (family, kind, value) in [
+        ("keyed_resident", "gauge", occ.resident as u64),
+        ("keyed_evicted_total", "counter", occ.evicted),
+        ("keyed_remembered_total", "counter", occ.remembered),
+        ("refused_total", "counter", refused),
+    ] {
+        for line in [
+            format!("# TYPE api_{family} {kind}\n"),
+            format!("api_{family}{{resource=\"client\"}} {value}\n"),
+        ] {
+            assert!(text.contains(&line), "{line:?} not in\n{text}");
+        }
+        let help = format!("# HELP api_{family} ");
+        let help = text.lines().find(|l| l.starts_with(&help));
+        assert!(
+            help.is_some_and(|l| l.len() > 40),
+            "{family}: no help in\n{text}"
+        );
+    }
+}
+
 /// `w` is an integer of seconds: an interval of whole seconds states it;
 /// any other goes without (2 per 100 ms is neither 2 nor 20 per second).
 #[tokio::test]
