@@ -10,9 +10,7 @@
 //! caller's window) as the fuzz target does. The ledger then checks every
 //! interval of `N` windows through `b`.
 //!
-//! `review_defect_*`: a defect found (red until fixed).
-//! `review_clean_*`: an attack that found nothing; each names the mutation
-//! that turns it red.
+//! Each test names the mutation that turns it red.
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -200,14 +198,14 @@ fn attack<const N: usize, const CAP: usize>(seed: u64, rounds: usize, len: usize
 const LIMITS: &[u64] = &[1, 3, 5, 255, 256, 300, 511, 1000];
 
 #[test]
-fn review_clean_random_n1() {
+fn random_n1() {
     attack::<1, 1>(1, 300, 200, LIMITS);
     attack::<1, 2>(2, 300, 200, LIMITS);
     attack::<1, 16>(3, 200, 300, LIMITS);
 }
 
 #[test]
-fn review_clean_random_n2() {
+fn random_n2() {
     attack::<2, 1>(4, 300, 200, LIMITS);
     attack::<2, 2>(5, 300, 200, LIMITS);
     attack::<2, 16>(6, 200, 300, LIMITS);
@@ -216,7 +214,7 @@ fn review_clean_random_n2() {
 /// Large quanta: `N = 2` takes limits up to 32,767 (`q` up to 129) and
 /// `N = 3` up to 1,023 (`q` up to 5); cells round up.
 #[test]
-fn review_clean_random_large_quanta() {
+fn random_large_quanta() {
     const L2: &[u64] = &[256, 1_000, 4_097, 32_767];
     attack::<2, 1>(41, 200, 200, L2);
     attack::<2, 2>(42, 200, 200, L2);
@@ -228,7 +226,7 @@ fn review_clean_random_large_quanta() {
 }
 
 #[test]
-fn review_clean_random_n4() {
+fn random_n4() {
     // N = 4 takes limits up to 127: q is 1.
     const L4: &[u64] = &[1, 3, 5, 100, 127];
     attack::<4, 1>(7, 300, 200, L4);
@@ -239,9 +237,9 @@ fn review_clean_random_n4() {
 /// Long idles: jumps of `2^20` to `2^30` windows forward (within the
 /// `2^31` windows a 32-bit id reads right), late callers up to `3N`
 /// windows behind, on the local table. (Beyond `2^31`: the ledger's
-/// read-back is meaningless there; see `review_defect_local_far_*`.)
+/// read-back is meaningless there; see `a_far_behind_caller_evicted_does_not_lock_out_new_keys`.)
 #[test]
-fn review_clean_local_far_times() {
+fn local_far_times() {
     fn run<const N: usize, const CAP: usize>(seed: u64, limits: &[u64]) {
         let window = 10;
         let mut rng = Rng(seed);
@@ -272,7 +270,7 @@ fn review_clean_local_far_times() {
 /// Bursts under `Evict` decide as single calls in order (a twin table
 /// takes the singles), with late callers and evictions in the burst.
 #[test]
-fn review_clean_burst_is_singles_under_evict() {
+fn burst_is_singles_under_evict() {
     fn run<const N: usize, const CAP: usize>(seed: u64) {
         let window = 10;
         let mut rng = Rng(seed);
@@ -330,7 +328,7 @@ fn review_clean_burst_is_singles_under_evict() {
 /// `try_acquire_headroom` answers the `remaining` and `retry_after(limit)`
 /// of a look made just after it, also for keys evicted and seeded.
 #[test]
-fn review_clean_headroom_of_evicted_keys() {
+fn headroom_of_evicted_keys() {
     fn run<const N: usize, const CAP: usize>(seed: u64) {
         let window = 10;
         let mut rng = Rng(seed);
@@ -362,19 +360,18 @@ fn review_clean_headroom_of_evicted_keys() {
     run::<2, 16>(33);
 }
 
-/// DEFECT (local table, `Evict`): a caller `2^31` windows or more behind
-/// the newest window (which `LocalKeyedGate` claims to decide "as a late
-/// caller at that bound") books its key at the bound; once the newest
-/// window moves on by one, that word's 32-bit id reads as `~2^31` windows
-/// *ahead*, and an eviction of it raises the high water (and the fold's
-/// plane ids) to that far-future window. From then on every new or
-/// returning key starts there: it gets `limit` permits and is refused for
-/// about `2^31` windows, and `retry_after` answers `Some(0)` for a request
-/// it refuses. Under `Refuse` the same calls leave other keys alone.
-/// Sequence found by `review_clean_local_far_times` and minimized (window
-/// 10 ticks, `N = 1`, one slot, limit 3).
+/// Local table, `Evict`: a caller `2^31` windows or more behind the
+/// newest window is decided as a late caller at the bound, its key booked
+/// there; once the newest window moves on, that word's 32-bit id reads as
+/// `~2^31` windows *ahead*. Evicting it takes it no further than the newest
+/// window the table reached: the high water stays there, and a new key
+/// sending 1 per window is admitted every window (its own gate would), with
+/// `retry_after` never `Some(0)` for a refusal. Without that bound the
+/// high water jumps `~2^31` windows ahead and every new key is refused
+/// after `limit` permits. Sequence found by `local_far_times` and
+/// minimized (window 10 ticks, `N = 1`, one slot, limit 3).
 #[test]
-fn review_defect_local_far_behind_caller_locks_out_new_keys() {
+fn a_far_behind_caller_evicted_does_not_lock_out_new_keys() {
     let mut t = LocalKeyedGate::<1, 1>::new(nz(10), 3);
     let steps = [
         (0x7001u64, 10_737_453_552u64, 2u64),
@@ -451,7 +448,7 @@ fn review_defect_retry_after_zero_then_refused_by_its_own_eviction() {
 /// (GUARANTEES, `shared.rs`, `local.rs`). Mutation that turns it red: a
 /// memory of 5 words per slot (`WORDS_PER_SLOT = 5`).
 #[test]
-fn review_clean_memory_is_fixed_and_as_stated() {
+fn memory_is_fixed_and_as_stated() {
     use std::mem::size_of;
     fn check<const N: usize, const CAP: usize>() {
         let (s, l) = (

@@ -510,9 +510,19 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                 }
                 let at = victim.0;
                 let [k, w] = self.slots[at];
-                let newest = packed::newest_of(l, w, c);
+                // No word's newest window is past the newest window this
+                // table has reached (`reached`): a word that reads later is
+                // `2^(T-1)` windows or more behind `c` (its id misread as
+                // ahead). It goes no further than `reached`, its counts
+                // folded as if booked there: later than they were, so a
+                // comeback (starting at the high water, at least
+                // `reached`) still counts them in every interval that
+                // holds them, and the high water never leaves the windows
+                // callers really reached (module docs, "Exactness").
+                let reached = c.max(self.newest).max(self.high_water);
+                let newest = packed::newest_of(l, w, c).min(reached);
                 self.high_water = self.high_water.max(c.max(newest));
-                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(k), w, c);
+                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(k), w, newest);
                 self.evicted += 1;
                 self.slots[at] = [half_of(fp), self.start_word(fp, c)];
                 at

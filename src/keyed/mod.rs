@@ -174,7 +174,11 @@
 //! it as a caller in the oldest window its ids still read as behind (a
 //! late caller: its permits count no earlier than its own window). So for
 //! such callers, and only for them, its decisions, `remaining`,
-//! `retry_after` and `occupancy` may differ from a `KeyedGate`'s.
+//! `retry_after` and `occupancy` may differ from a `KeyedGate`'s. Once the
+//! newest window moves on, such a caller's word reads as far ahead; under
+//! [`Overflow::Evict`] an eviction of it folds its counts no later than
+//! the newest window the table reached, and raises the high water no
+//! further, so other keys are decided as before it came.
 //!
 //! `tests/local.rs` checks every decision, `remaining`, `retry_after` and
 //! `occupancy` of a `LocalKeyedGate` against a `KeyedGate` of the same

@@ -273,17 +273,18 @@ pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
 }
 
 /// Folds the gate word `w` of the key with fingerprint `fp`, evicted by a
-/// caller in window `c`, into `memory`: each of its windows' counts.
-/// Returns the word's newest window (the high water must reach it first).
+/// caller in window `c`, into `memory`: each of its windows' counts, its
+/// count for window `newest_of(w) - k` into window `newest - k` (`newest`:
+/// the word's newest window, or a later one the high water has reached:
+/// folding later is conservative, module docs, "Eviction").
 pub(super) fn fold_into<C: Word, const N: usize, const CAP: usize>(
     l: &Layout,
     memory: &Memory<C, CAP>,
     shape: &Shape,
     fp: u64,
     w: u64,
-    c: u64,
+    newest: u64,
 ) {
-    let newest = packed::newest_of(l, w, c);
     for k in 0..N as u32 {
         if let Some(window) = newest.checked_sub(u64::from(k)) {
             memory.fold(shape, fp, window, packed::count_at(l, w, k));
@@ -639,7 +640,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 // reads both (module docs, "Eviction"; `memory.rs`).
                 let newest = packed::newest_of(l, w, c);
                 self.shared.high_water.fetch_max(c.max(newest), AcqRel);
-                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(key_of(s)), w, c);
+                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(key_of(s)), w, newest);
                 let i = (at + CAP - home) % CAP;
                 let mine = slot(half_of(fp), self.token(i));
                 if self.slots[at]
