@@ -606,6 +606,12 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// interval a booking would join (`limit` for a key with no slot; 0 if
     /// it has no room and the policy refuses). Books nothing.
     ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `remaining` is then
+    /// at least what it can take (an upper bound).
+    ///
     /// ```
     /// # use core::num::NonZeroU64;
     /// use leaparray::keyed::LocalKeyedGate;
@@ -624,6 +630,12 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
     /// (`n > limit`). A key with no
     /// room waits until the first slot of its probe becomes recyclable.
+    ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `retry_after` is then
+    /// a lower bound (`Some(0)` and a refusal can follow each other).
     ///
     /// ```
     /// # use core::num::NonZeroU64;

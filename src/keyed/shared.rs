@@ -569,6 +569,12 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// [`retry_after`](Self::retry_after), it assumes nothing else arrives:
     /// a claim of another key in flight counts as room.
     ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `remaining` is then
+    /// at least what it can take (an upper bound).
+    ///
     /// ```
     /// # use core::num::NonZeroU64;
     /// use leaparray::KeyedGate;
@@ -588,6 +594,12 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
     /// (`n > limit`). A key with no
     /// room waits until the first slot of its probe becomes recyclable.
+    ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `retry_after` is then
+    /// a lower bound (`Some(0)` and a refusal can follow each other).
     ///
     /// ```
     /// # use core::num::NonZeroU64;

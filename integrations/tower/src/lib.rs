@@ -54,7 +54,10 @@
 //! seconds (2 per 100 ms reads `"name";q=2`). A refusal adds
 //! `Retry-After`: the whole seconds, rounded up, until one more request
 //! would pass if nothing else arrived (the gates' `retry_after`), so a
-//! client that honours it is admitted (when nothing else arrived).
+//! client that honours it is admitted (when nothing else arrived), except
+//! for a new key of a per-key table under `Overflow::Evict` whose
+//! insertion evicts: there `retry_after` is a lower bound (the eviction
+//! may add its victim's counts to the key's estimate).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
