@@ -44,7 +44,7 @@ fn within(bookings: &[(u64, u64)], limit: u64) {
 /// and resets it without rereading the plane id (thread 1 erases X's cell
 /// of window 40; X's estimate reads 0 and it takes its limit again).
 #[test]
-fn review_loom_a_plane_taken_over_while_a_fold_of_its_older_window_runs() {
+fn a_plane_taken_over_while_a_fold_of_its_older_window_runs() {
     let seen = Seen::new();
     let record = seen.recorder();
     let mut model = loom::model::Builder::new();
