@@ -160,7 +160,14 @@
 //! water only grows: one recycling caller with a far-future clock makes
 //! every key inserted after it start `N` windows before that time (booked
 //! there, as a [`Gate`]'s late callers are after a far-future caller:
-//! stricter, never looser).
+//! stricter, never looser). A key's word idle `2^(T-1)` windows or more
+//! (not recycled: its id, kept modulo `2^T`, then reads as ahead of every
+//! caller) is read at that later window too: under [`Overflow::Evict`] its
+//! eviction raises the high water there, and keys inserted after it get
+//! `limit` permits, then are refused until the clock reaches that window
+//! (at most `2^(T-1)` windows; stricter, never looser). A
+//! [`LocalKeyedGate`], which keeps the newest window it decided in, takes
+//! such a word no later than that newest window.
 //!
 //!
 //! A [`LocalKeyedGate`] limits each key as a `KeyedGate` with
