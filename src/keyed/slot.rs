@@ -106,7 +106,13 @@
 //! (and its own) and folds each of the victim's window counts into the
 //! memory of evicted keys (`memory.rs`: a maximum per cell, so folding a
 //! key twice never adds). It then swaps the victim's exact slot (key half
-//! and word) for a claim, and settles it as any claim.
+//! and word) for a claim, and settles it as any claim. A local table takes
+//! the victim's newest window no later than the newest window it decided
+//! in (a word read later is `2^(T-1)` windows or more behind, its id
+//! misread), shifting all its counts by the same amount: counts folded
+//! later than they were booked are still conservative, as the comeback
+//! starts at the high water, at or after each folded window, and reads
+//! every window of the intervals that hold the real counts.
 //!
 //! A settler starts its key from the memory: after reading every slot of
 //! the probe, it reads the high water `h'` and, for `h = max(c, h')`, the
