@@ -1,5 +1,5 @@
 //! A keyed state store for [governor](https://docs.rs/governor)'s
-//! [`RateLimiter`] in fixed memory: `CAP` slots, lock-free,
+//! [`RateLimiter`] in fixed memory: `CAP` slots and a memory of evicted keys, lock-free,
 //! allocated once by [`KeyedStore::new`].
 //!
 //! governor's own keyed stores (`DashMapStateStore`, `HashMapStateStore`)

@@ -225,7 +225,8 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// `cap` free slots (`cap >= 1`): the one allocation.
+    /// `cap` free slots (`cap >= 1`) and an empty memory: the only
+    /// allocations.
     pub(crate) fn new(cap: usize) -> Self {
         let width = (CELLS_PER_SLOT * cap / ROWS).max(1);
         Table {
