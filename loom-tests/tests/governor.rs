@@ -1,7 +1,8 @@
 //! Loom models of `leaparray-governor`'s slot protocol
 //! (`integrations/governor/src/slot.rs`): governor's `measure_and_replace`
 //! on one key from two threads, two threads inserting one key while a
-//! third frees a slot of its probe, and `retain_recent` racing an update.
+//! third frees a slot of its probe, `retain_recent` racing an update, and
+//! an eviction racing an update of the evicted key.
 //!
 //! The closure is governor's single-cell GCRA (`Gcra::test_and_update`),
 //! copied with an explicit `now` so that each thread has its own clock.
@@ -11,7 +12,7 @@
 //! Under loom a slot's 128-bit word is a value behind a loom mutex (loom
 //! has no 128-bit atomic; `src/sync.rs` of the crate): each load and
 //! compare-and-swap is one critical section, with acquire/release, all the
-//! protocol uses. The high water and the claim tokens are loom atomics.
+//! protocol uses. The memory cells and the claim tokens are loom atomics.
 //!
 //! Bounds: every interleaving up to `LOOM_MAX_PREEMPTIONS` preemptions (5
 //! in CI) with two racing threads, each making one call, tables of 2
@@ -170,7 +171,7 @@ fn two_threads_inserting_one_key_end_with_one_slot() {
 /// `retain_recent(110)`, thread 2 decides K at now 110. K is admitted in
 /// every schedule, and its new TAT (120) is never lost: the retain's swap
 /// fails if the update came first, and an update after the retain starts
-/// from the high water (110). Mutation caught: a retain that stores 0
+/// from K's cells, into which the retain folded 110. Mutation caught: a retain that stores 0
 /// instead of swapping from the value it read (K's update lost: TAT 0).
 #[test]
 fn retain_recent_never_loses_an_update() {
@@ -184,9 +185,52 @@ fn retain_recent_never_loses_an_update() {
         let t1 = spawn(move || a.retain_recent(Nanos::from(110)));
         let t2 = spawn(move || decide(&b, k, 110, 10, 0, &rb));
         t1.join().unwrap();
-        // From K's own TAT (update first) or the high water (retain
-        // first): 110 either way.
+        // From K's own TAT (update first) or its cells (retain first): 110
+        // either way.
         assert_eq!(t2.join().unwrap(), Ok(110));
         assert_eq!(tat(&store, k), 120);
     });
+}
+
+/// An eviction races an update of the evicted key. Keys A (1), X (2) and
+/// K (5) all have home 0 in the 2-slot table, and A's cells are not all
+/// K's (so only A's own fold can raise A's estimate). A is at TAT 110 (it
+/// booked at 100; burst 2: cell time 10, tolerance 10), X at 210. Thread 1
+/// decides A at 100; thread 2 inserts K at 100, so evicts A (the earliest
+/// TAT). Either thread 1's swap lands first (the eviction's swap fails, it
+/// scans again and folds A's new TAT 120), or the eviction's does (thread
+/// 1's swap fails, it scans again, reinserts A, and its settler starts A
+/// from A's cells, which the fold raised to 110 before the evicting swap).
+/// Either way thread 1 decides from 110, and A, asked again at 100, is
+/// refused (its burst is spent). Both schedules are seen. Mutation caught:
+/// folding after the evicting swap (thread 1 can start A from 0 and is
+/// admitted from 100: a third request in A's burst of 2).
+#[test]
+fn an_eviction_races_an_update_of_the_evicted_key() {
+    const A: u64 = 1;
+    const X: u64 = 2;
+    const K: u64 = 5;
+    let seen = Seen::new();
+    let record = seen.recorder();
+    loom::model(move || {
+        let store = Arc::new(Store::with_hasher(Id));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let other = Arc::new(AtomicUsize::new(0));
+        assert_eq!(decide(&store, A, 100, 10, 10, &other), Ok(100));
+        assert_eq!(decide(&store, X, 200, 10, 10, &other), Ok(200));
+        let (a, b) = (store.clone(), store.clone());
+        let (ra, rb) = (runs.clone(), other.clone());
+        let t1 = spawn(move || decide(&a, A, 100, 10, 10, &ra));
+        let t2 = spawn(move || decide(&b, K, 100, 10, 10, &rb));
+        assert_eq!(t1.join().unwrap(), Ok(110), "A decided from its own TAT");
+        assert!(t2.join().unwrap().is_ok(), "K is new");
+        assert_eq!(
+            decide(&store, A, 100, 10, 10, &other),
+            Err(()),
+            "A's burst of 2 is spent"
+        );
+        // Thread 1's closure ran again: its swap lost to the eviction.
+        record(runs.load(Ordering::Relaxed) > 1);
+    });
+    seen.assert_all(&[false, true]);
 }

@@ -9,7 +9,9 @@
 //! `FakeRelativeClock`) advancing 1 microsecond per request (a million new
 //! keys a second), a quota of 10 per second per key (each key's arrival
 //! time 100 ms ahead: about 100,000 keys live at any time). The store is a
-//! `KeyedStore<u64, 262_144>` (4 MiB of slots). The run fails (exit code 1)
+//! `KeyedStore<u64, 262_144>` (4 MiB of slots and 8 MiB of memory cells
+//! for evicted keys, all written by `new`). It prints how many requests
+//! each store admitted. The run fails (exit code 1)
 //! if the `KeyedStore` flood grew resident memory by more than 1 MiB past
 //! the store's own allocation.
 

@@ -1,5 +1,5 @@
 //! A keyed state store for [governor](https://docs.rs/governor)'s
-//! [`RateLimiter`] in fixed memory: `CAP` slots, lock-free,
+//! [`RateLimiter`] in fixed memory: `CAP` slots and a memory of evicted keys, lock-free,
 //! allocated once by [`KeyedStore::new`].
 //!
 //! governor's own keyed stores (`DashMapStateStore`, `HashMapStateStore`)
@@ -25,17 +25,23 @@
 //!
 //! # Guarantees
 //!
-//! - **Exactness with room.** While every key a request names has its slot
-//!   (at most `CAP` keys with a live arrival time, and no probe of 16
-//!   slots full of them), each decision is the one governor's `DashMap`
-//!   store makes, request for request (`tests/differential.rs`).
+//! - **Exactness with room.** While no probe of 16 slots has been full of
+//!   keys with live arrival times (so no key was evicted before its time
+//!   passed), each decision is the one governor's `DashMap` store makes,
+//!   request for request, `retain_recent` included, for callers on one
+//!   clock (`tests/differential.rs`).
 //! - **No key past its quota.** An update swaps the whole slot from exactly
 //!   the value governor's closure saw (its "update only if unchanged",
-//!   `src/slot.rs`); a key keeps its slot until its arrival time has passed
-//!   for the caller that reuses it, and a key inserted after a reuse starts
-//!   from the latest freed arrival time (a caller whose clock is behind is
-//!   limited as if the slot had stayed); a new key whose probe is full of
-//!   live keys is refused.
+//!   `src/slot.rs`). A new key whose probe (16 slots) is full evicts the
+//!   key with the earliest arrival time there, after folding that time into
+//!   the key's 3 cells of a fixed memory (each cell keeps the maximum folded
+//!   into it); `retain_recent` folds what it frees the same way. A key
+//!   inserted later starts from the least of its cells, never below its own
+//!   folded arrival time, so each key's admissions are ones governor alone
+//!   would admit (`tests/differential.rs`, the flood half: every admitted
+//!   request, replayed with only its key's admissions into a fresh governor
+//!   limiter, is admitted there). A caller whose clock is behind the one
+//!   that evicted or freed a key is limited as if the key had stayed.
 //! - **Fingerprint collisions only refuse more.** Two keys with the same
 //!   64-bit fingerprint share one limit. With `n` keys stored, a given
 //!   key's chance of sharing is at most `(n - 1) / 2^64` (3.6e-15 at
@@ -43,14 +49,24 @@
 //!   `n^2 / 2^65` (1.2e-10 at `n = 65,536`), for a hasher whose output is
 //!   uniform (the default, std's `RandomState`: SipHash with random keys,
 //!   which an attacker cannot aim).
-//! - **Fixed memory.** `16 * CAP` bytes of slots, one allocation by
-//!   `new`, and the store's few words; nothing allocates after it.
+//! - **The memory of evicted keys only refuses more.** A key that has no
+//!   arrival time of its own starts from another's when each of its 3
+//!   cells was raised by other keys' folds to a time not yet passed: it is
+//!   refused more (part of its burst counts as spent), never admitted
+//!   more. With `L` keys evicted or freed whose arrival times are still
+//!   ahead, and `W = 4 * CAP / 3` cells per row, this happens to a given
+//!   key with probability at most `(L / W)^3`, modelling each row's pick as
+//!   an independent uniform hash (8.3e-4 for `L = CAP / 8`; 4.3e-7 for
+//!   `L = CAP / 100`). Cells never expire: a folded time at or before `now`
+//!   decides as no state.
+//! - **Fixed memory.** `16 * CAP` bytes of slots and `8 * 3 * W <= 32 * CAP`
+//!   bytes of memory cells (at most three times the slots' bytes in all),
+//!   allocated and written by `new`, and the store's few words; nothing
+//!   allocates after it.
 //!
-//! What is not: a new key whose probe (16 slots) is full of keys with live
-//! arrival times is refused until one of them passes or `retain_recent`
-//! frees it (this store's overflow; leaparray's keyed eviction will
-//! replace it). A quota whose burst takes more than 146 years to refill
-//! cannot be stored (`src/slot.rs`, `refuse`).
+//! What is not: a quota whose burst takes more than 146 years to refill
+//! cannot be stored (a slot's arrival time has 63 bits: `src/slot.rs`, "A
+//! TAT out of range"); such an update is admitted unrecorded.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -1,10 +1,11 @@
 //! The slot table and its protocol, argued once: what a slot holds, where
 //! a key's slots are, one update through governor's closure, when a slot
 //! may be reused, how two threads inserting one key keep it in one slot,
-//! and what a key with no room gets. Everything the store does to memory is
-//! here; `lib.rs` only adapts governor's types. (This is the part to switch
-//! to leaparray's keyed slot protocol once the core exposes a table with a
-//! plain 64-bit value: see the crate README, "Phase 2".)
+//! what a key with no room evicts and how the evicted TAT is remembered.
+//! Everything the store does to memory is here; `lib.rs` only adapts
+//! governor's types. (The same protocol as leaparray's keyed tables,
+//! `src/keyed/slot.rs` and `src/keyed/memory.rs` of the core, for a plain
+//! 64-bit value; the core's table is specific to its gate words.)
 //!
 //! # A slot
 //!
@@ -49,27 +50,63 @@
 //! whole slot (not the TAT alone) also fails when the slot was reused by
 //! another key meanwhile, even at an equal TAT.
 //!
-//! # Reuse: a TAT that has passed is the same as no state
+//! # Eviction: a key's TAT outlives its slot
 //!
-//! For governor's GCRA, a key whose TAT is at or before `now` decides
-//! exactly as a key with no state (`tat.unwrap_or(now)` then
-//! `max(tat, now)`). So such a slot may be reused with no loss. The store
-//! is never given `now`; it learns whether a TAT `v` has passed from the
-//! closure itself: governor's `f` returns the new TAT `max(tat, now) +
-//! weight`, so `f(Some(v))` returns the same new TAT as `f(None)` exactly
-//! when `v <= now`. The table asks this only when a new key's probe is
-//! full, of the earliest TAT there (if that one has not passed, none has).
-//! `retain_recent(drop_below)` frees every slot whose TAT is at or before
-//! `drop_below` (governor passes `now - t`).
+//! A new key whose probe has no free slot (and no claim in flight) evicts
+//! the key with the *earliest* TAT there. For GCRA, `TAT - now` is how
+//! much of its burst a key has booked ahead: the earliest TAT is the key
+//! with the most headroom left and the least recent demand, the key whose
+//! eviction costs least. A TAT at or before `now` decides exactly as no
+//! state (`max(tat, now)`), so evicting one loses nothing; and the memory
+//! below holds the maximum TAT folded into each cell, so folding the
+//! smallest live TAT raises the cells least (other keys that share a cell
+//! are over-estimated least). The choice reads the probe slot by slot, not
+//! atomically: it may miss the earliest, which costs quality, not safety,
+//! as every victim is folded before it goes. The store never needs the
+//! time to evict.
 //!
-//! Callers' clocks differ slightly across threads. A caller whose `now` is
-//! earlier than a reused key's TAT would have been limited by it, so before
-//! freeing a slot the reuser raises the table's *high water* to the freed
-//! TAT, and every key inserted afterwards starts from the high water instead
-//! of "no state": for a caller at or after it this is the same decision, for
-//! an earlier caller a stricter one. The reuser raises the high water
-//! before its swap that frees the slot (acquire-release), and a settler
-//! reads the slot (it reads every slot of the probe) before the high water.
+//! The *memory* is [`ROWS`] rows of 64-bit cells, [`CELLS_PER_SLOT`]` *
+//! CAP` cells in all (twice the slots' bytes; the whole table three
+//! times). A key's cells are one per row, picked by hashes of its
+//! fingerprint (all a slot knows of its key). To evict (or, in
+//! `retain_recent`, to free) a slot holding `(V, tat)`, a thread first
+//! *folds* `tat` into V's cells, `cell = max(cell, tat)` (`fetch_max`,
+//! `AcqRel`), then swaps that exact slot for its claim (or for free). A
+//! settler starts its key from the *estimate*, the least of its cells, read
+//! after it read every other slot of the probe: count-min. Folding is a
+//! maximum, so folding a key twice (an eviction whose swap lost, then
+//! another) never raises it past its own TAT; other keys' folds only raise
+//! cells (a stricter start, never a laxer one). Cells never expire: a TAT
+//! at or before `now` is the same as absent, so an old cell costs nothing
+//! once its time has passed.
+//!
+//! Why a returning key starts at least from its own evicted TAT: every
+//! write to a slot is a compare-and-swap, so a thread that reads V's old
+//! slot after the evicting swap synchronizes with it, and sees the fold:
+//!
+//! ```text
+//!  Thread 1 (updates V)                   Thread 2 (inserts K, evicts V)
+//!  ------------------------------------   ------------------------------------
+//!  read slot: (V, 10)                     read slot: (V, 10), the earliest
+//!  f(10) admits: new TAT 11
+//!                                         fold: V's cells >= 10
+//!                                         swap (V,10) -> (K, claim): ok
+//!  swap (V,10) -> (V,11): fails, slot
+//!  is K's; scan again: V has no slot,
+//!  claim one, read the probe, then V's
+//!  cells: >= 10 (synchronized with the
+//!  evicting swap); f(>= 10) decides again
+//! ```
+//!
+//! Had Thread 1's swap come first, Thread 2's swap fails (it folded the old
+//! 10: cells only rise, V stays with 11, a later eviction folds 11), and it
+//! scans again. Had Thread 2 folded after its swap (or a settler read the
+//! cells before its probe), Thread 1 could read V's cells at 0 and start V
+//! afresh: a second burst. A key inserted after `retain_recent` freed it
+//! starts the same way from its own freed TAT, so a caller whose clock is
+//! behind the one that freed it is limited as if the slot had stayed.
+//! (`loom-tests/tests/governor.rs`: an eviction racing an update of the
+//! evicted key; `retain_recent` racing an update.)
 //!
 //! # One slot per key: claims and settling
 //!
@@ -93,7 +130,7 @@
 //! and if one holds the key's value or an earlier claim of it (in probe
 //! order) this claim is withdrawn; a later claim of the key is withdrawn by
 //! this settler; otherwise the claim is swapped for the key's starting
-//! value (`USED | high water`). Withdrawing and settling swap from the exact
+//! value (`USED | estimate`, "Eviction"). Withdrawing and settling swap from the exact
 //! claim (its token is unique: a table-wide counter), so a claim settles at
 //! most once and never after it was withdrawn; any thread that meets a claim
 //! settles it, so no thread waits for another. Two claims `i < j` of one
@@ -101,15 +138,14 @@
 //! was written (else it withdrew `j`), so the settler of `i` read slot `j`
 //! after claim `j` was written and withdrew one of them.
 //!
-//! # No room: refuse (phase 1)
+//! # A TAT out of range
 //!
-//! A new key whose probe holds other keys' live TATs (none passed, no claim
-//! in flight) is refused: the table calls `f` with TATs above the probe's
-//! latest until `f` refuses, and returns that refusal (governor's own
-//! `NotUntil`, whose earliest time is then only an estimate). An admitted
-//! key never loses its slot while its TAT is live, so overflow never admits
-//! anyone past their quota. This is the overflow until leaparray's keyed
-//! eviction is used here (evict, and remember evicted TATs conservatively).
+//! A slot holds a TAT of 63 bits ([`MAX_TAT`], 292 years after the
+//! limiter's start). An update whose new TAT is past it is not stored:
+//! the table calls `f` with TATs above the key's until `f` refuses, and
+//! returns that refusal (governor's own `NotUntil`). Only a quota whose
+//! burst takes more than 146 years to refill admits even at [`MAX_TAT`];
+//! such an update is admitted unrecorded (`refuse`).
 
 use crate::sync::{
     AtomicU128, AtomicU64,
@@ -159,21 +195,45 @@ const fn tat_of(w: u64) -> Option<u64> {
     }
 }
 
+/// Rows of the memory of evicted TATs: a key has one cell in each.
+pub(crate) const ROWS: usize = 3;
+
+/// Memory cells (64-bit) per slot (16 bytes): the memory is at most twice
+/// the slots' bytes, the whole table at most three times.
+pub(crate) const CELLS_PER_SLOT: usize = 4;
+
+/// A 64-bit mix (the SplitMix64 finalizer): row `r`'s cell of a key is
+/// picked by the mix of its fingerprint and `r`, so the rows' picks are
+/// independent for a uniform fingerprint.
+#[inline(always)]
+const fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// A fixed table of slots (module docs).
 pub(crate) struct Table {
     slots: Box<[AtomicU128]>,
-    /// The latest TAT freed for reuse (module docs, "Reuse").
-    high_water: AtomicU64,
+    /// The memory of evicted and freed TATs: [`ROWS`] rows of `width`
+    /// cells, row `r` at `r * width..` (module docs, "Eviction").
+    cells: Box<[AtomicU64]>,
+    /// Cells in a row: `4 * CAP / ROWS` (at least 1).
+    width: usize,
     /// Claim tokens.
     tokens: AtomicU64,
 }
 
 impl Table {
-    /// `cap` free slots (`cap >= 1`): the one allocation.
+    /// `cap` free slots (`cap >= 1`) and an empty memory: the only
+    /// allocations.
     pub(crate) fn new(cap: usize) -> Self {
+        let width = (CELLS_PER_SLOT * cap / ROWS).max(1);
         Table {
             slots: (0..cap).map(|_| AtomicU128::new(0)).collect(),
-            high_water: AtomicU64::new(0),
+            // Written (not calloc'd) so their pages are resident from `new`.
+            cells: (0..ROWS * width).map(|_| AtomicU64::new(0)).collect(),
+            width,
             tokens: AtomicU64::new(0),
         }
     }
@@ -207,7 +267,7 @@ impl Table {
     }
 
     /// Governor's `measure_and_replace` for fingerprint `key` (nonzero):
-    /// module docs, "One update", "Reuse", "No room".
+    /// module docs, "One update", "Eviction", "A TAT out of range".
     pub(crate) fn update<T, E, F>(&self, key: u64, f: F) -> Result<T, E>
     where
         F: Fn(Option<u64>) -> Result<(T, u64), E>,
@@ -220,7 +280,6 @@ impl Table {
             let mut room = None;
             let mut claim = None;
             let mut earliest: Option<(usize, u128, u64)> = None;
-            let mut latest = 0;
             for i in 0..self.probe() {
                 let at = self.at(home, i);
                 let mut s = self.slots[at].load(Acquire);
@@ -259,7 +318,6 @@ impl Table {
                     claim.get_or_insert((i, s));
                 } else {
                     let v = w & MAX_TAT;
-                    latest = latest.max(v);
                     if earliest.is_none_or(|(_, _, e)| v < e) {
                         earliest = Some((i, s, v));
                     }
@@ -281,19 +339,11 @@ impl Table {
                 // A probe of no slots: `new` takes `cap >= 1`.
                 return self.refuse(&f, 0);
             };
-            // Full: has the earliest TAT passed (module docs, "Reuse")?
-            let (_, fresh) = f(None)?;
-            match f(Some(v)) {
-                Err(e) => return Err(e),
-                Ok((_, next)) if next == fresh => {
-                    // ORDERING: before the swap that frees the slot, so a
-                    // settler that reads the slot reads this too.
-                    self.high_water.fetch_max(v, AcqRel);
-                    self.claim(key, home, i, s);
-                    continue 'scan;
-                }
-                Ok(_) => return self.refuse(&f, latest),
-            }
+            // Full: evict the earliest TAT (module docs, "Eviction").
+            // ORDERING: the fold before the swap that evicts, so a settler
+            // that reads the slot after it reads the fold too.
+            self.fold(key_of(s), v);
+            self.claim(key, home, i, s);
         }
     }
 
@@ -308,9 +358,9 @@ impl Table {
         }
     }
 
-    /// A refusal from `f` for a key with no room (module docs, "No room"):
-    /// `f` at TATs from `latest` up, each step twice the last, until it
-    /// refuses. Governor's GCRA refuses a TAT more than its burst past now,
+    /// A refusal from `f` for a key whose next TAT is past [`MAX_TAT`]
+    /// (module docs, "A TAT out of range"): `f` at TATs from `latest` up,
+    /// each step twice the last, until it refuses. Governor's GCRA refuses a TAT more than its burst past now,
     /// which a doubling step passes within 34 calls (a burst is at most
     /// 2^32 cells). A quota that admits even at [`MAX_TAT`] (a burst that
     /// takes more than 146 years to refill) is admitted here unrecorded:
@@ -365,8 +415,36 @@ impl Table {
                 }
             }
         }
-        let start = USED | self.high_water.load(Acquire);
+        // After the probe's reads (module docs, "Eviction").
+        let start = USED | self.estimate(key);
         let _ = self.slots[at].compare_exchange(mine, slot(key, start), AcqRel, Acquire);
+    }
+
+    /// The cell of fingerprint `key` in row `r`.
+    #[inline(always)]
+    fn cell(&self, key: u64, r: usize) -> &AtomicU64 {
+        let h = mix(key ^ 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1));
+        let c = ((u128::from(h) * self.width as u128) >> 64) as usize;
+        &self.cells[r * self.width + c]
+    }
+
+    /// Folds the TAT `tat` of the key with fingerprint `key` into the
+    /// memory: each of its cells rises to at least `tat` (module docs,
+    /// "Eviction"). A maximum: folding one TAT twice is folding it once.
+    fn fold(&self, key: u64, tat: u64) {
+        for r in 0..ROWS {
+            // ORDERING: released by the caller's swap that evicts or frees.
+            self.cell(key, r).fetch_max(tat, AcqRel);
+        }
+    }
+
+    /// The TAT a key with fingerprint `key` starts from: the least of its
+    /// cells (0: none), never below a TAT of its own that was folded.
+    fn estimate(&self, key: u64) -> u64 {
+        (0..ROWS)
+            .map(|r| self.cell(key, r).load(Acquire))
+            .min()
+            .unwrap_or(0)
     }
 
     /// The TAT `key` holds (`Some(None)`: a slot with no TAT yet), if it
@@ -386,8 +464,9 @@ impl Table {
             let s = cell.load(Acquire);
             let w = word(s);
             if w & USED != 0 && w & MAX_TAT <= drop_below {
-                // ORDERING: before the swap that frees it (module docs, "Reuse").
-                self.high_water.fetch_max(w & MAX_TAT, AcqRel);
+                // ORDERING: before the swap that frees it (module docs,
+                // "Eviction": freeing is evicting with no new key).
+                self.fold(key_of(s), w & MAX_TAT);
                 // A failed swap: updated meanwhile, so it stays.
                 let _ = cell.compare_exchange(s, 0, AcqRel, Acquire);
             }

@@ -11,6 +11,13 @@
 //!
 //! 300 seeded runs of 2,000 requests (splitmix64; a failing run prints its
 //! seed and step).
+//!
+//! Under a flood (many more keys than slots, so keys are evicted and come
+//! back), decisions differ, but never in the key's favour: every request
+//! the store admitted, replayed alone with its key's other admitted
+//! requests (same times, same weights) into a fresh governor limiter on
+//! its own `DashMapStateStore`, is admitted there too
+//! (`under_a_flood_every_admission_replays_alone`).
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -79,4 +86,78 @@ fn same_decisions_as_dashmap_while_every_key_has_a_slot() {
         run(seed + 1_000, KeyedStore::<u32, 17>::new());
         run(seed + 2_000, KeyedStore::<u32, 64>::new());
     }
+}
+
+/// One flood run: `CAP` slots, 100 to 2,000 keys, 4,000 requests (random
+/// quota, weights up to the burst, clock steps up to two cells' time).
+/// Returns (admitted, refused) after checking that each key's admissions,
+/// replayed alone into a fresh governor limiter, are all admitted.
+fn flood<const CAP: usize>(seed: u64) -> (usize, usize) {
+    let mut r = seed;
+    let period = Duration::from_micros(1 + splitmix(&mut r) % 100_000);
+    let burst = 1 + (splitmix(&mut r) % 20) as u32;
+    let quota = Quota::with_period(period)
+        .unwrap()
+        .allow_burst(NonZeroU32::new(burst).unwrap());
+    let keys = 100 + splitmix(&mut r) % 1_900;
+    let clock = FakeRelativeClock::default();
+    let ours: Lim<KeyedStore<u32, CAP>> = RateLimiter::new(quota, KeyedStore::new(), clock.clone());
+    // Per key: (time since start, weight) of each admitted request.
+    let mut admitted: std::collections::HashMap<u32, Vec<(Duration, NonZeroU32)>> =
+        Default::default();
+    let (mut at, mut refused) = (Duration::ZERO, 0);
+    for _ in 0..4_000 {
+        if splitmix(&mut r) % 100 >= 30 {
+            let step = Duration::from_nanos(splitmix(&mut r) % (2 * period.as_nanos() as u64 + 1));
+            clock.advance(step);
+            at += step;
+        }
+        // Half the requests from a few hot keys (they reach their limit),
+        // half from all keys (the flood that evicts them).
+        let key = match splitmix(&mut r) % 2 {
+            0 => (splitmix(&mut r) % 8) as u32,
+            _ => (splitmix(&mut r) % keys) as u32,
+        };
+        let n = NonZeroU32::new(1 + (splitmix(&mut r) % u64::from(burst)) as u32).unwrap();
+        match ours.check_key_n(&key, n) {
+            Ok(Ok(())) => admitted.entry(key).or_default().push((at, n)),
+            Ok(Err(_)) => refused += 1,
+            Err(e) => panic!("seed {seed}: n <= burst, yet {e:?}"),
+        }
+    }
+    let mut total = 0;
+    for (key, requests) in &admitted {
+        let alone = FakeRelativeClock::default();
+        let replay: Lim<DashMapStateStore<u32>> =
+            RateLimiter::dashmap_with_clock(quota, alone.clone());
+        let mut now = Duration::ZERO;
+        for (i, &(t, n)) in requests.iter().enumerate() {
+            alone.advance(t - now);
+            now = t;
+            assert_eq!(
+                replay.check_key_n(key, n),
+                Ok(Ok(())),
+                "seed {seed}: key {key}'s admission {i} (at {t:?}, n {n}) is refused alone; quota {quota:?}"
+            );
+        }
+        total += requests.len();
+    }
+    (total, refused)
+}
+
+#[test]
+fn under_a_flood_every_admission_replays_alone() {
+    let (mut admitted, mut refused) = (0, 0);
+    for seed in 0..40 {
+        for (a, r) in [flood::<16>(seed), flood::<64>(seed + 1_000)] {
+            admitted += a;
+            refused += r;
+        }
+    }
+    // Not vacuous: the store admits and refuses in earnest (80 runs of
+    // 4,000 requests).
+    assert!(
+        admitted > 80_000 && refused > 10_000,
+        "{admitted} admitted, {refused} refused"
+    );
 }

@@ -1,10 +1,12 @@
 //! The store's paths that governor's own stores do not have: a new key
-//! whose probe is full (refused, phase 1), reuse of a slot whose arrival
-//! time has passed, and the high water that keeps a late caller of a freed
-//! key within its quota. Driven by governor's `RateLimiter` where a shared
+//! whose probe is full evicts the key with the earliest arrival time, an
+//! evicted key returns with what it had booked (the memory of evicted
+//! arrival times), and a late caller of a key freed by `retain_recent` is
+//! limited by the key's freed arrival time. Driven by governor's `RateLimiter` where a shared
 //! clock is enough, and by a copy of governor's GCRA closure
 //! (`gcra::test_and_update`) where two callers need different `now`s.
 
+use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -35,35 +37,94 @@ fn decide(store: &KeyedStore<u32, 1>, key: u32, now: u64, t: u64, tau: u64) -> R
     })
 }
 
-/// One slot: a second key is refused while the first key's arrival time
-/// is live, whatever its own burst, and gets the slot once it passed.
+/// A fingerprint that is the key (`u32` keys): keys `1..=17` all have
+/// home 0 in a table of 64 slots, so 16 of them fill one probe.
+#[derive(Clone, Copy, Default)]
+struct Id;
+
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("u32 keys only")
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = u64::from(v);
+    }
+}
+
+impl BuildHasher for Id {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+type IdLim = RateLimiter<u32, KeyedStore<u32, 64, Id>, FakeRelativeClock, NoOpMiddleware<Nanos>>;
+
+fn id_limiter(clock: &FakeRelativeClock) -> IdLim {
+    let quota = Quota::per_second(NonZeroU32::new(10).unwrap());
+    RateLimiter::new(quota, KeyedStore::with_hasher(Id), clock.clone())
+}
+
+/// A new key whose probe is full of live keys is admitted and evicts the
+/// key with the earliest arrival time (the most headroom): keys `k = 1..=16`
+/// book `k` of their 10 per second (arrival time `k` cells ahead), key 17
+/// takes key 1's slot.
 #[test]
-fn a_full_probe_refuses_a_new_key_until_a_time_passes() {
+fn a_full_probe_evicts_the_key_with_the_earliest_arrival_time() {
     let clock = FakeRelativeClock::default();
-    let quota = Quota::per_second(NonZeroU32::new(1_000).unwrap());
-    let lim: Lim<1> = RateLimiter::new(quota, KeyedStore::new(), clock.clone());
-    assert_eq!(lim.check_key(&1), Ok(()));
-    // Key 1's arrival time is 1 ms ahead: key 2 finds no room.
-    let refused = lim.check_key(&2).expect_err("no room for key 2");
-    // governor's own `NotUntil`, usable: a wait of at least the time left.
-    assert!(refused.wait_time_from(clock.now()) >= Duration::from_millis(1));
-    assert_eq!(lim.len(), 1);
-    clock.advance(Duration::from_millis(1));
-    // Key 1's arrival time has passed: its slot is key 2's, with the full burst.
+    let lim = id_limiter(&clock);
+    for k in 1..=16u32 {
+        let n = NonZeroU32::new(k.min(10)).unwrap();
+        assert_eq!(lim.check_key_n(&k, n), Ok(Ok(())));
+    }
+    assert_eq!(lim.check_key(&17), Ok(()));
+    let store = lim.into_state_store();
+    assert!(!store.contains_key(&1), "key 1 (earliest) evicted");
+    assert!((2..=17).all(|k| store.contains_key(&k)));
+}
+
+/// An evicted key comes back with what it had booked: key 1 spends its
+/// burst (10) at 0, keys 2..=16 fill the probe 10 ms later, key 17 evicts
+/// key 1; key 1, back 10 ms after that, is refused (a fresh start would
+/// admit it) until its own arrival time allows, exactly as governor
+/// alone would decide.
+#[test]
+fn an_evicted_key_returns_with_what_it_had_booked() {
+    let clock = FakeRelativeClock::default();
+    let lim = id_limiter(&clock);
+    let ten = NonZeroU32::new(10).unwrap();
+    assert_eq!(lim.check_key_n(&1, ten), Ok(Ok(())));
+    clock.advance(Duration::from_millis(10));
+    for k in 2..=16u32 {
+        assert_eq!(lim.check_key_n(&k, ten), Ok(Ok(())));
+    }
+    assert_eq!(lim.check_key(&17), Ok(()));
+    clock.advance(Duration::from_millis(10));
+    // Key 1 is out of its slot (its arrival time, 1 s, was the earliest).
+    let refused = lim.check_key(&1).expect_err("key 1 spent its burst at 0");
+    // governor alone: one cell (100 ms) after 0, i.e. 80 ms from now.
     assert_eq!(
-        lim.check_key_n(&2, NonZeroU32::new(1_000).unwrap()),
-        Ok(Ok(()))
+        refused.wait_time_from(clock.now()),
+        Duration::from_millis(80)
     );
-    assert_eq!(lim.len(), 1);
-    // And key 1 is now the one without room.
+    clock.advance(Duration::from_millis(80));
+    assert_eq!(lim.check_key(&1), Ok(()));
     assert!(lim.check_key(&1).is_err());
 }
 
-/// Reuse never admits a key past its quota: with one slot and two keys
-/// alternating at random times (busy stretches and pauses), each key's admissions, replayed into a
-/// fresh governor limiter of its own, are all admitted there too.
+/// Eviction never admits a key past its quota: with one slot and two keys
+/// alternating at random times (busy stretches and pauses: each new key
+/// evicts the other), each key's admissions, replayed into a fresh
+/// governor limiter of its own, are all admitted there too. (One slot has
+/// three memory cells, shared by both keys: each also carries the other's
+/// arrival times, which only refuses more.)
 #[test]
-fn reuse_admits_nothing_a_key_of_its_own_would_refuse() {
+fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
     let mut r = 7u64;
     let mut next = || {
         r ^= r << 13;
@@ -106,30 +167,16 @@ fn reuse_admits_nothing_a_key_of_its_own_would_refuse() {
 
 /// A caller whose clock is behind the one that freed a key's slot is
 /// limited as if the key still had its arrival time: `retain_recent`
-/// (at 110) frees key 1 (arrival time 110); a late caller of key 1 at 105
-/// (burst 1, one cell per 10) is refused, as it would be had the slot
-/// stayed.
+/// (at 110) frees key 1 (arrival time 110, folded into its cells); a late
+/// caller of key 1 at 105 (burst 1, one cell per 10) is refused, as it
+/// would be had the slot stayed.
 #[test]
-fn a_late_caller_of_a_freed_key_starts_from_the_high_water() {
+fn a_late_caller_of_a_freed_key_starts_from_its_freed_arrival_time() {
     let store = KeyedStore::<u32, 1>::new();
     assert_eq!(decide(&store, 1, 100, 10, 0), Ok(110));
     store.retain_recent(Nanos::from(110));
     assert!(store.is_empty());
     assert_eq!(decide(&store, 1, 105, 10, 0), Err(110));
-    // A caller at or after the high water decides as for a new key.
+    // A caller at or after that time decides as for a new key.
     assert_eq!(decide(&store, 1, 110, 10, 0), Ok(120));
-}
-
-/// Reuse on a full probe takes a slot only once its arrival time has
-/// passed for the caller: key 2 is refused at 105 (key 1's 110 is live) and
-/// takes the slot at 111; key 1 is then the key with no room.
-#[test]
-fn reuse_takes_a_slot_whose_time_passed() {
-    let store = KeyedStore::<u32, 1>::new();
-    assert_eq!(decide(&store, 1, 100, 10, 0), Ok(110));
-    // At 105 key 1's arrival time is live: no room for key 2.
-    assert_eq!(decide(&store, 2, 105, 10, 0).map_err(|_| ()), Err(()));
-    assert_eq!(decide(&store, 2, 111, 10, 0), Ok(121));
-    assert!(store.contains_key(&2) && !store.contains_key(&1));
-    assert_eq!(decide(&store, 1, 112, 10, 0).map_err(|_| ()), Err(()));
 }
