@@ -136,9 +136,8 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// If `limit` does not fit a slot's word (above
     /// [`max_limit`](Self::max_limit)), with the reason, e.g.
     /// "LocalKeyedGate::new: the limit does not fit a key slot's word; for
-    /// N = 2 the largest is 32,767". In a `static` or `const` that panic is
-    /// a compile error; [`try_new`](Self::try_new) returns the error
-    /// instead.
+    /// N = 2 the largest is 32,767". In a `const` that panic is a compile
+    /// error; [`try_new`](Self::try_new) returns the error instead.
     ///
     /// ```
     /// # use core::num::NonZeroU64;
@@ -147,12 +146,12 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// assert_eq!((t.limit(), t.window()), (100, 500));
     /// ```
     ///
-    /// A limit that does not fit, in a `static`, does not compile:
+    /// A limit that does not fit, in a `const`, does not compile:
     ///
     /// ```compile_fail,E0080
     /// # use core::num::NonZeroU64;
     /// use leaparray::keyed::LocalKeyedGate;
-    /// static T: LocalKeyedGate<2, 8> = LocalKeyedGate::new(NonZeroU64::new(500).unwrap(), 32_768);
+    /// let t = const { LocalKeyedGate::<2, 8>::new(NonZeroU64::new(500).unwrap(), 32_768) };
     /// ```
     #[must_use]
     pub const fn new(window: NonZeroU64, limit: u64) -> Self {
