@@ -363,3 +363,62 @@ impl Cluster {
         }
     }
 }
+
+// Helpers of the cluster test files.
+
+pub fn connected<const W: usize>(g: &leaparray_redis::RedisGate<W>, why: &str, within: Duration) {
+    let t = Instant::now();
+    while !g.is_connected() {
+        assert!(t.elapsed() < within, "{why}: never connected");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn get_readonly(c: &Cluster, node: usize, key: &str) -> Option<String> {
+    let mut con = c.nodes[node].con();
+    let _: () = redis::cmd("READONLY").query(&mut con).unwrap();
+    redis::cmd("GET").arg(key).query(&mut con).unwrap()
+}
+
+pub fn role(c: &Cluster, node: usize) -> String {
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut c.nodes[node].con())
+        .unwrap();
+    rep.lines()
+        .find_map(|l| l.strip_prefix("role:"))
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
+
+pub fn wait(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < within, "premise: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The ledger: admissions per window; the most any `n` consecutive windows hold.
+#[derive(Default)]
+pub struct Ledger(pub std::collections::BTreeMap<u64, u64>);
+
+impl Ledger {
+    pub fn note(&mut self, d: leaparray_redis::Decision) -> bool {
+        match d.window() {
+            Some(w) => {
+                *self.0.entry(w).or_insert(0) += 1;
+                true
+            }
+            None => false,
+        }
+    }
+    pub fn worst(&self, n: u64) -> u64 {
+        self.0
+            .keys()
+            .map(|&w| self.0.range(w..w + n).map(|(_, c)| c).sum())
+            .max()
+            .unwrap_or(0)
+    }
+}
