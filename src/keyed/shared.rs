@@ -9,16 +9,14 @@ use crossbeam_utils::CachePadded;
 
 use super::memory::{Memory, Shape};
 use super::slot::{
-    at, layout_of, locate, max_limit_of, probe_len, remaining_from, retry_after_from, word,
-    Booking, Slot, DEFAULT_SEED, USED,
+    bumped, decide, layout_of, max_limit_of, mix, remaining_from, retry_after_from, Booking,
+    GatePolicy, Shared, DEFAULT_SEED,
 };
+use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
 use crate::decision::Decision;
-use crate::packed;
-use crate::sync::{
-    const_fn_unless_loom, AtomicU64,
-    Ordering::{Acquire, Relaxed},
-};
+use crate::packed::{self, Outcome};
+use crate::sync::{const_fn_unless_loom, Ordering::Relaxed};
 
 /// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in
 /// `48 * CAP` bytes fixed at compile time: `N` windows per interval, keys
@@ -128,40 +126,9 @@ use crate::sync::{
 /// assert_eq!(T.remaining(8, 1_000), 3);
 /// ```
 pub struct KeyedGate<const N: usize, const CAP: usize> {
-    /// Encoding: the key in the high 64 bits, the word in the low 64: the
-    /// word is 0 (free), a gate word (top bit set; `packed`'s layout with
-    /// `F = 0`), or a claim's token (top bit clear, not 0). Invariant: at
-    /// most one slot of a key's probe holds its gate word (the slot
-    /// protocol, `slot.rs`).
-    pub(super) slots: [Slot; CAP],
-    pub(super) layout: packed::Layout,
-    pub(super) seed: u64,
-    pub(super) overflow: Overflow,
-    /// How the memory of evicted keys is cut.
-    pub(super) shape: Shape,
-    /// Written by insertions, recycling and overflows only: on cache lines
-    /// of their own, away from what every decision reads.
-    pub(super) shared: CachePadded<Shared>,
-    /// The memory of evicted keys (`memory.rs`).
-    pub(super) memory: Memory<AtomicU64, CAP>,
-}
-
-/// A [`KeyedGate`]'s table-wide counters.
-pub(super) struct Shared {
-    /// The newest window any recycler had reached when it recycled (0 if
-    /// none): a key that comes back books no earlier than `N` windows
-    /// before it.
-    pub(super) high_water: AtomicU64,
-    /// The last claim token handed out.
-    pub(super) tokens: AtomicU64,
-    /// Slots recycled since the table was built.
-    pub(super) recycled: AtomicU64,
-    /// Decisions made under the overflow policy.
-    pub(super) overflowed: AtomicU64,
-    /// Keys evicted.
-    pub(super) evicted: AtomicU64,
-    /// Keys inserted with an estimate from the memory.
-    pub(super) remembered: AtomicU64,
+    /// The slots and the gate policy: the slot protocol (`table.rs`) over
+    /// gate words (`slot.rs`).
+    table: Table<GatePolicy<N, CAP>, [Slot; CAP]>,
 }
 
 impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
@@ -171,7 +138,7 @@ impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
             .field("capacity", &CAP)
             .field("window", &self.window())
             .field("limit", &self.limit())
-            .field("overflow", &self.overflow)
+            .field("overflow", &self.overflow())
             .finish_non_exhaustive()
     }
 }
@@ -186,15 +153,12 @@ impl<const N: usize, const CAP: usize> defmt::Format for KeyedGate<N, CAP> {
             CAP,
             self.window(),
             self.limit(),
-            self.overflow
+            self.overflow()
         );
     }
 }
 
 impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
-    /// Slots in a probe.
-    pub(super) const PROBE: usize = probe_len(CAP);
-
     const_fn_unless_loom! {
         /// A table of `CAP` keys, each admitted at most `limit` permits per
         /// interval of `N` windows of `window` ticks; [`Overflow::Evict`]
@@ -248,25 +212,32 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 Err(_) => panic!("{}", SHARED_TOO_LARGE[N - 1]),
             };
             KeyedGate {
-                slots: crate::sync::array_of!(CAP, Slot::new(0)),
-                layout,
-                seed: DEFAULT_SEED,
-                overflow: Overflow::Evict,
-                shape: Shape::of(N, CAP, limit),
-                shared: CachePadded::new(Shared {
-                    high_water: crate::sync::atomic_u64(0),
+                table: Table {
+                    slots: crate::sync::array_of!(CAP, Slot::new()),
+                    policy: GatePolicy {
+                        layout,
+                        seed: DEFAULT_SEED,
+                        overflow: Overflow::Evict,
+                        shape: Shape::of(N, CAP, limit),
+                        shared: CachePadded::new(Shared {
+                            high_water: crate::sync::atomic_u64(0),
+                            recycled: crate::sync::atomic_u64(0),
+                            overflowed: crate::sync::atomic_u64(0),
+                            evicted: crate::sync::atomic_u64(0),
+                            remembered: crate::sync::atomic_u64(0),
+                        }),
+                        memory: Memory {
+                            ids: crate::sync::array_of!(
+                                super::memory::MAX_PLANES,
+                                crate::sync::atomic_u64(0)
+                            ),
+                            words: crate::sync::array_of!(
+                                super::memory::WORDS_PER_SLOT,
+                                crate::sync::array_of!(CAP, crate::sync::atomic_u64(0))
+                            ),
+                        },
+                    },
                     tokens: crate::sync::atomic_u64(0),
-                    recycled: crate::sync::atomic_u64(0),
-                    overflowed: crate::sync::atomic_u64(0),
-                    evicted: crate::sync::atomic_u64(0),
-                    remembered: crate::sync::atomic_u64(0),
-                }),
-                memory: Memory {
-                    ids: crate::sync::array_of!(super::memory::MAX_PLANES, crate::sync::atomic_u64(0)),
-                    words: crate::sync::array_of!(
-                        super::memory::WORDS_PER_SLOT,
-                        crate::sync::array_of!(CAP, crate::sync::atomic_u64(0))
-                    ),
                 },
             }
         }
@@ -316,7 +287,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         /// ```
         #[must_use]
         pub fn with_seed(self, seed: u64) -> Self {
-            KeyedGate { seed, ..self }
+            let mut t = self;
+            t.table.policy_mut().seed = seed;
+            t
         }
     }
 
@@ -335,7 +308,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         /// ```
         #[must_use]
         pub fn with_overflow(self, policy: Overflow) -> Self {
-            KeyedGate { overflow: policy, ..self }
+            let mut t = self;
+            t.table.policy_mut().overflow = policy;
+            t
         }
     }
 
@@ -348,7 +323,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn limit(&self) -> u64 {
-        self.layout.limit
+        self.gate().layout.limit
     }
 
     /// The window length in ticks.
@@ -360,7 +335,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
-        self.layout.window.get()
+        self.gate().layout.window.get()
     }
 
     /// The overflow policy.
@@ -374,7 +349,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn overflow(&self) -> Overflow {
-        self.overflow
+        self.gate().overflow
     }
 
     /// Slots in the table: the most keys it holds at once.
@@ -389,16 +364,17 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         CAP
     }
 
-    /// The slot where `key`'s probe starts, and its fingerprint.
+    /// The gate policy.
     #[inline(always)]
-    pub(super) fn locate(&self, key: u64) -> (usize, u64) {
-        locate::<CAP>(self.seed, key)
+    const fn gate(&self) -> &GatePolicy<N, CAP> {
+        self.table.policy()
     }
 
-    /// The `i`-th slot of the probe starting at `home`.
+    /// Where `key` lives: its home slot and fingerprint, as `slot::locate`
+    /// places it for a [`LocalKeyedGate`](super::LocalKeyedGate).
     #[inline(always)]
-    pub(super) fn at(home: usize, i: usize) -> usize {
-        at::<CAP>(home, i)
+    fn locate(&self, key: u64) -> Place {
+        self.table.place(mix(key ^ self.gate().seed))
     }
 
     /// Admits `n` permits for `key` at `now` if every interval of `N`
@@ -447,10 +423,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
-        let l = &self.layout;
+        let l = &self.gate().layout;
         let c = l.window.div(now);
-        let (home, fp) = self.locate(key);
-        let b = self.book_from(fp, home, None, c, n);
+        let b = self.book_from(self.locate(key), None, c, n);
         let headroom = match b {
             // `at`, the window booked, is the word's newest (a keyed table
             // never books a later one) and holds the booking.
@@ -495,20 +470,19 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         const AHEAD: usize = 16;
         let len = requests.len().min(decisions.len());
         // One window for the whole burst: one division, not one a request.
-        let c = self.layout.window.div(now);
+        let c = self.gate().layout.window.div(now);
         for (reqs, outs) in requests[..len]
             .chunks(AHEAD)
             .zip(decisions[..len].chunks_mut(AHEAD))
         {
-            let mut homes = [(0usize, 0u64); AHEAD];
-            let mut firsts = [0u128; AHEAD];
+            let mut places = [self.table.place(0); AHEAD];
+            let mut firsts = [None; AHEAD];
             for (i, &(key, _)) in reqs.iter().enumerate() {
-                homes[i] = self.locate(key);
-                firsts[i] = self.slots[homes[i].0].load(Acquire);
+                places[i] = self.locate(key);
+                firsts[i] = Some(self.table.peek(places[i]));
             }
             for (i, (&(_, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
-                let (home, fp) = homes[i];
-                *out = self.decision(self.book_from(fp, home, Some(firsts[i]), c, n));
+                *out = self.decision(self.book_from(places[i], firsts[i], c, n));
             }
         }
         len
@@ -520,7 +494,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         match b {
             Booking::In { .. } | Booking::Nothing => Decision::Pass,
             Booking::Refused | Booking::Counted => Decision::Block,
-            Booking::Overflowed => match self.overflow {
+            Booking::Overflowed => match self.overflow() {
                 // (An evicting table overflows only when its memory
                 // cannot hold an evicted key: then it refuses.)
                 Overflow::Refuse | Overflow::Evict => Decision::Block,
@@ -532,9 +506,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// The decision, and the window it booked into.
     #[inline]
     fn book(&self, key: u64, now: u64, n: u64) -> Booking {
-        let c = self.layout.window.div(now);
-        let (home, fp) = self.locate(key);
-        self.book_from(fp, home, None, c, n)
+        let c = self.gate().layout.window.div(now);
+        self.book_from(self.locate(key), None, c, n)
     }
 
     /// [`book`](Self::book), given the key's home and maybe the value of
@@ -543,24 +516,77 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// again from a fresh read, so every decision of a burst is made on the
     /// table as the requests before it left it.
     #[inline(always)]
-    pub(super) fn book_from(
-        &self,
-        fp: u64,
-        home: usize,
-        first: Option<u128>,
-        c: u64,
-        n: u64,
-    ) -> Booking {
-        let b = match self.book_scan(fp, home, first, c, n) {
+    fn book_from(&self, place: Place, first: Option<Snapshot>, c: u64, n: u64) -> Booking {
+        let b = match self.book_scan(place, first, c, n) {
             Booking::Refused | Booking::Overflowed if first.is_some() => {
-                self.book_scan(fp, home, None, c, n)
+                self.book_scan(place, None, c, n)
             }
             b => b,
         };
         if let Booking::Overflowed = b {
-            self.shared.overflowed.fetch_add(1, Relaxed);
+            self.gate().shared.overflowed.fetch_add(1, Relaxed);
         }
         b
+    }
+
+    /// [`book_from`](Self::book_from), taking `first` as the home slot's
+    /// read: one decision of the key's gate on its slot through the table
+    /// (`table.rs`, "One update"), inserting the key if it has none.
+    #[inline(always)]
+    fn book_scan(&self, place: Place, first: Option<Snapshot>, c: u64, n: u64) -> Booking {
+        if n == 0 {
+            return Booking::Nothing;
+        }
+        let g = self.gate();
+        let l = &g.layout;
+        if n > l.limit {
+            // Never admitted: no slot for it either.
+            return Booking::Refused;
+        }
+        let evicts = g.evicts();
+        let booked = self.table.update(place, first, c, |tag, w| {
+            match decide::<N>(l, w, c, n) {
+                Some((new, outcome)) => {
+                    // No prioritized request borrows here.
+                    let at = match outcome {
+                        Outcome::Booked(w) => w,
+                        Outcome::Borrowed { .. } | Outcome::Refused => c,
+                    };
+                    Step::Write {
+                        tag: bumped(l, u64::from(tag), w, c, n) as u8,
+                        word: new,
+                        out: Booking::In { at, word: new },
+                    }
+                }
+                // A refusal counts in the key's demand (while the counter
+                // is below saturation).
+                None if evicts && tag < 255 => Step::Write {
+                    tag: (u64::from(tag) + n).min(255) as u8,
+                    word: w,
+                    out: Booking::Counted,
+                },
+                None => Step::Keep(Booking::Refused),
+            }
+        });
+        booked.unwrap_or(Booking::Overflowed)
+    }
+
+    /// The gate word `place`'s key holds (the first slot of its probe that
+    /// holds it), if any, and whether its probe has room for it otherwise.
+    /// Under eviction, a key with no slot is given the word it would start
+    /// from, and room.
+    fn find(&self, place: Place, c: u64) -> (Option<u64>, bool) {
+        let g = self.gate();
+        let room = match self.table.find(place, c) {
+            Found::Value(w) => return (Some(w), true),
+            // A claim settles into its starting word.
+            Found::Claimed => true,
+            Found::Absent { room } => room,
+        };
+        match g.start_word(place.fingerprint(), c) {
+            (w, true) => (Some(w), true),
+            _ => (None, room || g.evicts()),
+        }
     }
 
     /// Permits `key` could still take at `now`: `limit` minus the fullest
@@ -585,9 +611,9 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub fn remaining(&self, key: u64, now: u64) -> u64 {
-        let c = self.layout.window.div(now);
-        let (home, fp) = self.locate(key);
-        remaining_from::<N>(&self.layout, self.find(fp, home, c), self.overflow, c)
+        let l = &self.gate().layout;
+        let c = l.window.div(now);
+        remaining_from::<N>(l, self.find(self.locate(key), c), self.overflow(), c)
     }
 
     /// Exact ticks from `now` until `n` permits for `key` would be
@@ -615,14 +641,14 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         if n == 0 {
             return Some(0);
         }
-        let l = &self.layout;
+        let l = &self.gate().layout;
         if n > l.limit {
             return None;
         }
         let c = l.window.div(now);
-        let (home, fp) = self.locate(key);
-        retry_after_from::<N, _>(l, self.find(fp, home, c), self.overflow, c, now, n, || {
-            (0..Self::PROBE).map(move |i| word(self.slots[Self::at(home, i)].load(Acquire)))
+        let place = self.locate(key);
+        retry_after_from::<N, _>(l, self.find(place, c), self.overflow(), c, now, n, || {
+            self.table.probe(place).map(|s| s.word())
         })
     }
 
@@ -642,21 +668,19 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub fn occupancy(&self, now: u64) -> Occupancy {
-        let c = self.layout.window.div(now);
+        let g = self.gate();
+        let c = g.layout.window.div(now);
         let mut s = Occupancy {
-            recycled: self.shared.recycled.load(Relaxed),
-            overflowed: self.shared.overflowed.load(Relaxed),
-            evicted: self.shared.evicted.load(Relaxed),
-            remembered: self.shared.remembered.load(Relaxed),
+            recycled: g.shared.recycled.load(Relaxed),
+            overflowed: g.shared.overflowed.load(Relaxed),
+            evicted: g.shared.evicted.load(Relaxed),
+            remembered: g.shared.remembered.load(Relaxed),
             ..Occupancy::default()
         };
-        for cell in &self.slots {
-            let w = word(cell.load(Acquire));
-            if w & USED != 0 {
-                s.resident += 1;
-                if self.recyclable(w, c) {
-                    s.recyclable += 1;
-                }
+        for w in self.table.iter().filter_map(|s| s.value()) {
+            s.resident += 1;
+            if g.recyclable(w, c) {
+                s.recyclable += 1;
             }
         }
         s
@@ -679,17 +703,16 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     /// The first slot of `key`'s probe.
     pub fn loom_home(&self, key: u64) -> usize {
-        self.locate(key).0
+        self.locate(key).home()
     }
 
     /// The slot index holding `key`'s gate word or a claim of it, for
     /// every slot that does.
     pub fn loom_slots_of(&self, key: u64) -> std::vec::Vec<usize> {
         (0..CAP)
-            .filter(|&i| {
-                let s = self.slots[i].load(Acquire);
-                word(s) != 0 && super::slot::fp_of(super::slot::key_of(s)) == self.locate(key).1
-            })
+            .zip(self.table.iter())
+            .filter(|(_, s)| !s.is_free() && s.fingerprint() == self.locate(key).fingerprint())
+            .map(|(i, _)| i)
             .collect()
     }
 }

@@ -1,0 +1,1142 @@
+//! The keyed slot table and its protocol, argued once: what a slot holds,
+//! where a key's slots are (its probe), one update of a key's slot through
+//! its user's closure, how threads that race to insert one key keep it in
+//! one slot (claims and settling), when a slot changes hands (recycling,
+//! eviction, [`Table::retain`]) and why what its old key had is never lost.
+//!
+//! A [`Table`] is the protocol; a [`Policy`] is what a slot's value means.
+//! [`KeyedGate`](super::KeyedGate) is a table whose values are gate words
+//! (its policy: `slot.rs`), `leaparray-governor`'s `KeyedStore` one whose
+//! values are GCRA arrival times. The names: a *table* of slots, and the
+//! *policy* that decides, for its values, which slot may be reused and
+//! which key goes (as an eviction policy does in a cache).
+//!
+//! # A slot
+//!
+//! A [`Slot`] is 128 bits: the *key half* in the high 64, the *word* in the
+//! low 64. The key half is the key's 56-bit *fingerprint* above an 8-bit
+//! *tag* the policy owns (a [`KeyedGate`](super::KeyedGate) keeps its
+//! key's demand there). The word is
+//!
+//! | word | state |
+//! |---|---|
+//! | `0` | free |
+//! | top bit ([`USED`]) set | the key's *value*: 63 bits the policy gives meaning |
+//! | otherwise | a *claim* of a slot for the key, not settled yet: a token unique to that claim, with the claim's probe position in its low 4 bits |
+//!
+//! [`Table::place`] gives a key's *home* (Lemire's reduction of the top
+//! bits of its hash: uniform over the slots, no division) and its
+//! fingerprint (56 bits of an odd multiple of the hash, so no function of
+//! the home). Its *probe* is its home and the `min(PROBE, slots) - 1`
+//! slots after it, wrapping ([`PROBE`](super::PROBE)` = 16`). A slot holds
+//! a key if it holds its fingerprint: two keys with one fingerprint in one
+//! probe are one key to the table; a lookup meets a resident's fingerprint
+//! with probability at most `16 * 2^-56` per lookup for a uniform hash. A
+//! settler of another key's claim finds that key's home from the claim's
+//! position, as a fingerprint does not give it. The invariant: at most one
+//! slot of a key's probe holds its value.
+//!
+//! # One update
+//!
+//! [`Table::update`] reads the key's slot `s`, calls its closure with the
+//! tag and the value, and, if the closure asks for a write, swaps the whole
+//! 128-bit slot from `s` to the new tag and value. The swap succeeds only
+//! if the slot is bit for bit what the closure was shown, so "write only if
+//! nothing changed" holds exactly; on failure the closure runs again on
+//! what the slot holds now:
+//!
+//! ```text
+//!  Thread 1                               Thread 2
+//!  ------------------------------------   ------------------------------------
+//!  read slot: (K, 10)
+//!                                         read slot: (K, 10)
+//!  f(10): write 11
+//!                                         f(10): write 11
+//!  swap (K,10) -> (K,11): ok
+//!                                         swap (K,10) -> (K,11): fails, slot
+//!                                         is (K,11); f(11) decides again
+//! ```
+//!
+//! With a plain store in place of the swap, both would decide from 10. A
+//! swap of the whole slot (not the word alone) also fails when the slot
+//! changed hands meanwhile, even to an equal word; then the update scans
+//! the probe again.
+//!
+//! # One slot per key: claims and settling
+//!
+//! A key's probe has several slots, and whether a slot may be reused
+//! ([`Policy::recyclable`]) depends on the caller's context (its clock).
+//! So two threads inserting the same key can disagree on which slot is the
+//! first free one:
+//!
+//! ```text
+//!  Thread 1 (now = t)                    Thread 2 (now = t + 3 windows)
+//!  -----------------------------------   -----------------------------------
+//!  scan K's probe: slot 0 holds key X,
+//!  live at t; slot 1 free
+//!                                        scan K's probe: slot 0 holds X,
+//!                                        recyclable at t + 3: take it
+//!                                        swap slot 0: X -> K
+//!  swap slot 1: free -> K
+//!  K is in two slots: each admits up to the limit
+//! ```
+//!
+//! So an insertion first writes a *claim*, and a claim becomes the key's
+//! value only once it is *settled*: every other slot of the probe is read,
+//! and
+//! - if one holds the key's value, or an earlier claim of the key (in
+//!   probe order), this claim is withdrawn (swapped back to free);
+//! - a later claim of the key is withdrawn by this settler;
+//! - otherwise the claim is swapped for the key's starting value
+//!   ([`Policy::start`], read after those reads).
+//!
+//! Withdrawing and settling swap from the exact claim (its token is unique:
+//! a table-wide counter), so a claim settles at most once, and never after
+//! it was withdrawn. Any thread that meets a claim settles it (the claiming
+//! thread may be preempted, or be the code an interrupt handler
+//! interrupted), so no thread ever waits for another.
+//!
+//! Why two claims of one key never both settle: say claims at probe
+//! positions `i < j` both did. The settler of `j` read slot `i` and did not
+//! see the claim there (it would have withdrawn `j`), so claim `i` was
+//! written after that read, after claim `j` was written. The settler of `i`
+//! then read slot `j` after claim `j` was written: it saw the claim (and
+//! withdrew it, so `j` never settled) or its value (and withdrew `i`).
+//! Either way one of them did not settle. A settled value and a later claim
+//! are the same argument with the settled value in place of the claim.
+//! These races are loom models (`loom-tests/tests/keyed.rs`,
+//! `loom-tests/tests/governor.rs`).
+//!
+//! # A slot changes hands: what its key had outlives it
+//!
+//! A key with no slot takes the first slot of its probe that is free or
+//! [recyclable](Policy::recyclable). Failing that, if the policy
+//! [evicts](Policy::evicts), it takes the slot of the key the policy ranks
+//! least ([`Policy::rank`]); an evicting scan evicts rather than settle
+//! another key's claim in its way first. Otherwise it settles another key's
+//! claim in its way, if any, and looks again; with none, the update finds
+//! no room (`None`). The victim choice reads the probe slot by slot, not
+//! atomically: it may miss the least, which costs quality, not safety.
+//!
+//! Before the swap that takes a slot from its key, the table calls the
+//! policy: [`Policy::recycle`] before recycling, [`Policy::fold`] before
+//! evicting, and [`Table::retain`] calls [`Policy::fold`] before freeing.
+//! There the policy writes whatever the key must not lose (a memory of
+//! evicted keys; the newest time any caller had reached). A settler calls
+//! [`Policy::start`] after it read every other slot of the probe, and
+//! every write to a slot is a compare-and-swap, so a settler whose reads
+//! come after the swap that took the old key's slot synchronizes with that
+//! swap and sees everything the policy wrote before it:
+//!
+//! ```text
+//!  Thread 1 (key V updates)              Thread 2 (key K evicts V)
+//!  -----------------------------------   -----------------------------------
+//!  reads V's slot: (V, w)                reads V's slot: (V, w)
+//!                                        policy.fold(V, w)
+//!  swaps (V, w) -> (V, w')               swaps (V, w) -> (K, claim)
+//! ```
+//!
+//! Exactly one swap wins, as both compare the whole slot. If thread 1's
+//! does, thread 2's fold was of an older value of V (a policy whose folds
+//! only raise what they remember loses nothing: V stays resident, and a
+//! later eviction folds again) and thread 2 scans again. If thread 2's
+//! does, thread 1 scans again, finds V gone, inserts it, and its settler
+//! calls [`Policy::start`] after reading the evicted slot: the fold is
+//! visible. Had thread 2 folded after its swap, or a settler started its
+//! key before reading the probe, V could start from nothing and take its
+//! limit again (loom models `an_eviction_races_a_decision_of_the_evicted_key`
+//! in `loom-tests/tests/keyed.rs`, `an_eviction_races_an_update_of_the_evicted_key`
+//! in `loom-tests/tests/governor.rs`). [`Table::retain`] is an eviction with
+//! no new key: a failed swap means the key was updated meanwhile, and it
+//! stays.
+//!
+//! What a policy remembers and how its keys start from it is the policy's
+//! own argument: `slot.rs` for a [`KeyedGate`](super::KeyedGate)'s gate
+//! words, `integrations/governor/src/slot.rs` for GCRA arrival times.
+
+use core::fmt;
+
+use super::PROBE;
+use crate::sync::{
+    const_fn_unless_loom, AtomicU64,
+    Ordering::{AcqRel, Acquire, Relaxed},
+    PortableAtomicU128,
+};
+
+/// The top bit of a slot's word: set in every value (module docs, "A
+/// slot"). A table sets it on every value it writes.
+///
+/// ```
+/// assert_eq!(leaparray::keyed::USED, 1 << 63);
+/// ```
+pub const USED: u64 = 1 << 63;
+
+/// The word of a slot.
+#[inline(always)]
+const fn word(slot: u128) -> u64 {
+    slot as u64
+}
+
+/// The key half of a slot.
+#[inline(always)]
+const fn key_of(slot: u128) -> u64 {
+    (slot >> 64) as u64
+}
+
+/// The fingerprint of a key half.
+#[inline(always)]
+const fn fp_of(half: u64) -> u64 {
+    half >> 8
+}
+
+/// The slot holding the key half `half` and `word`.
+#[inline(always)]
+const fn slot(half: u64, word: u64) -> u128 {
+    ((half as u128) << 64) | word as u128
+}
+
+/// A claim's word (a token), as opposed to a value or a free slot.
+#[inline(always)]
+const fn is_claim(w: u64) -> bool {
+    w != 0 && w & USED == 0
+}
+
+/// The probe position a claim was made for (its low 4 bits).
+#[inline(always)]
+const fn claim_position(w: u64) -> usize {
+    (w & 0xf) as usize
+}
+
+/// The home slot and the fingerprint of the hash `hash` in a table of
+/// `cap` slots (module docs, "A slot").
+#[inline(always)]
+pub(super) const fn place_of(hash: u64, cap: usize) -> Place {
+    Place {
+        home: ((hash as u128 * cap as u128) >> 64) as usize,
+        fp: hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8,
+    }
+}
+
+/// One slot of a [`Table`]: a 128-bit atomic (portable-atomic's; a loom
+/// mutex under `--cfg leaparray_loom`), free when built. Read it through
+/// the table ([`Table::iter`]).
+///
+/// ```
+/// use leaparray::keyed::Slot;
+/// let slots: [Slot; 4] = [const { Slot::new() }; 4];
+/// assert!(format!("{:?}", slots[0]).contains("free"));
+/// ```
+pub struct Slot(PortableAtomicU128);
+
+impl Slot {
+    const_fn_unless_loom! {
+        /// A free slot.
+        ///
+        /// ```
+        /// let slot = leaparray::keyed::Slot::new();
+        /// # let _ = slot;
+        /// ```
+        #[must_use]
+        pub fn new() -> Slot {
+            Slot(PortableAtomicU128::new(0))
+        }
+    }
+
+    /// The slot's value (`Acquire`).
+    #[inline(always)]
+    fn load(&self) -> u128 {
+        self.0.load(Acquire)
+    }
+
+    /// Replaces exactly `cur` by `new` (`AcqRel`), or gives what the slot
+    /// holds.
+    #[inline(always)]
+    fn swap(&self, cur: u128, new: u128) -> Result<u128, u128> {
+        // ORDERING: every write to a slot is this swap: a reader of its
+        // result sees what the writer wrote before it (module docs, "A slot
+        // changes hands").
+        self.0.compare_exchange(cur, new, AcqRel, Acquire)
+    }
+}
+
+impl Default for Slot {
+    /// [`Slot::new`].
+    ///
+    /// ```
+    /// let slot = leaparray::keyed::Slot::default();
+    /// # let _ = slot;
+    /// ```
+    fn default() -> Self {
+        Slot::new()
+    }
+}
+
+impl fmt::Debug for Slot {
+    /// What the slot holds now, as a [`Snapshot`].
+    ///
+    /// ```
+    /// let slot = leaparray::keyed::Slot::new();
+    /// assert_eq!(format!("{slot:?}"), "Slot(free)");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Slot(")?;
+        Snapshot(self.load()).describe(f)?;
+        write!(f, ")")
+    }
+}
+
+/// A slot as one read saw it: a key's fingerprint, tag and value, a claim,
+/// or free (module docs, "A slot").
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::{Place, Policy, Slot, Start, Step, Table};
+/// # #[derive(Debug)]
+/// # struct Count;
+/// # impl Policy for Count {
+/// #     type Context = ();
+/// #     type Rank = u64;
+/// #     fn evicts(&self) -> bool { false }
+/// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+/// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+/// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+/// # }
+/// let t = Table::new([const { Slot::new() }; 8], Count);
+/// let p = t.place(42);
+/// let _ = t.update(p, None, (), |_, w| Step::Write { tag: 7, word: w + 1, out: () });
+/// let s = t.peek(p);
+/// assert_eq!((s.fingerprint(), s.tag(), s.value()), (p.fingerprint(), 7, Some(leaparray::keyed::USED | 1)));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Snapshot(u128);
+
+impl Snapshot {
+    /// The fingerprint of the key the slot holds (0 in a free slot).
+    #[must_use]
+    pub const fn fingerprint(self) -> u64 {
+        fp_of(key_of(self.0))
+    }
+
+    /// The policy's tag (0 in a free slot or a claim).
+    #[must_use]
+    pub const fn tag(self) -> u8 {
+        key_of(self.0) as u8
+    }
+
+    /// The word: 0, a value ([`USED`] set) or a claim's token.
+    #[must_use]
+    pub const fn word(self) -> u64 {
+        word(self.0)
+    }
+
+    /// The key's value ([`USED`] set), if the slot holds one.
+    #[must_use]
+    pub const fn value(self) -> Option<u64> {
+        if self.word() & USED != 0 {
+            Some(self.word())
+        } else {
+            None
+        }
+    }
+
+    /// Whether the slot is free.
+    #[must_use]
+    pub const fn is_free(self) -> bool {
+        self.word() == 0
+    }
+
+    /// Whether the slot holds a claim not settled yet.
+    #[must_use]
+    pub const fn is_claim(self) -> bool {
+        is_claim(self.word())
+    }
+
+    fn describe(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.value() {
+            _ if self.is_free() => write!(f, "free"),
+            Some(v) => write!(
+                f,
+                "key {:#x}, tag {}, value {:#x}",
+                self.fingerprint(),
+                self.tag(),
+                v
+            ),
+            None => write!(f, "claim of key {:#x}", self.fingerprint()),
+        }
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    /// `Snapshot(free)`, `Snapshot(key .., tag .., value ..)` or
+    /// `Snapshot(claim of key ..)`.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Slot, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl leaparray::keyed::Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> leaparray::keyed::Start { leaparray::keyed::Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 2], P);
+    /// assert_eq!(format!("{:?}", t.peek(t.place(1))), "Snapshot(free)");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Snapshot(")?;
+        self.describe(f)?;
+        write!(f, ")")
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Snapshot {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Snapshot {{ fingerprint: {=u64:#x}, tag: {=u8}, word: {=u64:#x} }}",
+            self.fingerprint(),
+            self.tag(),
+            self.word()
+        );
+    }
+}
+
+/// Where a key lives in a [`Table`]: its home slot and its fingerprint
+/// ([`Table::place`]; module docs, "A slot").
+///
+/// ```
+/// # use leaparray::keyed::{Slot, Table};
+/// # #[derive(Debug)] struct P;
+/// # impl leaparray::keyed::Policy for P {
+/// #     type Context = (); type Rank = u64;
+/// #     fn evicts(&self) -> bool { false }
+/// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+/// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+/// #     fn start(&self, _: u64, _: ()) -> leaparray::keyed::Start { leaparray::keyed::Start { word: 0, remembered: false } }
+/// # }
+/// let t = Table::new([const { Slot::new() }; 64], P);
+/// let p = t.place(u64::MAX);
+/// assert_eq!(p.home(), 63);
+/// assert!(p.fingerprint() < 1 << 56);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Place {
+    home: usize,
+    fp: u64,
+}
+
+impl Place {
+    /// The key's home slot: the first of its probe.
+    #[must_use]
+    pub const fn home(self) -> usize {
+        self.home
+    }
+
+    /// The key's 56-bit fingerprint.
+    #[must_use]
+    pub const fn fingerprint(self) -> u64 {
+        self.fp
+    }
+}
+
+/// What a [`Table::update`] closure decides on a key's slot.
+///
+/// ```
+/// use leaparray::keyed::Step;
+/// let s: Step<bool> = Step::Keep(false);
+/// assert!(matches!(s, Step::Keep(false)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Step<R> {
+    /// Swap the slot from exactly what the closure saw to `tag` and `word`
+    /// ([`USED`] is set on it), and return `out` if that swap succeeds;
+    /// the closure runs again on what the slot holds if it fails.
+    Write {
+        /// The policy's new tag.
+        tag: u8,
+        /// The new value (its top bit is set by the table).
+        word: u64,
+        /// What [`Table::update`] returns once the swap succeeded.
+        out: R,
+    },
+    /// Write nothing; [`Table::update`] returns this.
+    Keep(R),
+}
+
+/// The value a settler gives its key ([`Policy::start`]).
+///
+/// ```
+/// use leaparray::keyed::Start;
+/// let s = Start { word: 5, remembered: false };
+/// assert_eq!(s.word, 5);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Start {
+    /// The value ([`USED`] is set by the table).
+    pub word: u64,
+    /// Whether it comes from the policy's memory of evicted keys: the
+    /// settle that stores it is counted as [`Event::Remembered`].
+    pub remembered: bool,
+}
+
+/// What a [`Table`] tells its policy after it happened ([`Policy::count`]).
+///
+/// ```
+/// use leaparray::keyed::Event;
+/// assert_ne!(Event::Recycled, Event::Evicted);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Event {
+    /// A recyclable slot was taken for another key.
+    Recycled,
+    /// A key was evicted.
+    Evicted,
+    /// A claim settled into a [`Start`] with `remembered` set.
+    Remembered,
+}
+
+/// What a read-only [`Table::find`] saw in a key's probe.
+///
+/// ```
+/// use leaparray::keyed::Found;
+/// assert_ne!(Found::Claimed, Found::Absent { room: true });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Found {
+    /// The key's value (the first slot of its probe that holds it).
+    Value(u64),
+    /// A claim of the key, not settled yet: it settles into
+    /// [`Policy::start`].
+    Claimed,
+    /// No slot holds the key; `room`: a slot of its probe is free, a claim,
+    /// or recyclable (eviction not counted).
+    Absent {
+        /// Whether an insertion would find room without evicting.
+        room: bool,
+    },
+}
+
+/// What a slot's value means to a [`Table`]: which slot may be reused,
+/// which key an eviction takes, what a key leaving its slot leaves behind,
+/// and what a key starts from (module docs, "A slot changes hands").
+///
+/// Words given to and taken from a policy are slot words: [`USED`] set,
+/// the policy's 63 bits below.
+///
+/// ```
+/// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// /// A count per key; an eviction takes the least count and remembers
+/// /// the largest it took, which every new key starts from.
+/// #[derive(Debug, Default)]
+/// struct Counts { evicted_max: AtomicU64 }
+///
+/// impl Policy for Counts {
+///     type Context = ();
+///     type Rank = u64;
+///     fn evicts(&self) -> bool { true }
+///     fn rank(&self, _: u8, word: u64, _: ()) -> u64 { word & !USED }
+///     fn fold(&self, _: u64, _: u8, word: u64, _: ()) {
+///         self.evicted_max.fetch_max(word & !USED, Ordering::AcqRel);
+///     }
+///     fn start(&self, _: u64, _: ()) -> Start {
+///         Start { word: self.evicted_max.load(Ordering::Acquire), remembered: false }
+///     }
+/// }
+///
+/// let t = Table::new([const { Slot::new() }; 1], Counts::default());
+/// let bump = |_: u8, w: u64| Step::Write { tag: 0, word: w + 1, out: (w & !USED) + 1 };
+/// assert_eq!(t.update(t.place(1), None, (), bump), Some(1));
+/// assert_eq!(t.update(t.place(1), None, (), bump), Some(2));
+/// // One slot: key 2 evicts key 1 (count 2) and starts from it.
+/// assert_eq!(t.update(t.place(2), None, (), bump), Some(3));
+/// ```
+pub trait Policy {
+    /// What a caller passes along with each request (a
+    /// [`KeyedGate`](super::KeyedGate): its window; `()` for none).
+    type Context: Copy;
+    /// An eviction's order: the least goes.
+    type Rank: Ord;
+
+    /// Whether a key that finds no free or recyclable slot evicts.
+    fn evicts(&self) -> bool;
+
+    /// Whether the slot holding `word` may be taken for another key by a
+    /// caller in `cx`, with no eviction. None by default.
+    #[inline(always)]
+    fn recyclable(&self, word: u64, cx: Self::Context) -> bool {
+        let _ = (word, cx);
+        false
+    }
+
+    /// Where the key with `tag` and `word` stands for an eviction by a
+    /// caller in `cx`: the least goes.
+    fn rank(&self, tag: u8, word: u64, cx: Self::Context) -> Self::Rank;
+
+    /// Called before the swap that recycles the slot holding `word` (module
+    /// docs, "A slot changes hands"). Nothing by default.
+    #[inline(always)]
+    fn recycle(&self, word: u64, cx: Self::Context) {
+        let _ = (word, cx);
+    }
+
+    /// Called before the swap that evicts, or frees ([`Table::retain`]),
+    /// the key with fingerprint `fp`, `tag` and `word`: what it must not
+    /// lose goes into the policy's memory here. It may run for a swap that
+    /// then fails, and again for the same key: it must only raise what it
+    /// remembers.
+    fn fold(&self, fp: u64, tag: u8, word: u64, cx: Self::Context);
+
+    /// The value a settler gives the key with fingerprint `fp`, called
+    /// after it read every other slot of the key's probe (module docs).
+    fn start(&self, fp: u64, cx: Self::Context) -> Start;
+
+    /// Told after a recycling, an eviction, or a remembered start took
+    /// effect. Nothing by default.
+    #[inline(always)]
+    fn count(&self, event: Event) {
+        let _ = event;
+    }
+}
+
+/// A lock-free table of keyed slots following the slot protocol (module
+/// docs), over the slots `S` (`[Slot; CAP]` in a `static`, `Box<[Slot]>`
+/// on the heap) with the policy `P`. Every write to a slot is one 128-bit
+/// compare-and-swap; nothing allocates.
+///
+/// ```
+/// use leaparray::keyed::{Policy, Slot, Start, Step, Table};
+/// # #[derive(Debug)] struct Latest;
+/// # impl Policy for Latest {
+/// #     type Context = (); type Rank = u64;
+/// #     fn evicts(&self) -> bool { true }
+/// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+/// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+/// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+/// # }
+/// static T: Table<Latest, [Slot; 64]> = Table::new([const { Slot::new() }; 64], Latest);
+/// let set = |v: u64| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: () };
+/// assert_eq!(T.update(T.place(9), None, (), set(5)), Some(()));
+/// assert_eq!(T.find(T.place(9), ()), leaparray::keyed::Found::Value(leaparray::keyed::USED | 5));
+/// ```
+pub struct Table<P, S> {
+    // `pub(super)`: a `KeyedGate` builds its table as one struct
+    // expression, in place (through `Table::new`, an unoptimized build
+    // copies a large table several times on the stack).
+    pub(super) slots: S,
+    pub(super) policy: P,
+    /// The last claim token handed out: written by insertions only (not
+    /// padded to a cache line of its own: a [`KeyedGate`](super::KeyedGate)
+    /// states its size to within 1,024 bytes of its slots and memory).
+    pub(super) tokens: AtomicU64,
+}
+
+impl<P, S> Table<P, S> {
+    /// Whether a slot may be used where an interrupt or signal handler can
+    /// interrupt its user (`crate::sync::PORTABLE_U128_INTERRUPT_SAFE`).
+    const INTERRUPT_SAFE: bool = crate::sync::PORTABLE_U128_INTERRUPT_SAFE;
+
+    const_fn_unless_loom! {
+        /// A table over `slots` (all free: [`Slot::new`]) with `policy`.
+        /// Where a slot would be portable-atomic's global spin lock this
+        /// does not compile (as [`KeyedGate::new`](super::KeyedGate::new)).
+        ///
+        /// ```
+        /// use leaparray::keyed::{Policy, Slot, Start, Table};
+        /// # #[derive(Debug)] struct P;
+        /// # impl Policy for P {
+        /// #     type Context = (); type Rank = u64;
+        /// #     fn evicts(&self) -> bool { false }
+        /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+        /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+        /// # }
+        /// let heap: Table<P, Box<[Slot]>> = Table::new((0..1000).map(|_| Slot::new()).collect(), P);
+        /// assert_eq!(heap.capacity(), 1000);
+        /// ```
+        #[must_use]
+        pub fn new(slots: S, policy: P) -> Self {
+            const {
+                assert!(
+                    Self::INTERRUPT_SAFE,
+                    "leaparray: on this target a keyed table's slot (portable-atomic's AtomicU128) \
+                     is a global spin lock; see KeyedGate::new"
+                );
+            };
+            Table {
+                slots,
+                policy,
+                tokens: crate::sync::atomic_u64(0),
+            }
+        }
+    }
+
+    /// The policy.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+    /// # #[derive(Debug, PartialEq)] struct P(u8);
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 1], P(3));
+    /// assert_eq!(t.policy(), &P(3));
+    /// ```
+    #[must_use]
+    pub const fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// The policy, to change it before the table is shared.
+    pub(super) const fn policy_mut(&mut self) -> &mut P {
+        &mut self.policy
+    }
+}
+
+impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
+    /// The slots.
+    #[inline(always)]
+    fn slots(&self) -> &[Slot] {
+        self.slots.as_ref()
+    }
+
+    /// Slots in the table.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// assert_eq!(Table::new([const { Slot::new() }; 5], P).capacity(), 5);
+    /// ```
+    #[must_use]
+    #[inline(always)]
+    pub fn capacity(&self) -> usize {
+        self.slots().len()
+    }
+
+    /// Where the key whose (uniform) hash is `hash` lives: its home from the
+    /// hash's top bits, its fingerprint from 56 bits of an odd multiple of
+    /// the hash (module docs, "A slot"). Hash keys an attacker chooses with
+    /// a secret key first.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 4], P);
+    /// assert_eq!((t.place(0).home(), t.place(1 << 63).home()), (0, 2));
+    /// ```
+    #[must_use]
+    #[inline(always)]
+    pub fn place(&self, hash: u64) -> Place {
+        place_of(hash, self.capacity())
+    }
+
+    /// Slots in a probe.
+    #[inline(always)]
+    fn probe_len(&self) -> usize {
+        self.capacity().min(PROBE)
+    }
+
+    /// The `i`-th slot of the probe starting at `home`.
+    #[inline(always)]
+    fn at(&self, home: usize, i: usize) -> usize {
+        let j = home + i;
+        if j >= self.capacity() {
+            j - self.capacity()
+        } else {
+            j
+        }
+    }
+
+    /// The home slot of `place` as it is now: given back to
+    /// [`update`](Self::update) as `first`, a burst reads its keys' home
+    /// slots before it decides any of them, so their cache misses overlap.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 4], P);
+    /// assert!(t.peek(t.place(3)).is_free());
+    /// ```
+    #[must_use]
+    #[inline(always)]
+    pub fn peek(&self, place: Place) -> Snapshot {
+        Snapshot(self.slots()[place.home].load())
+    }
+
+    /// Updates the slot of the key at `place` through `f`, inserting the
+    /// key first if it has no slot (claims, settling, recycling, eviction:
+    /// module docs). `f` sees the slot's tag and value and decides
+    /// ([`Step`]); it runs again whenever its write's swap fails (the slot
+    /// changed since `f` saw it). `first`: the key's home slot as
+    /// [`peek`](Self::peek) read it earlier, taken as the first read of the
+    /// probe (a stale one costs a failed swap; an insertion it would lead
+    /// to rereads it first). `cx` goes to the policy.
+    ///
+    /// `None`: no room for the key (no free or recyclable slot in its
+    /// probe, and the policy does not evict); nothing was written.
+    ///
+    /// ```
+    /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
+    /// # #[derive(Debug)] struct Refuse;
+    /// # impl Policy for Refuse {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 1], Refuse);
+    /// let add = |n: u64| move |_: u8, w: u64| Step::Write { tag: 0, word: w + n, out: (w & !USED) + n };
+    /// assert_eq!(t.update(t.place(1), None, (), add(2)), Some(2));
+    /// assert_eq!(t.update(t.place(1), Some(t.peek(t.place(1))), (), add(3)), Some(5));
+    /// assert_eq!(t.update(t.place(2), None, (), add(1)), None); // no room, no eviction
+    /// ```
+    #[inline(always)]
+    pub fn update<R, F>(
+        &self,
+        place: Place,
+        first: Option<Snapshot>,
+        cx: P::Context,
+        mut f: F,
+    ) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
+        let Place { home, fp } = place;
+        let p = &self.policy;
+        let evicts = p.evicts();
+        let mut first = first.map(|s| s.0);
+        'scan: loop {
+            // This pass's read of the home slot, if it is `first`.
+            let early = first;
+            // The first slot a new key may take, the slot an eviction would
+            // take, and a claim of another key in the way (settled before
+            // finding no room, so a table with room never refuses for a
+            // claim in flight; an evicting table evicts instead).
+            let mut room = None;
+            let mut claim = None;
+            let mut victim: Option<(usize, u128, P::Rank)> = None;
+            for i in 0..self.probe_len() {
+                let at = self.at(home, i);
+                let mut s = match first.take() {
+                    Some(s) => s,
+                    None => self.slots()[at].load(),
+                };
+                let w = word(s);
+                if w == 0 {
+                    if room.is_none() {
+                        room = Some((at, s));
+                    }
+                    continue;
+                }
+                if fp_of(key_of(s)) == fp {
+                    if is_claim(w) {
+                        self.settle(fp, home, i, s, cx);
+                        continue 'scan;
+                    }
+                    // The key's value: `f` decides, the swap is from
+                    // exactly what it saw (module docs, "One update").
+                    loop {
+                        match f(key_of(s) as u8, word(s)) {
+                            Step::Keep(out) => return Some(out),
+                            Step::Write {
+                                tag,
+                                word: new,
+                                out,
+                            } => {
+                                let next = slot((fp << 8) | u64::from(tag), new | USED);
+                                match self.slots()[at].swap(s, next) {
+                                    Ok(_) => return Some(out),
+                                    Err(actual) => s = actual,
+                                }
+                            }
+                        }
+                        if fp_of(key_of(s)) != fp || word(s) & USED == 0 {
+                            // Recycled, evicted, freed or withdrawn: look
+                            // again.
+                            continue 'scan;
+                        }
+                    }
+                }
+                if is_claim(w) {
+                    if claim.is_none() {
+                        claim = Some((at, s));
+                    }
+                } else if room.is_none() {
+                    if p.recyclable(w, cx) {
+                        room = Some((at, s));
+                    } else if evicts {
+                        let r = p.rank(key_of(s) as u8, w, cx);
+                        if victim.as_ref().is_none_or(|(_, _, least)| r < *least) {
+                            victim = Some((at, s, r));
+                        }
+                    }
+                }
+            }
+            if (room.is_some() || victim.is_some())
+                && early.is_some_and(|s| self.slots()[home].load() != s)
+            {
+                // The home slot's value came from before a burst's earlier
+                // requests, and they changed it (the key may be there
+                // now): look again rather than take a slot for nothing.
+                continue 'scan;
+            }
+            if let Some((at, s)) = room {
+                let recycling = word(s) != 0;
+                if recycling {
+                    // Before the swap that recycles (module docs).
+                    p.recycle(word(s), cx);
+                }
+                self.take(fp, home, at, s, cx, recycling.then_some(Event::Recycled));
+                continue 'scan;
+            }
+            if let Some((at, s, _)) = victim {
+                // Before the swap that evicts (module docs).
+                p.fold(fp_of(key_of(s)), key_of(s) as u8, word(s), cx);
+                self.take(fp, home, at, s, cx, Some(Event::Evicted));
+                continue 'scan;
+            }
+            if let Some((at, s)) = claim {
+                // Another key's claim: settle it, then look again.
+                let j = claim_position(word(s));
+                let other_home = (at + self.capacity() - j) % self.capacity();
+                self.settle(fp_of(key_of(s)), other_home, j, s, cx);
+                continue 'scan;
+            }
+            return None;
+        }
+    }
+
+    /// Claims the slot `at` (read as `s`) for the key with fingerprint `fp`
+    /// and home `home`, and settles the claim; `event` is counted if the
+    /// claim's swap succeeds.
+    fn take(&self, fp: u64, home: usize, at: usize, s: u128, cx: P::Context, event: Option<Event>) {
+        let i = (at + self.capacity() - home) % self.capacity();
+        let mine = slot(fp << 8, self.token(i));
+        if self.slots()[at].swap(s, mine).is_ok() {
+            if let Some(e) = event {
+                self.policy.count(e);
+            }
+            self.settle(fp, home, i, mine, cx);
+        }
+    }
+
+    /// A claim token no claim had, for probe position `i`: nonzero, top
+    /// bit clear, `i` in its low 4 bits.
+    fn token(&self, i: usize) -> u64 {
+        let t = self.tokens.fetch_add(1, Relaxed) % ((1 << 58) - 1) + 1;
+        (t << 4) | i as u64
+    }
+
+    /// Settles the claim `mine` of the key with fingerprint `fp` and home
+    /// `home` at position `i` of its probe (module docs): withdraws it if
+    /// the probe holds the key's value or an earlier claim of it, withdraws
+    /// later claims of it, and otherwise swaps it for the key's start.
+    /// Whoever meets a claim may call this; all but one of the swaps from
+    /// `mine` fail.
+    fn settle(&self, fp: u64, home: usize, i: usize, mine: u128, cx: P::Context) {
+        let at = self.at(home, i);
+        for j in 0..self.probe_len() {
+            if j == i {
+                continue;
+            }
+            let other = self.at(home, j);
+            let mut s = self.slots()[other].load();
+            loop {
+                let w = word(s);
+                if fp_of(key_of(s)) != fp || w == 0 {
+                    break;
+                }
+                if w & USED != 0 || j < i {
+                    // The key's value, or an earlier claim: this one goes
+                    // (a failed swap: it had already gone, or settled by
+                    // someone who saw none of this).
+                    let _ = self.slots()[at].swap(mine, 0);
+                    return;
+                }
+                // A later claim of the key goes.
+                match self.slots()[other].swap(s, 0) {
+                    Ok(_) => break,
+                    Err(actual) => s = actual,
+                }
+            }
+        }
+        // After the probe's reads (module docs, "A slot changes hands").
+        let start = self.policy.start(fp, cx);
+        if self.slots()[at]
+            .swap(mine, slot(fp << 8, start.word | USED))
+            .is_ok()
+            && start.remembered
+        {
+            self.policy.count(Event::Remembered);
+        }
+    }
+
+    /// What the probe of the key at `place` holds for it, read-only: its
+    /// value, a claim of it, or neither (and whether there is room without
+    /// evicting, for a caller in `cx`).
+    ///
+    /// ```
+    /// use leaparray::keyed::{Found, Policy, Slot, Start, Step, Table, USED};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 1], P);
+    /// assert_eq!(t.find(t.place(1), ()), Found::Absent { room: true });
+    /// let _ = t.update(t.place(1), None, (), |_, _| Step::Write { tag: 0, word: 4, out: () });
+    /// assert_eq!(t.find(t.place(1), ()), Found::Value(USED | 4));
+    /// assert_eq!(t.find(t.place(2), ()), Found::Absent { room: false });
+    /// ```
+    #[must_use]
+    pub fn find(&self, place: Place, cx: P::Context) -> Found {
+        let mut room = false;
+        for i in 0..self.probe_len() {
+            let s = self.slots()[self.at(place.home, i)].load();
+            let w = word(s);
+            if w != 0 && fp_of(key_of(s)) == place.fp {
+                if is_claim(w) {
+                    return Found::Claimed;
+                }
+                return Found::Value(w);
+            }
+            room |= w == 0 || is_claim(w) || self.policy.recyclable(w, cx);
+        }
+        Found::Absent { room }
+    }
+
+    /// The slots of the probe of `place`, in probe order, each read once
+    /// as the iterator reaches it.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 64], P);
+    /// assert_eq!(t.probe(t.place(5)).filter(|s| s.is_free()).count(), 16);
+    /// ```
+    pub fn probe(&self, place: Place) -> impl Iterator<Item = Snapshot> + '_ {
+        (0..self.probe_len()).map(move |i| Snapshot(self.slots()[self.at(place.home, i)].load()))
+    }
+
+    /// Every slot, in order, each read once as the iterator reaches it.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Step, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 8], P);
+    /// let _ = t.update(t.place(1), None, (), |_, _| Step::Write { tag: 0, word: 1, out: () });
+    /// assert_eq!(t.iter().filter(|s| s.value().is_some()).count(), 1);
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = Snapshot> + '_ {
+        self.slots().iter().map(|s| Snapshot(s.load()))
+    }
+
+    /// Frees every slot holding a value `keep` refuses, after folding it
+    /// ([`Policy::fold`], before the swap that frees: module docs). A slot
+    /// updated between the read and the swap stays. One pass over the
+    /// slots.
+    ///
+    /// ```
+    /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 8], P);
+    /// for k in 0..4u64 {
+    ///     let _ = t.update(t.place(k << 61), None, (), |_, _| Step::Write { tag: 0, word: k, out: () });
+    /// }
+    /// t.retain((), |_, w| w & !USED >= 2);
+    /// assert_eq!(t.iter().filter(|s| s.value().is_some()).count(), 2);
+    /// ```
+    pub fn retain(&self, cx: P::Context, mut keep: impl FnMut(u8, u64) -> bool) {
+        for cell in self.slots() {
+            let s = cell.load();
+            let w = word(s);
+            if w & USED != 0 && !keep(key_of(s) as u8, w) {
+                self.policy.fold(fp_of(key_of(s)), key_of(s) as u8, w, cx);
+                // A failed swap: updated meanwhile, so it stays.
+                let _ = cell.swap(s, 0);
+            }
+        }
+    }
+}
+
+impl<P: fmt::Debug, S: AsRef<[Slot]>> fmt::Debug for Table<P, S> {
+    /// The capacity and the policy.
+    ///
+    /// ```
+    /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+    /// # #[derive(Debug)] struct P;
+    /// # impl Policy for P {
+    /// #     type Context = (); type Rank = u64;
+    /// #     fn evicts(&self) -> bool { false }
+    /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+    /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// # }
+    /// let t = Table::new([const { Slot::new() }; 2], P);
+    /// assert_eq!(format!("{t:?}"), "Table { capacity: 2, policy: P, .. }");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("capacity", &self.slots.as_ref().len())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
