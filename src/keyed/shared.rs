@@ -475,14 +475,14 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             .chunks(AHEAD)
             .zip(decisions[..len].chunks_mut(AHEAD))
         {
-            let mut places = [self.table.place(0); AHEAD];
-            let mut firsts = [None; AHEAD];
+            let mut places = [Place::HOME; AHEAD];
+            let mut firsts = [Snapshot::FREE; AHEAD];
             for (i, &(key, _)) in reqs.iter().enumerate() {
                 places[i] = self.locate(key);
-                firsts[i] = Some(self.table.peek(places[i]));
+                firsts[i] = self.table.peek(places[i]);
             }
             for (i, (&(_, n), out)) in reqs.iter().zip(outs.iter_mut()).enumerate() {
-                *out = self.decision(self.book_from(places[i], firsts[i], c, n));
+                *out = self.decision(self.book_from(places[i], Some(firsts[i]), c, n));
             }
         }
         len
@@ -543,7 +543,6 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Booking::Refused;
         }
-        let evicts = g.evicts();
         let booked = self.table.update(place, first, c, |tag, w| {
             match decide::<N>(l, w, c, n) {
                 Some((new, outcome)) => {
@@ -560,7 +559,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 }
                 // A refusal counts in the key's demand (while the counter
                 // is below saturation).
-                None if evicts && tag < 255 => Step::Write {
+                None if tag < 255 && g.evicts() => Step::Write {
                     tag: (u64::from(tag) + n).min(255) as u8,
                     word: w,
                     out: Booking::Counted,

@@ -311,6 +311,9 @@ impl fmt::Debug for Slot {
 pub struct Snapshot(u128);
 
 impl Snapshot {
+    /// A free slot's snapshot (an array's filler).
+    pub(super) const FREE: Snapshot = Snapshot(0);
+
     /// The fingerprint of the key the slot holds (0 in a free slot).
     #[must_use]
     pub const fn fingerprint(self) -> u64 {
@@ -429,6 +432,9 @@ pub struct Place {
 }
 
 impl Place {
+    /// Slot 0, fingerprint 0 (an array's filler).
+    pub(super) const HOME: Place = Place { home: 0, fp: 0 };
+
     /// The key's home slot: the first of its probe.
     #[must_use]
     pub const fn home(self) -> usize {
@@ -837,7 +843,6 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     {
         let Place { home, fp } = place;
         let p = &self.policy;
-        let evicts = p.evicts();
         let mut first = first.map(|s| s.0);
         'scan: loop {
             // This pass's read of the home slot, if it is `first`.
@@ -898,7 +903,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 } else if room.is_none() {
                     if p.recyclable(w, cx) {
                         room = Some((at, s));
-                    } else if evicts {
+                    } else if p.evicts() {
                         let r = p.rank(key_of(s) as u8, w, cx);
                         if victim.as_ref().is_none_or(|(_, _, least)| r < *least) {
                             victim = Some((at, s, r));
