@@ -1,4 +1,5 @@
-//! Loom models of `leaparray-governor`'s slot protocol
+//! Loom models of `leaparray-governor`'s store: leaparray's keyed slot
+//! table (`src/keyed/table.rs`) with the GCRA policy
 //! (`integrations/governor/src/slot.rs`): governor's `measure_and_replace`
 //! on one key from two threads, two threads inserting one key while a
 //! third frees a slot of its probe, `retain_recent` racing an update, and
@@ -6,11 +7,12 @@
 //!
 //! The closure is governor's single-cell GCRA (`Gcra::test_and_update`),
 //! copied with an explicit `now` so that each thread has its own clock.
-//! Keys are placed by an identity hasher: a key's fingerprint is the key,
-//! and in a table of 2 slots a key's home is its top bit.
+//! Keys are placed by an identity hasher: a key's hash is the key, so in a
+//! table of 2 slots a key's home is its top bit (its fingerprint is 56
+//! bits of an odd multiple of it: `Table::place`).
 //!
 //! Under loom a slot's 128-bit word is a value behind a loom mutex (loom
-//! has no 128-bit atomic; `src/sync.rs` of the crate): each load and
+//! has no 128-bit atomic; leaparray's `src/sync.rs`): each load and
 //! compare-and-swap is one critical section, with acquire/release, all the
 //! protocol uses. The memory cells and the claim tokens are loom atomics.
 //!
@@ -193,8 +195,9 @@ fn retain_recent_never_loses_an_update() {
 }
 
 /// An eviction races an update of the evicted key. Keys A (1), X (2) and
-/// K (5) all have home 0 in the 2-slot table, and A's cells are not all
-/// K's (so only A's own fold can raise A's estimate). A is at TAT 110 (it
+/// K (4) all have home 0 in the 2-slot table, and A's cells are not all
+/// K's (so only A's own fold can raise A's estimate, and K starts from
+/// nothing: of the keys 3 to 11, 4, 6, 8 and 9 have such cells). A is at TAT 110 (it
 /// booked at 100; burst 2: cell time 10, tolerance 10), X at 210. Thread 1
 /// decides A at 100; thread 2 inserts K at 100, so evicts A (the earliest
 /// TAT). Either thread 1's swap lands first (the eviction's swap fails, it
@@ -209,7 +212,7 @@ fn retain_recent_never_loses_an_update() {
 fn an_eviction_races_an_update_of_the_evicted_key() {
     const A: u64 = 1;
     const X: u64 = 2;
-    const K: u64 = 5;
+    const K: u64 = 4;
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {

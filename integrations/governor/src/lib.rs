@@ -198,11 +198,11 @@ impl<K, const CAP: usize, S> KeyedStore<K, CAP, S> {
 }
 
 impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
-    /// The fingerprint of `key`: its hash, never 0 (0 marks a free slot's
-    /// key half; a hash of 0 is taken as 1).
+    /// The hash of `key`: the table places the key and takes its 56-bit
+    /// fingerprint from it.
     #[inline(always)]
-    fn fingerprint(&self, key: &K) -> u64 {
-        self.hasher.hash_one(key).max(1)
+    fn hash(&self, key: &K) -> u64 {
+        self.hasher.hash_one(key)
     }
 
     /// Whether `key` (or a key with its fingerprint) has a slot.
@@ -223,7 +223,7 @@ impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
     /// assert!(!store.contains_key(&8));
     /// ```
     pub fn contains_key(&self, key: &K) -> bool {
-        self.table.get(self.fingerprint(key)).is_some()
+        self.table.get(self.hash(key)).is_some()
     }
 }
 
@@ -267,7 +267,7 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> StateStore for Keye
     where
         F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
     {
-        self.table.update(self.fingerprint(key), |tat| {
+        self.table.update(self.hash(key), |tat| {
             f(tat.map(Nanos::from)).map(|(t, next)| (t, next.as_u64()))
         })
     }
