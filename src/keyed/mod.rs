@@ -127,8 +127,10 @@
 //! `benches/README.md` ("Floods of keys"), from `examples/flood.rs`.
 //!
 //! How a [`KeyedGate`] keeps one slot per key while threads race to insert
-//! it (claims and settling), and why a recycled key never gets a fresh
-//! limit, is argued once in the slot protocol's module (`src/keyed/slot.rs`).
+//! it (claims and settling) is argued once in the slot table's module
+//! (`src/keyed/table.rs`: [`Table`], which `leaparray-governor` builds on
+//! too); why a recycled or evicted key never gets a fresh limit, in the
+//! gate policy's (`src/keyed/slot.rs`).
 //! A [`LocalKeyedGate`] has no race: it writes a new key's gate word in
 //! one store. No slot of it is ever freed again, so every slot of the probe
 //! before a key's slot was taken when the key was inserted and is still

@@ -1,6 +1,7 @@
 //! [`KeyedGate`]: the keyed table every thread and interrupt handler
 //! shares (`&self`), one 128-bit compare-and-swap per decision. Its slots
-//! follow the slot protocol (`slot.rs`); this file is its public surface.
+//! follow the slot protocol (`table.rs`) with the gate policy (`slot.rs`);
+//! this file is its public surface.
 
 use core::fmt;
 use core::num::NonZeroU64;

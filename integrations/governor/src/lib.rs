@@ -5,7 +5,7 @@
 //! governor's own keyed stores (`DashMapStateStore`, `HashMapStateStore`)
 //! grow by one entry for every key ever seen until `retain_recent` runs; a
 //! flood of distinct keys (every address of an IPv6 /64) grows them without
-//! bound. [`KeyedStore`] keeps `CAP` slots of (a 64-bit key fingerprint,
+//! bound. [`KeyedStore`] keeps `CAP` slots of (a 56-bit key fingerprint,
 //! governor's theoretical arrival time), whatever arrives. Migrating is one
 //! line (and the limiter's type, [`KeyedRateLimiter`], where nothing else
 //! names it):
@@ -32,7 +32,7 @@
 //!   clock (`tests/differential.rs`).
 //! - **No key past its quota.** An update swaps the whole slot from exactly
 //!   the value governor's closure saw (its "update only if unchanged",
-//!   `src/slot.rs`). A new key whose probe (16 slots) is full evicts the
+//!   leaparray's keyed slot table, `leaparray::keyed::Table`). A new key whose probe (16 slots) is full evicts the
 //!   key with the earliest arrival time there, after folding that time into
 //!   the key's 3 cells of a fixed memory (each cell keeps the maximum folded
 //!   into it); `retain_recent` folds what it frees the same way. A key
@@ -42,13 +42,13 @@
 //!   request, replayed with only its key's admissions into a fresh governor
 //!   limiter, is admitted there). A caller whose clock is behind the one
 //!   that evicted or freed a key is limited as if the key had stayed.
-//! - **Fingerprint collisions only refuse more.** Two keys with the same
-//!   64-bit fingerprint share one limit. With `n` keys stored, a given
-//!   key's chance of sharing is at most `(n - 1) / 2^64` (3.6e-15 at
-//!   `n = 65,536`), and the chance that any two of them share at most
-//!   `n^2 / 2^65` (1.2e-10 at `n = 65,536`), for a hasher whose output is
-//!   uniform (the default, std's `RandomState`: SipHash with random keys,
-//!   which an attacker cannot aim).
+//! - **Fingerprint collisions only refuse more.** A key's fingerprint is
+//!   56 bits of its 64-bit hash, and a slot of its probe (16 slots) holds
+//!   it if it holds its fingerprint: two keys with one fingerprint in one
+//!   probe share one limit. A lookup meets another key's fingerprint in its
+//!   probe with probability at most `16 * 2^-56` (2.2e-16), for a hasher
+//!   whose output is uniform (the default, std's `RandomState`: SipHash
+//!   with random keys, which an attacker cannot aim).
 //! - **The memory of evicted keys only refuses more.** A key that has no
 //!   arrival time of its own starts from another's when each of its 3
 //!   cells was raised by other keys' folds to a time not yet passed: it is
@@ -103,8 +103,8 @@ use governor::RateLimiter;
 pub type KeyedRateLimiter<K, const CAP: usize, C = DefaultClock> =
     RateLimiter<K, KeyedStore<K, CAP>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
-/// A keyed [`StateStore`] for governor of `CAP` slots, each a key's 64-bit
-/// fingerprint (the hash of the key by `S`) and its theoretical arrival
+/// A keyed [`StateStore`] for governor of `CAP` slots, each a key's 56-bit
+/// fingerprint (from the hash of the key by `S`) and its theoretical arrival
 /// time, in one lock-free 128-bit word (crate docs: guarantees).
 ///
 /// `K` is never stored: keys are known by fingerprint, so two keys with
@@ -248,7 +248,7 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> StateStore for Keye
 
     /// governor's update of `key`'s arrival time by `f`, with its contract:
     /// `f` may run again on each retry, and the slot changes only if it
-    /// still holds what `f` saw (`src/slot.rs`).
+    /// still holds what `f` saw (leaparray's `keyed::Table::update`).
     ///
     /// ```
     /// use governor::{nanos::Nanos, state::StateStore};
