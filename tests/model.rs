@@ -24,7 +24,7 @@ use array_model::{check, ArrayModel, Op};
 
 const N: usize = 3;
 /// Steps per case (fewer under Miri, which is slow).
-const STEPS: usize = if cfg!(miri) { 40 } else { 120 };
+const STEPS: usize = if cfg!(miri) { 20 } else { 120 };
 const C: usize = 2;
 
 #[derive(Debug, Clone)]
