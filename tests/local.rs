@@ -17,7 +17,7 @@ fn nz(v: u64) -> NonZeroU64 {
 
 fn max_steps(n: usize) -> usize {
     if cfg!(miri) {
-        (n / 10).max(2)
+        (n / 20).max(2)
     } else {
         n
     }
