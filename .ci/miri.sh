@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MIRIFLAGS="-Zmiri-strict-provenance"
-log=target/miri-logs
+# Logs of this run only (a second run at the same time has its own).
+log=target/miri-logs/$$
 mkdir -p "$log"
 cargo +nightly miri test --lib --tests --no-run >"$log/build.log" 2>&1 || { cat "$log/build.log"; exit 1; }
 cat "$log/build.log"

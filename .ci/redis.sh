@@ -26,7 +26,8 @@ started=$(date +%s)
 # and Redis defers that write while a slow fsync is pending, so it needs
 # the disk to itself. Every test target the build lists is run (a new
 # tests/*.rs joins the third group); any other kind of target fails the step.
-log=target/redis-logs
+# Logs of this run only (a second run at the same time has its own).
+log=target/redis-logs/$$
 mkdir -p "$log"
 cargo test -p leaparray-redis --no-run >"$log/build.log" 2>&1 || { cat "$log/build.log"; exit 1; }
 cat "$log/build.log"
