@@ -91,7 +91,7 @@ fn matches_a_gate_per_key<const CAP: usize>(
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 1 } else { 256 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -346,7 +346,7 @@ fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 128 },
+        cases: if cfg!(miri) { 1 } else { 128 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

@@ -115,7 +115,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 1 } else { 256 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

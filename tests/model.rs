@@ -78,7 +78,7 @@ fn window_len() -> impl Strategy<Value = u64> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 512 },
+        cases: if cfg!(miri) { 1 } else { 512 },
         // Miri runs isolated (no file system for the regression file).
         failure_persistence: if cfg!(miri) {
             None
