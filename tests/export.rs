@@ -67,7 +67,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 128 },
+        cases: if cfg!(miri) { 1 } else { 128 },
         failure_persistence: if cfg!(miri) {
             None
         } else {

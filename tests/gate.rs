@@ -625,7 +625,7 @@ fn matches_the_model<const N: usize>(
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { cases() },
+        cases: if cfg!(miri) { 1 } else { cases() },
         failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
         ..ProptestConfig::default()
     })]

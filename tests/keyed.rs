@@ -91,7 +91,7 @@ fn matches_a_gate_per_key<const CAP: usize>(
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 1 } else { 256 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -267,7 +267,9 @@ fn bad_requests_are_decided_not_panics() {
 #[test]
 fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
     const LIMIT: u64 = 50;
-    const PHASES: usize = 24;
+    // Under Miri 6 phases, windows 0, 0, 1, 2, 2, 3 (a shared window and new
+    // ones alike): the hammer spins while the flood runs, slow to interpret.
+    const PHASES: usize = if cfg!(miri) { 6 } else { 24 };
     let table: Arc<KeyedGate<2, 64>> = Arc::new(KeyedGate::new(nz(100), LIMIT));
     let hot = 0xfeed;
     // Resident before the flood starts (a key with no room would overflow).
@@ -344,7 +346,7 @@ fn a_hot_key_under_a_flood_never_exceeds_its_limit() {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 128 },
+        cases: if cfg!(miri) { 1 } else { 128 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

@@ -17,7 +17,7 @@ fn nz(v: u64) -> NonZeroU64 {
 
 fn max_steps(n: usize) -> usize {
     if cfg!(miri) {
-        (n / 10).max(2)
+        (n / 20).max(2)
     } else {
         n
     }
@@ -115,7 +115,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 1 } else { 256 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

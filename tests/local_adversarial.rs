@@ -361,7 +361,7 @@ fn step() -> impl Strategy<Value = Step> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 128 },
+        cases: if cfg!(miri) { 1 } else { 128 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

@@ -170,7 +170,7 @@ fn burst_is_single_calls<const N: usize, const CAP: usize>(
 
 fn rounds(n: usize) -> usize {
     if cfg!(miri) {
-        (n / 100).max(2)
+        (n / 200).max(1)
     } else {
         n
     }

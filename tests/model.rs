@@ -24,7 +24,7 @@ use array_model::{check, ArrayModel, Op};
 
 const N: usize = 3;
 /// Steps per case (fewer under Miri, which is slow).
-const STEPS: usize = if cfg!(miri) { 40 } else { 120 };
+const STEPS: usize = if cfg!(miri) { 20 } else { 120 };
 const C: usize = 2;
 
 #[derive(Debug, Clone)]
@@ -78,7 +78,7 @@ fn window_len() -> impl Strategy<Value = u64> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 512 },
+        cases: if cfg!(miri) { 1 } else { 512 },
         // Miri runs isolated (no file system for the regression file).
         failure_persistence: if cfg!(miri) {
             None

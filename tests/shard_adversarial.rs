@@ -164,7 +164,7 @@ fn check<const N: usize>(window: u64, start: u64, steps: &[Step]) -> Result<(), 
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 512 },
+        cases: if cfg!(miri) { 1 } else { 512 },
         failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
         ..ProptestConfig::default()
     })]

@@ -201,7 +201,7 @@ fn model_limit(done: &[(u64, u64)], now: u64, gain: u64, floor: u64) -> Option<u
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 1 } else { 256 },
         failure_persistence: if cfg!(miri) {
             None
         } else {
