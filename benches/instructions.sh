@@ -13,7 +13,7 @@ for regime in hot cold; do
   decisions=$(awk '{ print $2 }' "$out/log")
   echo "$(cat "$out/log")"
   callgrind_annotate --inclusive=yes "$out/cg" 2>/dev/null |
-    awk -v n="$decisions" -v r="$regime" '/decisions::(local|shared)_burst \[/ {
-      gsub(",", "", $1); f = ($0 ~ /local_burst/) ? "LocalKeyedGate" : "KeyedGate";
+    awk -v n="$decisions" -v r="$regime" '/decisions::(local|shared|floor)_burst \[/ {
+      gsub(",", "", $1); f = ($0 ~ /local_burst/) ? "LocalKeyedGate" : ($0 ~ /floor_burst/) ? "floor (plain single-writer table)" : "KeyedGate";
       printf "  %s %s: %.1f instructions per decision\n", r, f, $1 / n }'
 done

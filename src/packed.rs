@@ -67,9 +67,13 @@
 //! newest window runs through future windows, so it holds zeros and a
 //! part of the total. A caller for whom every window of the word slid out
 //! (a key seen again after a while) books `n` into a word empty at its
-//! window if `n` is within the limit. Otherwise (a window that moved on
-//! with counts still live, a late caller, borrowed permits in a future
-//! slot, a prioritized refusal) the general decision runs. The window of `now` comes from the gate's hint when `now` falls
+//! window if `n` is within the limit. A caller a few windows (fewer than
+//! `N`) after the newest of a word with no future windows (`F = 0`, as a
+//! keyed table's) books into the word slid to its window: the one
+//! interval it joins holds the counts that stay live. Otherwise (a late
+//! caller, a word with future windows that moved on with counts still
+//! live, borrowed permits in a future slot, a prioritized refusal) the
+//! general decision runs. The window of `now` comes from the gate's hint when `now` falls
 //! in the hinted window (`Gate::book_word`): a multiply instead of a
 //! division. A gate's `try_acquire`, which wants no window back, needs
 //! not even that: it tests `now` against the hinted window's start and
@@ -836,33 +840,79 @@ pub(crate) enum Fast<B> {
 ///   again after a while; also a never-used word, for a `c` that reads as
 ///   that far ahead of its id 0): every interval is empty, so `n` fits if
 ///   it is within the limit, into a word empty at `c` (what `view` makes
-///   of it).
+///   of it);
+/// - `c` is `0 < d < N` windows after the newest of a used word with no
+///   future windows (`F = 0`; a key back within its interval): the one
+///   interval the booking joins ends at `c` and holds the counts of the
+///   windows that stay live.
 #[inline(always)]
 pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fast<B> {
+    decide_fast_ahead(l, w, c, n).0
+}
+
+/// [`decide_fast`], and, when it books into a used word `w`, how many
+/// windows `c` is after `w`'s newest ([`ahead_of`]'s answer: 0 when `c` is
+/// the newest, at least `S` when every window slid out). Beside a
+/// `Fast::Full` or `Fast::Other` the count means nothing.
+#[inline(always)]
+pub(crate) fn decide_fast_ahead<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> (Fast<B>, u64) {
     // `c` is the newest window mod 2^T: the low `T` bits of `c` and `w`
     // agree (`T >= 32`, so the shift is below 64; one instruction fewer
     // than masking the difference).
     if (c ^ w.low_u64()) << (64 - l.id_bits()) == 0 {
         // The newest window is the caller's (or the word is unused and
         // `c` is 0 modulo 2^T: its total reads 0, and it is not plain).
-        if !fits_total(l, w, n) {
+        let fast = if !fits_total(l, w, n) {
             Fast::Full
         } else if is_plain(l, w) {
             Fast::Book(w + booking::<_, B>(l, l.future(), n))
         } else {
             Fast::Other
-        }
+        };
+        (fast, 0)
     } else {
         let d = c.wrapping_sub(w.low_u64()) & l.id_mask();
         if d >= u64::from(l.slots()) && d <= l.id_mask() >> 1 {
             if n <= l.limit() {
                 let empty = B::from_u64(c & l.id_mask()) | used::<B>();
-                Fast::Book(empty + booking::<_, B>(l, l.future(), n))
+                (Fast::Book(empty + booking::<_, B>(l, l.future(), n)), d)
             } else {
-                Fast::Full
+                (Fast::Full, d)
+            }
+        } else if l.future() == 0 && d < u64::from(l.slots()) && is_plain(l, w) {
+            // Moved on by `0 < d < N` windows, no future windows (a keyed
+            // table's word, a gate's without borrowing): what `view_moved`
+            // and `fits` make of it, without decoding. The counts of
+            // windows `c - d - k`, `k < N - d`, stay live (slots `k`, below
+            // the total's), slid to slots `k + d`; the total's field
+            // becomes their sum. The booking joins that one interval (no
+            // window after `c`).
+            let d32 = d as u32;
+            let fields = w >> l.id_bits();
+            let mut live = 0;
+            // (A constant count of steps over the slots below the total's,
+            // where `Fixed` unrolls it.)
+            let mut k = 0;
+            while k < total_slot(l) {
+                if k + d32 < l.slots() {
+                    live += slot(l, fields, k);
+                }
+                k += 1;
+            }
+            if live.saturating_add(n) > l.limit() {
+                (Fast::Full, d)
+            } else {
+                let slots = with_slot(
+                    l,
+                    slide(l, fields, d),
+                    total_slot(l),
+                    live.min(l.slot_max()),
+                );
+                let base = (slots << l.id_bits()) | B::from_u64(c & l.id_mask()) | used::<B>();
+                (Fast::Book(base + booking::<_, B>(l, 0, n)), d)
             }
         } else {
-            Fast::Other
+            (Fast::Other, d)
         }
     }
 }
@@ -1511,13 +1561,18 @@ mod tests {
                 );
                 for n in [1, l.limit() / 2 + 1, l.limit(), l.limit() + 1] {
                     let general = decide::<u64, N>(l, w, c, c.saturating_mul(window), n, false);
-                    match decide_fast(l, w, c, n) {
+                    let (fast, ahead) = decide_fast_ahead(l, w, c, n);
+                    assert_eq!(fast, decide_fast(l, w, c, n));
+                    match fast {
                         Fast::Book(new) => {
                             assert_eq!(
                                 general,
                                 Some((new, Outcome::Booked(c))),
                                 "w {w:#x} c {c} n {n}"
                             );
+                            if w != 0 {
+                                assert_eq!(Some(ahead), ahead_of(l, w, c), "w {w:#x} c {c}");
+                            }
                             checked += 1;
                         }
                         Fast::Full => {

@@ -10,13 +10,12 @@ use core::cell::Cell;
 
 use super::memory::{Memory, Shape, MAX_PLANES, WORDS_PER_SLOT};
 use super::slot::{
-    at, bumped, decide, demand_of, fold_into, fp_of, fresh, half_of, layout_of, locate,
-    max_limit_of, probe_len, recyclable, remaining_from, retry_after_from, seeded, value_of,
-    DEFAULT_SEED, USED,
+    at, bumped, demand_of, fold_into, fp_of, fresh, half_of, layout_of, locate, max_limit_of,
+    probe_len, recyclable, remaining_from, retry_after_from, seeded, value_of, DEFAULT_SEED, USED,
 };
 use super::{KeyedError, Occupancy, Overflow, LOCAL_TOO_LARGE};
 use crate::decision::Decision;
-use crate::packed::{self, Layout};
+use crate::packed::{self, Fast, Layout};
 
 /// How far ahead a burst prefetches: request `i + AHEAD`'s home slot as
 /// request `i` is decided. A power of two (the ring of homes is indexed
@@ -316,6 +315,18 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             .max(self.newest.saturating_sub(reach))
     }
 
+    /// The `i`-th slot of the probe starting at `home` (`home < CAP`, `i <
+    /// PROBE`): `slot.rs`'s `at`, a mask when `CAP` is a power of two (so
+    /// the index needs no bounds check either).
+    #[inline(always)]
+    fn at(home: usize, i: usize) -> usize {
+        if CAP.is_power_of_two() {
+            (home + i) & (CAP - 1)
+        } else {
+            at::<CAP>(home, i)
+        }
+    }
+
     /// Where the lookup of `key` from its home slot `home` ends, for a
     /// caller in window `c`.
     #[inline(always)]
@@ -334,7 +345,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     fn find_past_home(&self, fp: u64, home: usize, c: u64) -> Found {
         let mut room = None;
         for i in 0..Self::PROBE {
-            let at = at::<CAP>(home, i);
+            let at = Self::at(home, i);
             let [k, w] = self.slots[at];
             if w == 0 {
                 // No key lives past a free slot (module docs).
@@ -442,8 +453,15 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                 prefetch(core::ptr::from_ref(&self.slots[hn.0]).cast());
                 homes[i % AHEAD] = hn;
             }
-            booking |= n != 0 && n <= self.layout.limit;
-            *out = self.acquire_from(fp, h, c, n);
+            *out = if n == 0 {
+                Decision::Pass
+            } else if n > self.layout.limit {
+                // Never admitted: no slot for it either.
+                Decision::Block
+            } else {
+                booking = true;
+                self.book(fp, h, c, n)
+            };
         }
         if booking {
             self.newest = self.newest.max(c);
@@ -483,7 +501,44 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Decision::Block;
         }
+        self.book(fp, home, c, n)
+    }
+
+    /// [`acquire_from`](Self::acquire_from) for `1 <= n <= limit`.
+    #[inline(always)]
+    fn book(&mut self, fp: u64, home: usize, c: u64, n: u64) -> Decision {
         let at = match self.find(fp, home, c) {
+            Found::At(at) => at,
+            found => match self.insert(fp, home, c, found) {
+                Ok(at) => at,
+                Err(overflowed) => return overflowed,
+            },
+        };
+        let [half, w] = self.slots[at];
+        match self.decide_slot(half, w, c, n) {
+            Some(slot) => {
+                self.slots[at] = slot;
+                Decision::Pass
+            }
+            None => {
+                if self.evicts() {
+                    // A refusal counts in the key's demand.
+                    let demand = (demand_of(half) + n).min(255);
+                    self.slots[at][0] = (half & !0xff) | demand;
+                }
+                Decision::Block
+            }
+        }
+    }
+
+    /// [`book`](Self::book) for a key with no slot (`found` is not
+    /// `Found::At`): inserts it (recycling a slot, or evicting under
+    /// [`Overflow::Evict`]) and gives its slot, or the overflow policy's
+    /// decision. Out of line: the decisions of resident keys keep their
+    /// registers.
+    #[inline(never)]
+    fn insert(&mut self, fp: u64, home: usize, c: u64, found: Found) -> Result<usize, Decision> {
+        Ok(match found {
             Found::At(at) => at,
             Found::Room(at) => {
                 if self.slots[at][1] != 0 {
@@ -500,7 +555,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                 let l = &self.layout;
                 let mut victim = (home, (u64::MAX, u64::MAX));
                 for i in 0..Self::PROBE {
-                    let at = at::<CAP>(home, i);
+                    let at = Self::at(home, i);
                     let [k, w] = self.slots[at];
                     let v = value_of(l, (u128::from(k) << 64) | u128::from(w), c);
                     if v < victim.1 {
@@ -528,26 +583,36 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             }
             Found::Full => {
                 self.overflowed += 1;
-                return match self.overflow {
+                return Err(match self.overflow {
                     Overflow::Refuse | Overflow::Evict => Decision::Block,
                     Overflow::Admit => Decision::Pass,
-                };
+                });
             }
-        };
-        let [half, w] = self.slots[at];
-        match decide::<N>(&self.layout, w, c, n) {
-            Some((new, _)) => {
-                self.slots[at] = [bumped(&self.layout, half, w, c, n), new];
-                Decision::Pass
+        })
+    }
+
+    /// One decision for `n` (`1 <= n <= limit`) by a caller in window `c`
+    /// on a slot holding the key half `half` and the gate word `w`: the
+    /// slot to store (the word `decide` books and the half `bumped`
+    /// gives, `slot.rs`), or `None` if refused. Where the fast path books,
+    /// it says how many windows the word moved on, which the demand
+    /// counter halves by, so that is not found twice.
+    #[inline(always)]
+    fn decide_slot(&self, half: u64, w: u64, c: u64, n: u64) -> Option<[u64; 2]> {
+        debug_assert!(w & USED != 0 && n >= 1 && n <= self.layout.limit);
+        #[cfg(target_pointer_width = "64")]
+        let l = packed::Fixed::<u64, N, 0>::new(&self.layout);
+        #[cfg(not(target_pointer_width = "64"))]
+        let l = &self.layout;
+        match packed::decide_fast_ahead(l, w, c, n) {
+            (Fast::Book(new), d) => {
+                // `bumped` with `ahead_of`'s `d` (`w` is used).
+                let demand = ((demand_of(half) >> d.min(8)) + n).min(255);
+                Some([(half & !0xff) | demand, new])
             }
-            None => {
-                if self.evicts() {
-                    // A refusal counts in the key's demand.
-                    let demand = (demand_of(half) + n).min(255);
-                    self.slots[at][0] = (half & !0xff) | demand;
-                }
-                Decision::Block
-            }
+            (Fast::Full, _) => None,
+            (Fast::Other, _) => packed::decide::<u64, N>(l, w, c, 0, n, false)
+                .map(|(new, _)| [bumped(&self.layout, half, w, c, n), new]),
         }
     }
 
@@ -578,6 +643,9 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         if !self.shape.remembers() {
             return None;
         }
+        if !self.may_estimate(c) {
+            return None;
+        }
         seeded::<_, N, CAP>(
             &self.layout,
             &self.memory,
@@ -586,6 +654,30 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             c,
             self.high_water,
         )
+    }
+
+    /// Whether an estimate read by a key inserted in window `c` may be
+    /// nonzero: `seeded` reads the windows `h - 2N + 1 ..= h` (`h = max(c,
+    /// high water)`), and the estimate of a window whose plane's id is
+    /// earlier than it is 0 (`memory.rs`, "Estimate": nothing was folded
+    /// for it), read here without hashing the key's cells. The memory
+    /// must remember (`Shape::remembers`).
+    #[inline]
+    fn may_estimate(&self, c: u64) -> bool {
+        let planes = self.shape.planes;
+        let h = c.max(self.high_water);
+        // The plane of window `h - k` (`w mod P`, as `memory.rs` cuts it).
+        let mut plane = h % planes;
+        for k in 0..2 * N as u64 {
+            let Some(w) = h.checked_sub(k) else {
+                break;
+            };
+            if self.memory.ids[plane as usize].get() >= w {
+                return true;
+            }
+            plane = if plane == 0 { planes - 1 } else { plane - 1 };
+        }
+        false
     }
 
     /// The gate word `key` holds, if any, and whether its probe has room
@@ -672,7 +764,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         }
         retry_after_from::<N, _>(l, found, self.overflow, c, now, n, || {
             let home = locate::<CAP>(self.seed, key).0;
-            (0..Self::PROBE).map(move |i| self.slots[at::<CAP>(home, i)][1])
+            (0..Self::PROBE).map(move |i| self.slots[Self::at(home, i)][1])
         })
     }
 
