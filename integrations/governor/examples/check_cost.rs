@@ -1,0 +1,167 @@
+//! Instructions (and cache misses) per `check_key`, for valgrind: one
+//! store, one key set, the decisions of `benches/store.rs` (the same keys,
+//! seeds, random order, quota, `FakeRelativeClock` and clock steps), with
+//! the measured decisions in one `#[inline(never)]` function, `measured`,
+//! so that callgrind counts only them:
+//!
+//! ```text
+//! cargo build --profile bench -p leaparray-governor --example check_cost
+//! valgrind --tool=callgrind --collect-atstart=no --cache-sim=yes \
+//!     '--toggle-collect=*check_cost*measured*' \
+//!     target/release/examples/check_cost keyed_store 1m
+//! ```
+//!
+//! Arguments: the store (`keyed_store`, `dashmap`, `hashmap`) and the key
+//! set (`1k`: 1,000 keys, `KeyedStore<u64, 4096>`; `1m`: 1,000,000 keys,
+//! `KeyedStore<u64, 2^21>`), then optionally the decisions measured
+//! (default 1,000,000). Each key of the set is inserted, then `warm`
+//! decisions (as many as are measured) run outside the measured function,
+//! then the measured ones continue the same sequence. Instructions per
+//! decision are the callgrind total over the decisions measured, and
+//! include the loop's own few instructions (an index, a clock step every
+//! 256 or 4,096 decisions), the same for every store.
+
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use governor::clock::FakeRelativeClock;
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
+use governor::state::keyed::{DashMapStateStore, HashMapStateStore};
+use governor::state::StateStore;
+use governor::{Quota, RateLimiter};
+use leaparray_governor::KeyedStore;
+
+/// splitmix64: the key sequence (as `benches/store.rs`).
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `n` distinct keys and a random sequence of 2^22 draws from them (as
+/// `benches/store.rs`).
+fn keys(n: u64, seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut s = seed;
+    let set: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
+    let seq = (0..1 << 22)
+        .map(|_| set[(splitmix(&mut s) % n) as usize])
+        .collect();
+    (set, seq)
+}
+
+/// A burst of 1,000, one cell per microsecond (as `benches/store.rs`).
+fn quota() -> Quota {
+    Quota::with_period(Duration::from_micros(1))
+        .unwrap()
+        .allow_burst(NonZeroU32::new(1_000).unwrap())
+}
+
+type Limiter<S> = RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>>;
+
+/// `n` decisions from position `*i` of `seq`, the clock advanced 1
+/// microsecond every `every` (the body of `benches/store.rs`'s iteration);
+/// returns the refusals.
+#[inline(always)]
+#[allow(clippy::manual_is_multiple_of)] // the clock step written as in benches/store.rs
+fn run<S: StateStore<Key = u64>>(
+    lim: &Limiter<S>,
+    clock: &FakeRelativeClock,
+    seq: &[u64],
+    every: usize,
+    i: &mut usize,
+    n: usize,
+) -> u64 {
+    let mut refused = 0u64;
+    for _ in 0..n {
+        let k = &seq[*i & (seq.len() - 1)];
+        *i = i.wrapping_add(1);
+        if *i % every == 0 {
+            clock.advance(Duration::from_micros(1));
+        }
+        let r = black_box(lim.check_key(black_box(k)));
+        refused += u64::from(r.is_err());
+    }
+    refused
+}
+
+/// The measured decisions: callgrind's `--toggle-collect` names this.
+#[inline(never)]
+fn measured<S: StateStore<Key = u64>>(
+    lim: &Limiter<S>,
+    clock: &FakeRelativeClock,
+    seq: &[u64],
+    every: usize,
+    i: &mut usize,
+    n: usize,
+) -> u64 {
+    run(lim, clock, seq, every, i, n)
+}
+
+fn cost<S: StateStore<Key = u64>>(store: S, set: &[u64], seq: &[u64], every: usize, n: usize) {
+    let clock = FakeRelativeClock::default();
+    let lim: Limiter<S> = RateLimiter::new(quota(), store, clock.clone());
+    let inserted_refused: u64 = set
+        .iter()
+        .map(|k| u64::from(lim.check_key(k).is_err()))
+        .sum();
+    let mut i = 0usize;
+    let warm_refused = run(&lim, &clock, seq, every, &mut i, n);
+    let refused = measured(&lim, &clock, seq, every, &mut i, n);
+    println!(
+        "refused: {inserted_refused} of {} at insertion, {warm_refused} of {n} warm-up, {refused} of {n} measured",
+        set.len()
+    );
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: check_cost (keyed_store|dashmap|hashmap) (1k|1m) [decisions]";
+    let (Some(store), Some(size)) = (args.get(1), args.get(2)) else {
+        eprintln!("{usage}");
+        return ExitCode::FAILURE;
+    };
+    let n: usize = match args.get(3).map(|a| a.parse()) {
+        None => 1_000_000,
+        Some(Ok(n)) => n,
+        Some(Err(e)) => {
+            eprintln!("decisions: {e}\n{usage}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match (store.as_str(), size.as_str()) {
+        ("keyed_store", "1k") => {
+            let (set, seq) = keys(1_000, 1);
+            cost(KeyedStore::<u64, 4096>::new(), &set, &seq, 256, n);
+        }
+        ("dashmap", "1k") => {
+            let (set, seq) = keys(1_000, 1);
+            cost(DashMapStateStore::<u64>::default(), &set, &seq, 256, n);
+        }
+        ("hashmap", "1k") => {
+            let (set, seq) = keys(1_000, 1);
+            cost(HashMapStateStore::<u64>::default(), &set, &seq, 256, n);
+        }
+        ("keyed_store", "1m") => {
+            let (set, seq) = keys(1_000_000, 2);
+            cost(KeyedStore::<u64, { 1 << 21 }>::new(), &set, &seq, 4096, n);
+        }
+        ("dashmap", "1m") => {
+            let (set, seq) = keys(1_000_000, 2);
+            cost(DashMapStateStore::<u64>::default(), &set, &seq, 4096, n);
+        }
+        ("hashmap", "1m") => {
+            let (set, seq) = keys(1_000_000, 2);
+            cost(HashMapStateStore::<u64>::default(), &set, &seq, 4096, n);
+        }
+        _ => {
+            eprintln!("{usage}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
