@@ -10,8 +10,8 @@ use crossbeam_utils::CachePadded;
 
 use super::memory::{Memory, Shape};
 use super::slot::{
-    bumped, decide, layout_of, max_limit_of, mix, remaining_from, retry_after_from, Booking,
-    GatePolicy, Shared, DEFAULT_SEED,
+    decide, layout_of, max_limit_of, mix, remaining_from, retry_after_from, Booking, GatePolicy,
+    Shared, DEFAULT_SEED,
 };
 use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
@@ -554,15 +554,15 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             c,
             #[inline(always)]
             |tag, w| {
-                match decide::<N>(l, w, c, n) {
-                    Some((new, outcome)) => {
+                match decide::<N>(l, u64::from(tag), w, c, n) {
+                    Some((half, new, outcome)) => {
                         // No prioritized request borrows here.
                         let at = match outcome {
                             Outcome::Booked(w) => w,
                             Outcome::Borrowed { .. } | Outcome::Refused => c,
                         };
                         Step::Write {
-                            tag: bumped(l, u64::from(tag), w, c, n) as u8,
+                            tag: half as u8,
                             word: new,
                             out: Booking::In { at, word: new },
                         }

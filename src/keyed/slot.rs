@@ -318,27 +318,37 @@ pub(super) fn at<const CAP: usize>(home: usize, i: usize) -> usize {
 }
 
 /// One decision on the gate word `w` (`packed::decide`) for a caller in
-/// window `c`: with constant shifts on 64-bit targets, from the layout
-/// elsewhere (one copy of the code on microcontrollers, as `Gate` does).
-/// No time: a keyed table never borrows a later window, the only use
-/// `packed::decide` has for one.
+/// window `c`, on a slot whose key half (or demand tag) is `half`: the
+/// half to store ([`bumped`]'s), the word to store, and the outcome. With
+/// constant shifts on 64-bit targets, from the layout elsewhere (one copy
+/// of the code on microcontrollers, as `Gate` does). No time: a keyed
+/// table never borrows a later window, the only use `packed::decide` has
+/// for one. `w` is a slot's value (used).
 #[inline(always)]
 pub(super) fn decide<const N: usize>(
     layout: &Layout,
+    half: u64,
     w: u64,
     c: u64,
     n: u64,
-) -> Option<(u64, Outcome)> {
+) -> Option<(u64, u64, Outcome)> {
     #[cfg(target_pointer_width = "64")]
     let l = packed::Fixed::<u64, N, 0>::new(layout);
     #[cfg(not(target_pointer_width = "64"))]
     let l = layout;
-    // A key decided again in its newest window, or seen again after its
-    // windows slid out: no decoding of the other windows.
-    match packed::decide_fast(l, w, c, n) {
-        Fast::Book(new) => Some((new, Outcome::Booked(c))),
-        Fast::Full => None,
-        Fast::Other => packed::decide::<u64, N>(l, w, c, 0, n, false),
+    // A key decided again in its newest window, moved on by fewer than
+    // `N` windows, or seen again after its windows slid out: no decoding
+    // of the other windows.
+    match packed::decide_fast_ahead(l, w, c, n) {
+        (Fast::Book(new), d) => {
+            // `bumped` with the fast path's `d` (`ahead_of`'s answer for
+            // the used word `w`), not found twice.
+            let demand = ((demand_of(half) >> d.min(8)) + n).min(255);
+            Some(((half & !0xff) | demand, new, Outcome::Booked(c)))
+        }
+        (Fast::Full, _) => None,
+        (Fast::Other, _) => packed::decide::<u64, N>(l, w, c, 0, n, false)
+            .map(|(new, outcome)| (bumped(layout, half, w, c, n), new, outcome)),
     }
 }
 
