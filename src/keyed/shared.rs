@@ -10,8 +10,8 @@ use crossbeam_utils::CachePadded;
 
 use super::memory::{Memory, Shape};
 use super::slot::{
-    bumped, decide, layout_of, max_limit_of, mix, remaining_from, retry_after_from, Booking,
-    GatePolicy, Shared, DEFAULT_SEED,
+    decide, layout_of, max_limit_of, mix, remaining_from, retry_after_from, Booking, GatePolicy,
+    Shared, DEFAULT_SEED,
 };
 use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
@@ -544,30 +544,40 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             // Never admitted: no slot for it either.
             return Booking::Refused;
         }
-        let booked = self.table.update(place, first, c, |tag, w| {
-            match decide::<N>(l, w, c, n) {
-                Some((new, outcome)) => {
-                    // No prioritized request borrows here.
-                    let at = match outcome {
-                        Outcome::Booked(w) => w,
-                        Outcome::Borrowed { .. } | Outcome::Refused => c,
-                    };
-                    Step::Write {
-                        tag: bumped(l, u64::from(tag), w, c, n) as u8,
-                        word: new,
-                        out: Booking::In { at, word: new },
+        // The closure inlined into the table's loop (`Table::update` is
+        // inlined at each of the burst's calls): out of line it is a call
+        // a decision, its registers saved and its `Step` returned through
+        // memory.
+        let booked = self.table.update(
+            place,
+            first,
+            c,
+            #[inline(always)]
+            |tag, w| {
+                match decide::<N>(l, u64::from(tag), w, c, n) {
+                    Some((half, new, outcome)) => {
+                        // No prioritized request borrows here.
+                        let at = match outcome {
+                            Outcome::Booked(w) => w,
+                            Outcome::Borrowed { .. } | Outcome::Refused => c,
+                        };
+                        Step::Write {
+                            tag: half as u8,
+                            word: new,
+                            out: Booking::In { at, word: new },
+                        }
                     }
+                    // A refusal counts in the key's demand (while the counter
+                    // is below saturation).
+                    None if tag < 255 && g.evicts() => Step::Write {
+                        tag: (u64::from(tag) + n).min(255) as u8,
+                        word: w,
+                        out: Booking::Counted,
+                    },
+                    None => Step::Keep(Booking::Refused),
                 }
-                // A refusal counts in the key's demand (while the counter
-                // is below saturation).
-                None if tag < 255 && g.evicts() => Step::Write {
-                    tag: (u64::from(tag) + n).min(255) as u8,
-                    word: w,
-                    out: Booking::Counted,
-                },
-                None => Step::Keep(Booking::Refused),
-            }
-        });
+            },
+        );
         booked.unwrap_or(Booking::Overflowed)
     }
 

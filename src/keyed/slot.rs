@@ -318,27 +318,37 @@ pub(super) fn at<const CAP: usize>(home: usize, i: usize) -> usize {
 }
 
 /// One decision on the gate word `w` (`packed::decide`) for a caller in
-/// window `c`: with constant shifts on 64-bit targets, from the layout
-/// elsewhere (one copy of the code on microcontrollers, as `Gate` does).
-/// No time: a keyed table never borrows a later window, the only use
-/// `packed::decide` has for one.
+/// window `c`, on a slot whose key half (or demand tag) is `half`: the
+/// half to store ([`bumped`]'s), the word to store, and the outcome. With
+/// constant shifts on 64-bit targets, from the layout elsewhere (one copy
+/// of the code on microcontrollers, as `Gate` does). No time: a keyed
+/// table never borrows a later window, the only use `packed::decide` has
+/// for one. `w` is a slot's value (used).
 #[inline(always)]
 pub(super) fn decide<const N: usize>(
     layout: &Layout,
+    half: u64,
     w: u64,
     c: u64,
     n: u64,
-) -> Option<(u64, Outcome)> {
+) -> Option<(u64, u64, Outcome)> {
     #[cfg(target_pointer_width = "64")]
     let l = packed::Fixed::<u64, N, 0>::new(layout);
     #[cfg(not(target_pointer_width = "64"))]
     let l = layout;
-    // A key decided again in its newest window, or seen again after its
-    // windows slid out: no decoding of the other windows.
-    match packed::decide_fast(l, w, c, n) {
-        Fast::Book(new) => Some((new, Outcome::Booked(c))),
-        Fast::Full => None,
-        Fast::Other => packed::decide::<u64, N>(l, w, c, 0, n, false),
+    // A key decided again in its newest window, moved on by fewer than
+    // `N` windows, or seen again after its windows slid out: no decoding
+    // of the other windows.
+    match packed::decide_fast_ahead(l, w, c, n) {
+        (Fast::Book(new), d) => {
+            // `bumped` with the fast path's `d` (`ahead_of`'s answer for
+            // the used word `w`), not found twice.
+            let demand = ((demand_of(half) >> d.min(8)) + n).min(255);
+            Some(((half & !0xff) | demand, new, Outcome::Booked(c)))
+        }
+        (Fast::Full, _) => None,
+        (Fast::Other, _) => packed::decide::<u64, N>(l, w, c, 0, n, false)
+            .map(|(new, outcome)| (bumped(layout, half, w, c, n), new, outcome)),
     }
 }
 
@@ -449,13 +459,43 @@ impl<const N: usize, const CAP: usize> GatePolicy<N, CAP> {
     /// it evicted.
     pub(super) fn start_word(&self, fp: u64, c: u64) -> (u64, bool) {
         let hw = self.shared.high_water.load(Acquire);
-        if self.shape.remembers() {
+        if self.shape.remembers() && self.may_estimate(c.max(hw)) {
             if let Some(w) = seeded::<_, N, CAP>(&self.layout, &self.memory, &self.shape, fp, c, hw)
             {
                 return (w, true);
             }
         }
         (fresh::<N>(&self.layout, c, hw), false)
+    }
+
+    /// Whether an estimate read for windows `h - 2N + 1 ..= h` (what
+    /// [`seeded`] reads, `h = max(c, high water)`) may be nonzero: the
+    /// estimate of a window whose plane's id is earlier than it is 0
+    /// (`memory.rs`, "Estimate": nothing was folded for it), read here
+    /// without hashing the key's cells. The memory must remember
+    /// ([`Shape::remembers`]).
+    ///
+    /// The same answer as `seeded` at the instant of these reads: a plane
+    /// id only rises, and `seeded`'s estimate of a window whose id it reads
+    /// earlier than the window is 0 whatever its words held. These reads
+    /// come after the probe's, as `seeded`'s do, so a fold whose evicting
+    /// swap the caller's probe synchronized with has raised the id it
+    /// reads (`memory.rs`, "Why an estimate is never below the truth").
+    #[inline]
+    fn may_estimate(&self, h: u64) -> bool {
+        let planes = self.shape.planes;
+        // The plane of window `h - k` (`w mod P`, as `memory.rs` cuts it).
+        let mut plane = h % planes;
+        for k in 0..2 * N as u64 {
+            let Some(w) = h.checked_sub(k) else {
+                break;
+            };
+            if self.memory.ids[plane as usize].get() >= w {
+                return true;
+            }
+            plane = if plane == 0 { planes - 1 } else { plane - 1 };
+        }
+        false
     }
 }
 
