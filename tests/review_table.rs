@@ -130,7 +130,13 @@ fn two_new_keys(fresh_least: bool, rounds: usize) -> (usize, usize, bool) {
     ));
     let (x, a, b) = (t.place(1), t.place(2), t.place(3));
     assert_ne!(a.fingerprint(), b.fingerprint());
-    let set = |v: u64| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: () };
+    let set = |v: u64| {
+        move |_: u8, _: u64| Step::Write {
+            tag: 0,
+            word: v,
+            out: (),
+        }
+    };
     assert_eq!(t.update(x, None, (), set(100)), Some(()));
     let baton = Arc::new(Baton::default());
     let bump = |w: u64| Step::Write {
@@ -230,7 +236,13 @@ impl Policy for Keep {
 fn review_defect_stale_first_says_no_room_for_a_resident_key() {
     let t = Table::new([const { Slot::new() }; 1], Keep);
     let (x, k) = (t.place(1), t.place(2));
-    let set = |v: u64| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: v };
+    let set = |v: u64| {
+        move |_: u8, _: u64| Step::Write {
+            tag: 0,
+            word: v,
+            out: v,
+        }
+    };
     assert_eq!(t.update(x, None, (), set(7)), Some(7));
     let stale = t.peek(k); // X's slot
     t.retain((), |_, _| false); // X goes
@@ -256,12 +268,22 @@ fn review_defect_stale_first_says_no_room_for_a_resident_key() {
 fn review_defect_stale_first_keep_answers_from_an_old_value() {
     let t = Table::new([const { Slot::new() }; 1], Keep);
     let k = t.place(2);
-    let set = |v: u64| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: () };
+    let set = |v: u64| {
+        move |_: u8, _: u64| Step::Write {
+            tag: 0,
+            word: v,
+            out: (),
+        }
+    };
     assert_eq!(t.update(k, None, (), set(1)), Some(()));
     let stale = t.peek(k);
     assert_eq!(t.update(k, None, (), set(2)), Some(()));
     let read = t.update(k, Some(stale), (), |_, w| Step::<u64>::Keep(w & !USED));
-    assert_eq!(read, Some(2), "update read the slot as it was before the call");
+    assert_eq!(
+        read,
+        Some(2),
+        "update read the slot as it was before the call"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -312,7 +334,13 @@ fn review_defect_write_of_a_word_with_the_top_bit_aliases() {
     let t = Table::new([const { Slot::new() }; 2], Keep);
     let (a, b) = (t.place(1), t.place(1 << 63));
     assert_ne!(a.home(), b.home());
-    let set = |v: u64| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: () };
+    let set = |v: u64| {
+        move |_: u8, _: u64| Step::Write {
+            tag: 0,
+            word: v,
+            out: (),
+        }
+    };
     let _ = t.update(a, None, (), set(5));
     let _ = t.update(b, None, (), set(USED | 5));
     assert_ne!(
