@@ -363,3 +363,82 @@ fn review_defect_write_of_a_word_with_the_top_bit_aliases() {
         "a count of 2^63 - 1 plus 1 is stored as 0, with no error"
     );
 }
+
+// ---------------------------------------------------------------------------
+// (e) `Found::Absent { room }`: "whether an insertion would find room
+// without evicting".
+// ---------------------------------------------------------------------------
+
+/// Never evicts; `start` blocks the first time it is called (on the
+/// inserting thread) until told to go on, so a claim stays in flight.
+#[derive(Debug)]
+struct Slow {
+    entered: std::sync::mpsc::SyncSender<()>,
+    go: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Policy for Slow {
+    type Context = ();
+    type Rank = u64;
+    fn evicts(&self) -> bool {
+        false
+    }
+    fn rank(&self, _: u8, w: u64, _: ()) -> u64 {
+        w
+    }
+    fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+    fn start(&self, _: u64, _: ()) -> Start {
+        let go = self.go.lock().unwrap().take();
+        if let Some(go) = go {
+            self.entered.send(()).unwrap();
+            go.recv().unwrap();
+        }
+        Start {
+            word: 0,
+            remembered: false,
+        }
+    }
+}
+
+/// Key X's claim is in flight in the only slot (its settler preempted in
+/// `start`). `find` of another key K answers `Absent { room: true }`,
+/// documented as "whether an insertion would find room without evicting";
+/// the insertion right after (nothing else in between) settles X's claim
+/// and finds no room: `None`. A claim of another key is not room.
+#[test]
+fn review_defect_find_counts_another_keys_claim_as_room() {
+    let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let t = Arc::new(Table::new(
+        [const { Slot::new() }; 1],
+        Slow {
+            entered: entered_tx,
+            go: Mutex::new(Some(go_rx)),
+        },
+    ));
+    let (x, k) = (t.place(1), t.place(2));
+    let tx = {
+        let t = t.clone();
+        thread::spawn(move || {
+            t.update(x, None, (), |_, w| Step::Write {
+                tag: 0,
+                word: w + 1,
+                out: (),
+            })
+        })
+    };
+    entered.recv().unwrap(); // X's claim is in the slot
+    let found = t.find(k, ());
+    let inserted = t.update(k, None, (), |_, w| Step::Write {
+        tag: 0,
+        word: w + 1,
+        out: (),
+    });
+    go.send(()).unwrap();
+    let _ = tx.join().unwrap();
+    assert_eq!(
+        (found, inserted.is_some()),
+        (leaparray::keyed::Found::Absent { room: true }, true),
+        "find said there was room; the insertion right after found none"
+    );
+}
