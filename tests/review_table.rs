@@ -172,17 +172,16 @@ fn two_new_keys(fresh_least: bool, rounds: usize) -> (usize, usize, bool) {
     baton.result()
 }
 
-/// Two new keys A and B on a full probe, on real threads: A settles and
-/// its closure decides; before A's swap, B evicts A's fresh slot (it ranks
-/// least), settles, decides; before B's swap, A (its swap failed) evicts
-/// B's fresh slot, and so on. Every round two evictions succeed (two
-/// successful compare-and-swaps) and no call completes: after 1,000
-/// rounds neither `update` has returned, and the state is the one of round
-/// 1, so the schedule can go on forever. GUARANTEES.md section 4 ("a CAS
-/// fails only because another succeeded, so some caller always completes")
-/// and table.rs ("no thread ever waits for another") do not hold.
+/// Two new keys A and B on a full probe, on real threads, in the schedule
+/// of table.rs's "Progress": each closure hands the turn to the other
+/// thread before it returns (a preemption between decision and swap). With
+/// a claimer that settled into its start and decided after, B evicted A's
+/// fresh slot (it ranks least) before A's swap, A then B's, and so on:
+/// after 1,000 rounds no `update` had returned. The claimer settles its
+/// claim straight into its decision, so a call completes: red if it did
+/// not (a livelock, no call completes within the rounds).
 #[test]
-fn review_defect_two_new_keys_evict_each_other_forever() {
+fn two_new_keys_on_a_full_probe_both_complete() {
     let (ra, rb, completed) = two_new_keys(true, 1000);
     assert!(
         completed,

@@ -88,7 +88,11 @@
 //!   probe order), this claim is withdrawn (swapped back to free);
 //! - a later claim of the key is withdrawn by this settler;
 //! - otherwise the claim is swapped for the key's starting value
-//!   ([`Policy::start`], read after those reads).
+//!   ([`Policy::start`], read after those reads); a settler deciding for
+//!   the key (the caller that wrote the claim, or any caller of
+//!   [`Table::update`] for that key that meets it) swaps it instead for
+//!   its closure's decision on that start, in the same one swap
+//!   ("Progress", below).
 //!
 //! Withdrawing and settling swap from the exact claim (its token is unique:
 //! a table-wide counter), so a claim settles at most once, and never after
@@ -149,6 +153,61 @@
 //! in `loom-tests/tests/governor.rs`). [`Table::retain`] is an eviction with
 //! no new key: a failed swap means the key was updated meanwhile, and it
 //! stays.
+//!
+//! # Progress
+//!
+//! A claim that a settler of another key settles becomes a value that
+//! decided nothing yet: a fresh key's, which a policy may rank least. If
+//! the caller that claimed it settled it that way too and decided after,
+//! two new keys on a full probe could undo each other forever:
+//!
+//! ```text
+//!  Thread 1 (new key A)                  Thread 2 (new key B)
+//!  -----------------------------------   -----------------------------------
+//!  evict the least, claim, settle:
+//!  A holds its start (ranked least)
+//!  f_A decides; preempted
+//!                                        A ranks least: fold A, evict it,
+//!                                        claim, settle: B holds its start
+//!                                        f_B decides; preempted
+//!  swap A's start -> decision: fails;
+//!  scan: B ranks least: evict it, ...
+//!                                        swap B's start -> decision: fails;
+//!                                        scan: A ranks least: evict it, ...
+//! ```
+//!
+//! Each round two swaps succeed and no call returns. So a settler deciding
+//! for its key settles the claim straight into the decision: the swap
+//! that settles the claim is the swap that completes the call, and a
+//! caller's claim goes only to its key's decision, to a withdrawal by a
+//! settler of its own key, or to a settler of another key that found no
+//! room and no victim in its probe.
+//!
+//! What is guaranteed: every loop of [`Table::update`] ends a pass in a
+//! swap, and a pass that does not return was ended by another swap that
+//! succeeded (module docs of each step above). The swaps that complete a
+//! call are a decision's swap on the key's value and the settling swap of
+//! a settler deciding for its key. The others (a claim, a withdrawal, a
+//! settler of another key's claim) do not. Without completed calls, no
+//! value is written except by settlers of another key's claim; each claim
+//! takes a free slot or a value, and each withdrawal frees a claim of a
+//! key whose value or earlier claim is in its probe, whose settler then
+//! completes. A settler of another key's claim runs only when a scan finds
+//! no room and no victim: for an evicting policy, when every slot of its
+//! probe holds another key's claim, that is, when more calls than the
+//! probe has slots (`min(PROBE, capacity)`) are inserting at once; for a
+//! policy that does not evict, when the probe is full, and the value it
+//! settles is taken again only by a caller to whom it is
+//! [recyclable](Policy::recyclable). So: **lock-free** (some call
+//! completes in a finite number of steps of all callers) for an evicting
+//! policy while at most `min(PROBE, capacity)` calls run on the table at
+//! once, and for a policy whose starts are not recyclable by the callers
+//! running; beyond that, **obstruction-free** (a call that runs alone
+//! completes). No thread ever waits for another: a preempted caller's
+//! claim is settled by whoever needs the slot. The loom models
+//! `two_new_keys_on_a_full_probe_both_complete` (`loom-tests/tests/review_table.rs`)
+//! and the threads of `tests/review_table.rs` and
+//! `integrations/governor/tests/review_table.rs` replay the schedule above.
 //!
 //! What a policy remembers and how its keys start from it is the policy's
 //! own argument: `slot.rs` for a [`KeyedGate`](super::KeyedGate)'s gate
@@ -869,8 +928,12 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 }
                 if fp_of(key_of(s)) == fp {
                     if is_claim(w) {
-                        self.settle(fp, home, i, s, cx);
-                        continue 'scan;
+                        // A claim of this key: settled straight into `f`'s
+                        // decision (module docs, "Progress").
+                        match self.settle(fp, home, i, s, cx, Some(&mut f)) {
+                            Some(out) => return Some(out),
+                            None => continue 'scan,
+                        }
                     }
                     // The key's value: `f` decides, the swap is from
                     // exactly what it saw (module docs, "One update").
@@ -925,20 +988,25 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     // Before the swap that recycles (module docs).
                     p.recycle(word(s), cx);
                 }
-                self.take(fp, home, at, s, cx, recycling.then_some(Event::Recycled));
+                let event = recycling.then_some(Event::Recycled);
+                if let Some(out) = self.take(fp, home, at, s, cx, event, &mut f) {
+                    return Some(out);
+                }
                 continue 'scan;
             }
             if let Some((at, s, _)) = victim {
                 // Before the swap that evicts (module docs).
                 p.fold(fp_of(key_of(s)), key_of(s) as u8, word(s), cx);
-                self.take(fp, home, at, s, cx, Some(Event::Evicted));
+                if let Some(out) = self.take(fp, home, at, s, cx, Some(Event::Evicted), &mut f) {
+                    return Some(out);
+                }
                 continue 'scan;
             }
             if let Some((at, s)) = claim {
                 // Another key's claim: settle it, then look again.
                 let j = claim_position(word(s));
                 let other_home = (at + self.capacity() - j) % self.capacity();
-                self.settle(fp_of(key_of(s)), other_home, j, s, cx);
+                let _ = self.settle::<R, F>(fp_of(key_of(s)), other_home, j, s, cx, None);
                 continue 'scan;
             }
             return None;
@@ -946,17 +1014,32 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     }
 
     /// Claims the slot `at` (read as `s`) for the key with fingerprint `fp`
-    /// and home `home`, and settles the claim; `event` is counted if the
-    /// claim's swap succeeds.
-    fn take(&self, fp: u64, home: usize, at: usize, s: u128, cx: P::Context, event: Option<Event>) {
+    /// and home `home`, and settles the claim into `f`'s decision; `event`
+    /// is counted if the claim's swap succeeds. `None`: the claim's swap or
+    /// its settling failed, or it was withdrawn.
+    #[allow(clippy::too_many_arguments)]
+    fn take<R, F>(
+        &self,
+        fp: u64,
+        home: usize,
+        at: usize,
+        s: u128,
+        cx: P::Context,
+        event: Option<Event>,
+        f: &mut F,
+    ) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
         let i = (at + self.capacity() - home) % self.capacity();
         let mine = slot(fp << 8, self.token(i));
         if self.slots()[at].swap(s, mine).is_ok() {
             if let Some(e) = event {
                 self.policy.count(e);
             }
-            self.settle(fp, home, i, mine, cx);
+            return self.settle(fp, home, i, mine, cx, Some(f));
         }
+        None
     }
 
     /// A claim token no claim had, for probe position `i`: nonzero, top
@@ -969,10 +1052,23 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// Settles the claim `mine` of the key with fingerprint `fp` and home
     /// `home` at position `i` of its probe (module docs): withdraws it if
     /// the probe holds the key's value or an earlier claim of it, withdraws
-    /// later claims of it, and otherwise swaps it for the key's start.
+    /// later claims of it, and otherwise swaps it for the key's start: with
+    /// `f` (a caller deciding for this key), for `f`'s decision on the
+    /// start in that one swap, and gives `f`'s out if the swap succeeded.
     /// Whoever meets a claim may call this; all but one of the swaps from
     /// `mine` fail.
-    fn settle(&self, fp: u64, home: usize, i: usize, mine: u128, cx: P::Context) {
+    fn settle<R, F>(
+        &self,
+        fp: u64,
+        home: usize,
+        i: usize,
+        mine: u128,
+        cx: P::Context,
+        f: Option<&mut F>,
+    ) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
         let at = self.at(home, i);
         for j in 0..self.probe_len() {
             if j == i {
@@ -990,7 +1086,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     // (a failed swap: it had already gone, or settled by
                     // someone who saw none of this).
                     let _ = self.slots()[at].swap(mine, 0);
-                    return;
+                    return None;
                 }
                 // A later claim of the key goes.
                 match self.slots()[other].swap(s, 0) {
@@ -1001,13 +1097,25 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
         }
         // After the probe's reads (module docs, "A slot changes hands").
         let start = self.policy.start(fp, cx);
-        if self.slots()[at]
-            .swap(mine, slot(fp << 8, start.word | USED))
-            .is_ok()
-            && start.remembered
-        {
+        let started = slot(fp << 8, start.word | USED);
+        // The settler's own key: its decision on the start goes in with
+        // the settling swap (module docs, "Progress").
+        let (next, out) = match f.map(|f| f(0, start.word | USED)) {
+            None => (started, None),
+            Some(Step::Keep(out)) => (started, Some(out)),
+            Some(Step::Write {
+                tag,
+                word: new,
+                out,
+            }) => (slot((fp << 8) | u64::from(tag), new | USED), Some(out)),
+        };
+        if self.slots()[at].swap(mine, next).is_err() {
+            return None;
+        }
+        if start.remembered {
             self.policy.count(Event::Remembered);
         }
+        out
     }
 
     /// What the probe of the key at `place` holds for it, read-only: its

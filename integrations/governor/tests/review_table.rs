@@ -151,17 +151,16 @@ fn two_new_keys<const CAP: usize>(residents: &[u64], resident_tat: u64) -> (usiz
 }
 
 /// Two new keys A and B in a store of 2 slots whose other slot holds key X
-/// (TAT far ahead): the probe is full once A is in. A settles (TAT 0 from
-/// the empty memory) and governor's closure decides; before A's swap, B
-/// evicts A (the earliest TAT: 0), settles and decides; before B's swap, A
-/// (its swap failed) evicts B (TAT 0 again: folding 0 remembers nothing),
-/// and so on. Every round two evictions succeed and no
-/// `measure_and_replace` returns: after 1,000 rounds neither has, and the
-/// store is as in round 1, so the schedule can go on forever. The store is
-/// not lock-free (README: "lock-free"; leaparray's GUARANTEES.md section
-/// 4: "some caller always completes").
+/// (TAT far ahead): the probe is full once A is in. Each closure is
+/// governor's GCRA decision, and hands the turn to the other thread before
+/// it returns (a preemption between decision and swap). A table whose
+/// claimer settled into the start (TAT 0) and decided after let B evict A
+/// (the earliest TAT: 0) before A's swap, A then B, and so on: no
+/// `measure_and_replace` returned within 1,000 rounds (leaparray's
+/// table.rs, "Progress"). The claimer settles its claim straight into its
+/// decision, so a call completes; red if none does within the rounds.
 #[test]
-fn review_defect_keyed_store_two_new_keys_evict_each_other_forever() {
+fn keyed_store_two_new_keys_on_a_full_probe_both_complete() {
     let (ra, rb, completed) = two_new_keys::<2>(&[1], 1_000_000_000);
     assert!(
         completed,
@@ -174,7 +173,7 @@ fn review_defect_keyed_store_two_new_keys_evict_each_other_forever() {
 /// homed at slot 0 by the identity hash) holds 15 keys with TATs ahead: a
 /// full probe of the real size, not an artefact of a tiny table.
 #[test]
-fn review_defect_keyed_store_livelock_on_a_full_probe_of_16() {
+fn keyed_store_two_new_keys_on_a_full_probe_of_16_both_complete() {
     let residents: Vec<u64> = (10..25).collect();
     let (ra, rb, completed) = two_new_keys::<64>(&residents, 1_000_000_000);
     assert!(
