@@ -468,6 +468,11 @@ impl defmt::Format for Snapshot {
 /// Where a key lives in a [`Table`]: its home slot and its fingerprint
 /// ([`Table::place`]; module docs, "A slot").
 ///
+/// A place is for the table that made it. Another table reduces a home
+/// beyond its slots modulo its capacity (no panic), which need not be the
+/// home its own [`Table::place`] gives the key: the key is then looked up
+/// and inserted in another probe, as another key.
+///
 /// ```
 /// # use leaparray::keyed::{Slot, Table};
 /// # #[derive(Debug)] struct P;
@@ -727,6 +732,23 @@ impl<P, S> Table<P, S> {
         /// let heap: Table<P, Box<[Slot]>> = Table::new((0..1000).map(|_| Slot::new()).collect(), P);
         /// assert_eq!(heap.capacity(), 1000);
         /// ```
+        ///
+        /// An array of no slots does not compile (slots on the heap may be
+        /// none: then every key finds no room, and [`peek`](Self::peek)
+        /// gives a free slot):
+        ///
+        /// ```compile_fail
+        /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+        /// # #[derive(Debug)] struct P;
+        /// # impl Policy for P {
+        /// #     type Context = (); type Rank = u64;
+        /// #     fn evicts(&self) -> bool { false }
+        /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+        /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+        /// # }
+        /// static T: Table<P, [Slot; 0]> = Table::new([], P);
+        /// ```
         #[must_use]
         pub fn new(slots: S, policy: P) -> Self {
             const {
@@ -734,6 +756,13 @@ impl<P, S> Table<P, S> {
                     Self::INTERRUPT_SAFE,
                     "leaparray: on this target a keyed table's slot (portable-atomic's AtomicU128) \
                      is a global spin lock; see KeyedGate::new"
+                );
+                // `[Slot; 0]` (the only slots of size 0): a table with no
+                // slot. Slots on the heap may be none: every call answers
+                // as for a full table (no room; `peek`: free).
+                assert!(
+                    core::mem::size_of::<S>() != 0,
+                    "leaparray: a keyed table needs at least one slot"
                 );
             };
             Table {
@@ -858,7 +887,20 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     #[must_use]
     #[inline(always)]
     pub fn peek(&self, place: Place) -> Snapshot {
-        Snapshot(self.slots()[place.home].load())
+        self.slots()
+            .get(self.home_of(place))
+            .map_or(Snapshot::FREE, |s| Snapshot(s.load()))
+    }
+
+    /// The home of `place` in this table: a place of another, larger table
+    /// is reduced to this one's slots ([`Place`]); 0 in a table of none.
+    #[inline(always)]
+    fn home_of(&self, place: Place) -> usize {
+        if place.home < self.capacity() {
+            place.home
+        } else {
+            place.home.checked_rem(self.capacity()).unwrap_or(0)
+        }
     }
 
     /// Updates the slot of the key at `place` through `f`, inserting the
@@ -900,7 +942,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     where
         F: FnMut(u8, u64) -> Step<R>,
     {
-        let Place { home, fp } = place;
+        let (home, fp) = (self.home_of(place), place.fp);
         let p = &self.policy;
         let mut first = first.map(|s| s.0);
         'scan: loop {
@@ -1141,8 +1183,9 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     #[must_use]
     pub fn find(&self, place: Place, cx: P::Context) -> Found {
         let mut room = false;
+        let home = self.home_of(place);
         for i in 0..self.probe_len() {
-            let s = self.slots()[self.at(place.home, i)].load();
+            let s = self.slots()[self.at(home, i)].load();
             let w = word(s);
             if w != 0 && fp_of(key_of(s)) == place.fp {
                 if is_claim(w) {
@@ -1172,7 +1215,8 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// assert_eq!(t.probe(t.place(5)).filter(|s| s.is_free()).count(), 16);
     /// ```
     pub fn probe(&self, place: Place) -> impl Iterator<Item = Snapshot> + '_ {
-        (0..self.probe_len()).map(move |i| Snapshot(self.slots()[self.at(place.home, i)].load()))
+        let home = self.home_of(place);
+        (0..self.probe_len()).map(move |i| Snapshot(self.slots()[self.at(home, i)].load()))
     }
 
     /// Every slot, in order, each read once as the iterator reaches it.
