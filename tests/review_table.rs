@@ -230,9 +230,10 @@ impl Policy for Keep {
 /// failed swap; an insertion it would lead to rereads it first)". A stale
 /// `first` that shows another key makes `update` answer `None` ("no room
 /// for the key; nothing was written") for a key that holds a slot: nothing
-/// rereads the home slot on the way to `None`.
+/// rereads the home slot on the way to `None`. `update` rereads it before
+/// it answers `None`: red if it does not.
 #[test]
-fn review_defect_stale_first_says_no_room_for_a_resident_key() {
+fn a_stale_first_never_says_no_room_for_a_resident_key() {
     let t = Table::new([const { Slot::new() }; 1], Keep);
     let (x, k) = (t.place(1), t.place(2));
     let set = |v: u64| {
@@ -262,9 +263,10 @@ fn review_defect_stale_first_says_no_room_for_a_resident_key() {
 /// A closure that answers `Step::Keep` on a stale `first` returns its
 /// answer from a value the slot no longer holds: no swap fails, nothing
 /// rereads. The returned value is not the slot's at any time during the
-/// call.
+/// call. `update` rereads the home slot before it answers a `Keep` made
+/// on `first`, and decides again if it changed: red if it does not.
 #[test]
-fn review_defect_stale_first_keep_answers_from_an_old_value() {
+fn a_stale_first_keep_answers_from_the_slot_as_it_is() {
     let t = Table::new([const { Slot::new() }; 1], Keep);
     let k = t.place(2);
     let set = |v: u64| {

@@ -909,8 +909,9 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// ([`Step`]); it runs again whenever its write's swap fails (the slot
     /// changed since `f` saw it). `first`: the key's home slot as
     /// [`peek`](Self::peek) read it earlier, taken as the first read of the
-    /// probe (a stale one costs a failed swap; an insertion it would lead
-    /// to rereads it first). `cx` goes to the policy.
+    /// probe; a stale one costs a failed swap or a reread (an insertion, a
+    /// `None` or a [`Step::Keep`] it would lead to rereads the home slot
+    /// first, and looks again if it changed). `cx` goes to the policy.
     ///
     /// `None`: no room for the key (no free or recyclable slot in its
     /// probe, and the policy does not evict); nothing was written.
@@ -979,9 +980,20 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     }
                     // The key's value: `f` decides, the swap is from
                     // exactly what it saw (module docs, "One update").
+                    // A `Keep` on `first` answers only if the slot still
+                    // holds it (it came from before the call).
+                    let mut early_value = i == 0 && early.is_some();
                     loop {
                         match f(key_of(s) as u8, word(s)) {
-                            Step::Keep(out) => return Some(out),
+                            Step::Keep(out) if !early_value => return Some(out),
+                            Step::Keep(out) => {
+                                early_value = false;
+                                let now = self.slots()[at].load();
+                                if now == s {
+                                    return Some(out);
+                                }
+                                s = now;
+                            }
                             Step::Write {
                                 tag,
                                 word: new,
@@ -990,7 +1002,10 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                                 let next = slot((fp << 8) | u64::from(tag), new | USED);
                                 match self.slots()[at].swap(s, next) {
                                     Ok(_) => return Some(out),
-                                    Err(actual) => s = actual,
+                                    Err(actual) => {
+                                        early_value = false;
+                                        s = actual;
+                                    }
                                 }
                             }
                         }
@@ -1016,12 +1031,11 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     }
                 }
             }
-            if (room.is_some() || victim.is_some())
-                && early.is_some_and(|s| self.slots()[home].load() != s)
-            {
+            if early.is_some_and(|s| self.slots()[home].load() != s) {
                 // The home slot's value came from before a burst's earlier
                 // requests, and they changed it (the key may be there
-                // now): look again rather than take a slot for nothing.
+                // now): look again rather than take a slot for nothing or
+                // answer that there is no room.
                 continue 'scan;
             }
             if let Some((at, s)) = room {
