@@ -417,12 +417,13 @@ impl Policy for Slow {
 }
 
 /// Key X's claim is in flight in the only slot (its settler preempted in
-/// `start`). `find` of another key K answers `Absent { room: true }`,
-/// documented as "whether an insertion would find room without evicting";
-/// the insertion right after (nothing else in between) settles X's claim
-/// and finds no room: `None`. A claim of another key is not room.
+/// `start`). `find` of another key K answers whether a slot of K's probe
+/// is free or recyclable; the insertion right after (nothing else in
+/// between) settles X's claim and finds no room: `None`. A claim of
+/// another key is not room, so `find` says `room: false`: red if it counts
+/// the claim as room.
 #[test]
-fn review_defect_find_counts_another_keys_claim_as_room() {
+fn find_does_not_count_another_keys_claim_as_room() {
     let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
     let (go, go_rx) = std::sync::mpsc::channel();
     let t = Arc::new(Table::new(
@@ -454,7 +455,7 @@ fn review_defect_find_counts_another_keys_claim_as_room() {
     let _ = tx.join().unwrap();
     assert_eq!(
         (found, inserted.is_some()),
-        (leaparray::keyed::Found::Absent { room: true }, true),
-        "find said there was room; the insertion right after found none"
+        (leaparray::keyed::Found::Absent { room: false }, false),
+        "find and the insertion right after disagree on room"
     );
 }

@@ -585,10 +585,12 @@ pub enum Found {
     /// A claim of the key, not settled yet: it settles into
     /// [`Policy::start`].
     Claimed,
-    /// No slot holds the key; `room`: a slot of its probe is free, a claim,
-    /// or recyclable (eviction not counted).
+    /// No slot holds the key; `room`: a slot of its probe is free or
+    /// recyclable (eviction not counted). Another key's claim in flight is
+    /// not room: it settles into that key unless it is withdrawn.
     Absent {
-        /// Whether an insertion would find room without evicting.
+        /// Whether a slot of the key's probe was free or recyclable when
+        /// read.
         room: bool,
     },
 }
@@ -1207,7 +1209,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 }
                 return Found::Value(w);
             }
-            room |= w == 0 || is_claim(w) || self.policy.recyclable(w, cx);
+            room |= w == 0 || (!is_claim(w) && self.policy.recyclable(w, cx));
         }
         Found::Absent { room }
     }
