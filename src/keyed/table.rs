@@ -94,9 +94,13 @@
 //!   its closure's decision on that start, in the same one swap
 //!   ("Progress", below).
 //!
-//! Withdrawing and settling swap from the exact claim (its token is unique:
-//! a table-wide counter), so a claim settles at most once, and never after
-//! it was withdrawn. Any thread that meets a claim settles it (the claiming
+//! Withdrawing and settling swap from the exact claim (its token is unique
+//! among the table's last `2^58` claims: a table-wide counter modulo
+//! `2^58`, plus one), so a claim settles at most once, and never after it
+//! was withdrawn, unless its settler is preempted across exactly a multiple
+//! of `2^58` claims of the table and the slot holds the same key's claim
+//! for the same position again (about 90 years of claims at 10^8 a
+//! second). Any thread that meets a claim settles it (the claiming
 //! thread may be preempted, or be the code an interrupt handler
 //! interrupted), so no thread ever waits for another.
 //!
@@ -1105,10 +1109,11 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
         None
     }
 
-    /// A claim token no claim had, for probe position `i`: nonzero, top
-    /// bit clear, `i` in its low 4 bits.
+    /// A claim token none of the table's last `2^58` claims had, for probe
+    /// position `i`: nonzero, top bit clear, `i` in its low 4 bits. (`2^58`
+    /// divides `2^64`: the period holds across the counter's wrap.)
     fn token(&self, i: usize) -> u64 {
-        let t = self.tokens.fetch_add(1, Relaxed) % ((1 << 58) - 1) + 1;
+        let t = (self.tokens.fetch_add(1, Relaxed) & ((1 << 58) - 1)) + 1;
         (t << 4) | i as u64
     }
 
