@@ -611,6 +611,26 @@ pub enum Found {
 /// Words given to and taken from a policy are slot words: [`USED`] set,
 /// the policy's 63 bits below.
 ///
+/// # What the table asks of a policy
+///
+/// - A hook runs on the thread of whichever caller reaches it, with that
+///   caller's context: [`start`](Policy::start) (and
+///   [`count`](Policy::count) of [`Event::Remembered`]) may run on a
+///   caller of another key that settles the claim ("One slot per key"), so
+///   a start must not depend on which caller asks beyond its `cx` (a
+///   [`KeyedGate`](super::KeyedGate) starts a key from the newest of its
+///   `cx` and the table's high water).
+/// - A hook must not call the table: a [`start`](Policy::start) that
+///   updates the key being settled meets its own claim and settles it
+///   again, without end.
+/// - Recycling calls [`recycle`](Policy::recycle), not
+///   [`fold`](Policy::fold): what a recycled key must not lose, the policy
+///   keeps in `recycle`.
+/// - [`fold`](Policy::fold) may run for a swap that then fails, and again
+///   for the same key: it must only raise what it remembers.
+/// - A hook that panics leaves a claim in its slot, which the next caller
+///   that meets it settles.
+///
 /// ```
 /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
 /// use std::sync::atomic::{AtomicU64, Ordering};
