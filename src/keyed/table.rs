@@ -88,11 +88,19 @@
 //!   probe order), this claim is withdrawn (swapped back to free);
 //! - a later claim of the key is withdrawn by this settler;
 //! - otherwise the claim is swapped for the key's starting value
-//!   ([`Policy::start`], read after those reads).
+//!   ([`Policy::start`], read after those reads); a settler deciding for
+//!   the key (the caller that wrote the claim, or any caller of
+//!   [`Table::update`] for that key that meets it) swaps it instead for
+//!   its closure's decision on that start, in the same one swap
+//!   ("Progress", below).
 //!
-//! Withdrawing and settling swap from the exact claim (its token is unique:
-//! a table-wide counter), so a claim settles at most once, and never after
-//! it was withdrawn. Any thread that meets a claim settles it (the claiming
+//! Withdrawing and settling swap from the exact claim (its token is unique
+//! among the table's last `2^58` claims: a table-wide counter modulo
+//! `2^58`, plus one), so a claim settles at most once, and never after it
+//! was withdrawn, unless its settler is preempted across exactly a multiple
+//! of `2^58` claims of the table and the slot holds the same key's claim
+//! for the same position again (about 90 years of claims at 10^8 a
+//! second). Any thread that meets a claim settles it (the claiming
 //! thread may be preempted, or be the code an interrupt handler
 //! interrupted), so no thread ever waits for another.
 //!
@@ -149,6 +157,66 @@
 //! in `loom-tests/tests/governor.rs`). [`Table::retain`] is an eviction with
 //! no new key: a failed swap means the key was updated meanwhile, and it
 //! stays.
+//!
+//! # Progress
+//!
+//! A claim that a settler of another key settles becomes a value that
+//! decided nothing yet: a fresh key's, which a policy may rank least. If
+//! the caller that claimed it settled it that way too and decided after,
+//! two new keys on a full probe could undo each other forever:
+//!
+//! ```text
+//!  Thread 1 (new key A)                  Thread 2 (new key B)
+//!  -----------------------------------   -----------------------------------
+//!  evict the least, claim, settle:
+//!  A holds its start (ranked least)
+//!  f_A decides; preempted
+//!                                        A ranks least: fold A, evict it,
+//!                                        claim, settle: B holds its start
+//!                                        f_B decides; preempted
+//!  swap A's start -> decision: fails;
+//!  scan: B ranks least: evict it, ...
+//!                                        swap B's start -> decision: fails;
+//!                                        scan: A ranks least: evict it, ...
+//! ```
+//!
+//! Each round two swaps succeed and no call returns. So a settler deciding
+//! for its key settles the claim straight into the decision: the swap
+//! that settles the claim is the swap that completes the call, and a
+//! caller's claim goes only to its key's decision, to a withdrawal by a
+//! settler of its own key, or to a settler of another key that found no
+//! room and no victim in its probe.
+//!
+//! What is guaranteed: every loop of [`Table::update`] ends a pass in a
+//! swap, and a pass that does not return was ended by another swap that
+//! succeeded (module docs of each step above). The swaps that complete a
+//! call are a decision's swap on the key's value and the settling swap of
+//! a settler deciding for its key. The others (a claim, a withdrawal, a
+//! settler of another key's claim) do not. Without completed calls, no
+//! value is written except by settlers of another key's claim; each claim
+//! takes a free slot or a value, and each withdrawal frees a claim of a
+//! key whose value or earlier claim is in its probe, whose settler then
+//! completes. A settler of another key's claim runs only when a scan finds
+//! no room and no victim: for an evicting policy, when every slot of its
+//! probe holds another key's claim, that is, when more calls than the
+//! probe has slots (`min(PROBE, capacity)`) are inserting at once; for a
+//! policy that does not evict, when the probe is full, and the value it
+//! settles is taken again only by a caller to whom it is
+//! [recyclable](Policy::recyclable). So: **lock-free** (some call
+//! completes in a finite number of steps of all callers) for an evicting
+//! policy while at most `min(PROBE, capacity)` calls run on the table at
+//! once, and for a policy whose starts are not recyclable by the callers
+//! running; beyond that, **obstruction-free** (a call that runs alone
+//! completes). Beyond the bound the schedule above comes back through
+//! the settler of another key's claim: in a table of one slot, two new
+//! keys each preempted between their claim and their settling swap settle
+//! and evict each other's claim without end. No thread ever waits for
+//! another: a preempted caller's claim is settled by whoever needs the
+//! slot. The loom model `gate_two_new_keys_on_a_full_probe_both_complete`
+//! (`loom-tests/tests/review_table.rs`, up to 5 preemptions) and the
+//! threads of `tests/review_table.rs` and
+//! `integrations/governor/tests/review_table.rs` replay the schedule above
+//! within the bound.
 //!
 //! What a policy remembers and how its keys start from it is the policy's
 //! own argument: `slot.rs` for a [`KeyedGate`](super::KeyedGate)'s gate
@@ -409,6 +477,11 @@ impl defmt::Format for Snapshot {
 /// Where a key lives in a [`Table`]: its home slot and its fingerprint
 /// ([`Table::place`]; module docs, "A slot").
 ///
+/// A place is for the table that made it. Another table reduces a home
+/// beyond its slots modulo its capacity (no panic), which need not be the
+/// home its own [`Table::place`] gives the key: the key is then looked up
+/// and inserted in another probe, as another key.
+///
 /// ```
 /// # use leaparray::keyed::{Slot, Table};
 /// # #[derive(Debug)] struct P;
@@ -521,10 +594,12 @@ pub enum Found {
     /// A claim of the key, not settled yet: it settles into
     /// [`Policy::start`].
     Claimed,
-    /// No slot holds the key; `room`: a slot of its probe is free, a claim,
-    /// or recyclable (eviction not counted).
+    /// No slot holds the key; `room`: a slot of its probe is free or
+    /// recyclable (eviction not counted). Another key's claim in flight is
+    /// not room: it settles into that key unless it is withdrawn.
     Absent {
-        /// Whether an insertion would find room without evicting.
+        /// Whether a slot of the key's probe was free or recyclable when
+        /// read.
         room: bool,
     },
 }
@@ -535,6 +610,26 @@ pub enum Found {
 ///
 /// Words given to and taken from a policy are slot words: [`USED`] set,
 /// the policy's 63 bits below.
+///
+/// # What the table asks of a policy
+///
+/// - A hook runs on the thread of whichever caller reaches it, with that
+///   caller's context: [`start`](Policy::start) (and
+///   [`count`](Policy::count) of [`Event::Remembered`]) may run on a
+///   caller of another key that settles the claim ("One slot per key"), so
+///   a start must not depend on which caller asks beyond its `cx` (a
+///   [`KeyedGate`](super::KeyedGate) starts a key from the newest of its
+///   `cx` and the table's high water).
+/// - A hook must not call the table: a [`start`](Policy::start) that
+///   updates the key being settled meets its own claim and settles it
+///   again, without end.
+/// - Recycling calls [`recycle`](Policy::recycle), not
+///   [`fold`](Policy::fold): what a recycled key must not lose, the policy
+///   keeps in `recycle`.
+/// - [`fold`](Policy::fold) may run for a swap that then fails, and again
+///   for the same key: it must only raise what it remembers.
+/// - A hook that panics leaves a claim in its slot, which the next caller
+///   that meets it settles.
 ///
 /// ```
 /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
@@ -668,6 +763,23 @@ impl<P, S> Table<P, S> {
         /// let heap: Table<P, Box<[Slot]>> = Table::new((0..1000).map(|_| Slot::new()).collect(), P);
         /// assert_eq!(heap.capacity(), 1000);
         /// ```
+        ///
+        /// An array of no slots does not compile (slots on the heap may be
+        /// none: then every key finds no room, and [`peek`](Self::peek)
+        /// gives a free slot):
+        ///
+        /// ```compile_fail
+        /// # use leaparray::keyed::{Policy, Slot, Start, Table};
+        /// # #[derive(Debug)] struct P;
+        /// # impl Policy for P {
+        /// #     type Context = (); type Rank = u64;
+        /// #     fn evicts(&self) -> bool { false }
+        /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
+        /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
+        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+        /// # }
+        /// static T: Table<P, [Slot; 0]> = Table::new([], P);
+        /// ```
         #[must_use]
         pub fn new(slots: S, policy: P) -> Self {
             const {
@@ -675,6 +787,13 @@ impl<P, S> Table<P, S> {
                     Self::INTERRUPT_SAFE,
                     "leaparray: on this target a keyed table's slot (portable-atomic's AtomicU128) \
                      is a global spin lock; see KeyedGate::new"
+                );
+                // `[Slot; 0]` (the only slots of size 0): a table with no
+                // slot. Slots on the heap may be none: every call answers
+                // as for a full table (no room; `peek`: free).
+                assert!(
+                    core::mem::size_of::<S>() != 0,
+                    "leaparray: a keyed table needs at least one slot"
                 );
             };
             Table {
@@ -799,7 +918,20 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     #[must_use]
     #[inline(always)]
     pub fn peek(&self, place: Place) -> Snapshot {
-        Snapshot(self.slots()[place.home].load())
+        self.slots()
+            .get(self.home_of(place))
+            .map_or(Snapshot::FREE, |s| Snapshot(s.load()))
+    }
+
+    /// The home of `place` in this table: a place of another, larger table
+    /// is reduced to this one's slots ([`Place`]); 0 in a table of none.
+    #[inline(always)]
+    fn home_of(&self, place: Place) -> usize {
+        if place.home < self.capacity() {
+            place.home
+        } else {
+            place.home.checked_rem(self.capacity()).unwrap_or(0)
+        }
     }
 
     /// Updates the slot of the key at `place` through `f`, inserting the
@@ -808,8 +940,9 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// ([`Step`]); it runs again whenever its write's swap fails (the slot
     /// changed since `f` saw it). `first`: the key's home slot as
     /// [`peek`](Self::peek) read it earlier, taken as the first read of the
-    /// probe (a stale one costs a failed swap; an insertion it would lead
-    /// to rereads it first). `cx` goes to the policy.
+    /// probe; a stale one costs a failed swap or a reread (an insertion, a
+    /// `None` or a [`Step::Keep`] it would lead to rereads the home slot
+    /// first, and looks again if it changed). `cx` goes to the policy.
     ///
     /// `None`: no room for the key (no free or recyclable slot in its
     /// probe, and the policy does not evict); nothing was written.
@@ -841,7 +974,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     where
         F: FnMut(u8, u64) -> Step<R>,
     {
-        let Place { home, fp } = place;
+        let (home, fp) = (self.home_of(place), place.fp);
         let p = &self.policy;
         let mut first = first.map(|s| s.0);
         'scan: loop {
@@ -869,14 +1002,29 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 }
                 if fp_of(key_of(s)) == fp {
                     if is_claim(w) {
-                        self.settle(fp, home, i, s, cx);
-                        continue 'scan;
+                        // A claim of this key: settled straight into `f`'s
+                        // decision (module docs, "Progress").
+                        match self.settle(fp, home, i, s, cx, Some(&mut f)) {
+                            Some(out) => return Some(out),
+                            None => continue 'scan,
+                        }
                     }
                     // The key's value: `f` decides, the swap is from
                     // exactly what it saw (module docs, "One update").
+                    // A `Keep` on `first` answers only if the slot still
+                    // holds it (it came from before the call).
+                    let mut early_value = i == 0 && early.is_some();
                     loop {
                         match f(key_of(s) as u8, word(s)) {
-                            Step::Keep(out) => return Some(out),
+                            Step::Keep(out) if !early_value => return Some(out),
+                            Step::Keep(out) => {
+                                early_value = false;
+                                let now = self.slots()[at].load();
+                                if now == s {
+                                    return Some(out);
+                                }
+                                s = now;
+                            }
                             Step::Write {
                                 tag,
                                 word: new,
@@ -885,7 +1033,10 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                                 let next = slot((fp << 8) | u64::from(tag), new | USED);
                                 match self.slots()[at].swap(s, next) {
                                     Ok(_) => return Some(out),
-                                    Err(actual) => s = actual,
+                                    Err(actual) => {
+                                        early_value = false;
+                                        s = actual;
+                                    }
                                 }
                             }
                         }
@@ -911,12 +1062,11 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     }
                 }
             }
-            if (room.is_some() || victim.is_some())
-                && early.is_some_and(|s| self.slots()[home].load() != s)
-            {
+            if early.is_some_and(|s| self.slots()[home].load() != s) {
                 // The home slot's value came from before a burst's earlier
                 // requests, and they changed it (the key may be there
-                // now): look again rather than take a slot for nothing.
+                // now): look again rather than take a slot for nothing or
+                // answer that there is no room.
                 continue 'scan;
             }
             if let Some((at, s)) = room {
@@ -925,20 +1075,25 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     // Before the swap that recycles (module docs).
                     p.recycle(word(s), cx);
                 }
-                self.take(fp, home, at, s, cx, recycling.then_some(Event::Recycled));
+                let event = recycling.then_some(Event::Recycled);
+                if let Some(out) = self.take(fp, home, at, s, cx, event, &mut f) {
+                    return Some(out);
+                }
                 continue 'scan;
             }
             if let Some((at, s, _)) = victim {
                 // Before the swap that evicts (module docs).
                 p.fold(fp_of(key_of(s)), key_of(s) as u8, word(s), cx);
-                self.take(fp, home, at, s, cx, Some(Event::Evicted));
+                if let Some(out) = self.take(fp, home, at, s, cx, Some(Event::Evicted), &mut f) {
+                    return Some(out);
+                }
                 continue 'scan;
             }
             if let Some((at, s)) = claim {
                 // Another key's claim: settle it, then look again.
                 let j = claim_position(word(s));
                 let other_home = (at + self.capacity() - j) % self.capacity();
-                self.settle(fp_of(key_of(s)), other_home, j, s, cx);
+                let _ = self.settle::<R, F>(fp_of(key_of(s)), other_home, j, s, cx, None);
                 continue 'scan;
             }
             return None;
@@ -946,33 +1101,62 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     }
 
     /// Claims the slot `at` (read as `s`) for the key with fingerprint `fp`
-    /// and home `home`, and settles the claim; `event` is counted if the
-    /// claim's swap succeeds.
-    fn take(&self, fp: u64, home: usize, at: usize, s: u128, cx: P::Context, event: Option<Event>) {
+    /// and home `home`, and settles the claim into `f`'s decision; `event`
+    /// is counted if the claim's swap succeeds. `None`: the claim's swap or
+    /// its settling failed, or it was withdrawn.
+    #[allow(clippy::too_many_arguments)]
+    fn take<R, F>(
+        &self,
+        fp: u64,
+        home: usize,
+        at: usize,
+        s: u128,
+        cx: P::Context,
+        event: Option<Event>,
+        f: &mut F,
+    ) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
         let i = (at + self.capacity() - home) % self.capacity();
         let mine = slot(fp << 8, self.token(i));
         if self.slots()[at].swap(s, mine).is_ok() {
             if let Some(e) = event {
                 self.policy.count(e);
             }
-            self.settle(fp, home, i, mine, cx);
+            return self.settle(fp, home, i, mine, cx, Some(f));
         }
+        None
     }
 
-    /// A claim token no claim had, for probe position `i`: nonzero, top
-    /// bit clear, `i` in its low 4 bits.
+    /// A claim token none of the table's last `2^58` claims had, for probe
+    /// position `i`: nonzero, top bit clear, `i` in its low 4 bits. (`2^58`
+    /// divides `2^64`: the period holds across the counter's wrap.)
     fn token(&self, i: usize) -> u64 {
-        let t = self.tokens.fetch_add(1, Relaxed) % ((1 << 58) - 1) + 1;
+        let t = (self.tokens.fetch_add(1, Relaxed) & ((1 << 58) - 1)) + 1;
         (t << 4) | i as u64
     }
 
     /// Settles the claim `mine` of the key with fingerprint `fp` and home
     /// `home` at position `i` of its probe (module docs): withdraws it if
     /// the probe holds the key's value or an earlier claim of it, withdraws
-    /// later claims of it, and otherwise swaps it for the key's start.
+    /// later claims of it, and otherwise swaps it for the key's start: with
+    /// `f` (a caller deciding for this key), for `f`'s decision on the
+    /// start in that one swap, and gives `f`'s out if the swap succeeded.
     /// Whoever meets a claim may call this; all but one of the swaps from
     /// `mine` fail.
-    fn settle(&self, fp: u64, home: usize, i: usize, mine: u128, cx: P::Context) {
+    fn settle<R, F>(
+        &self,
+        fp: u64,
+        home: usize,
+        i: usize,
+        mine: u128,
+        cx: P::Context,
+        f: Option<&mut F>,
+    ) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
         let at = self.at(home, i);
         for j in 0..self.probe_len() {
             if j == i {
@@ -990,7 +1174,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     // (a failed swap: it had already gone, or settled by
                     // someone who saw none of this).
                     let _ = self.slots()[at].swap(mine, 0);
-                    return;
+                    return None;
                 }
                 // A later claim of the key goes.
                 match self.slots()[other].swap(s, 0) {
@@ -1001,13 +1185,25 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
         }
         // After the probe's reads (module docs, "A slot changes hands").
         let start = self.policy.start(fp, cx);
-        if self.slots()[at]
-            .swap(mine, slot(fp << 8, start.word | USED))
-            .is_ok()
-            && start.remembered
-        {
+        let started = slot(fp << 8, start.word | USED);
+        // The settler's own key: its decision on the start goes in with
+        // the settling swap (module docs, "Progress").
+        let (next, out) = match f.map(|f| f(0, start.word | USED)) {
+            None => (started, None),
+            Some(Step::Keep(out)) => (started, Some(out)),
+            Some(Step::Write {
+                tag,
+                word: new,
+                out,
+            }) => (slot((fp << 8) | u64::from(tag), new | USED), Some(out)),
+        };
+        if self.slots()[at].swap(mine, next).is_err() {
+            return None;
+        }
+        if start.remembered {
             self.policy.count(Event::Remembered);
         }
+        out
     }
 
     /// What the probe of the key at `place` holds for it, read-only: its
@@ -1033,8 +1229,9 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     #[must_use]
     pub fn find(&self, place: Place, cx: P::Context) -> Found {
         let mut room = false;
+        let home = self.home_of(place);
         for i in 0..self.probe_len() {
-            let s = self.slots()[self.at(place.home, i)].load();
+            let s = self.slots()[self.at(home, i)].load();
             let w = word(s);
             if w != 0 && fp_of(key_of(s)) == place.fp {
                 if is_claim(w) {
@@ -1042,7 +1239,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 }
                 return Found::Value(w);
             }
-            room |= w == 0 || is_claim(w) || self.policy.recyclable(w, cx);
+            room |= w == 0 || (!is_claim(w) && self.policy.recyclable(w, cx));
         }
         Found::Absent { room }
     }
@@ -1064,7 +1261,8 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// assert_eq!(t.probe(t.place(5)).filter(|s| s.is_free()).count(), 16);
     /// ```
     pub fn probe(&self, place: Place) -> impl Iterator<Item = Snapshot> + '_ {
-        (0..self.probe_len()).map(move |i| Snapshot(self.slots()[self.at(place.home, i)].load()))
+        let home = self.home_of(place);
+        (0..self.probe_len()).map(move |i| Snapshot(self.slots()[self.at(home, i)].load()))
     }
 
     /// Every slot, in order, each read once as the iterator reaches it.

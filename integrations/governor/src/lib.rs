@@ -1,5 +1,7 @@
 //! A keyed state store for [governor](https://docs.rs/governor)'s
-//! [`RateLimiter`] in fixed memory: `CAP` slots and a memory of evicted keys, lock-free,
+//! [`RateLimiter`] in fixed memory: `CAP` slots and a memory of evicted keys, lock-free
+//! while at most `min(16, CAP)` calls insert keys at once (obstruction-free beyond: leaparray's
+//! GUARANTEES.md, section 4),
 //! allocated once by [`KeyedStore::new`].
 //!
 //! governor's own keyed stores (`DashMapStateStore`, `HashMapStateStore`)
