@@ -643,7 +643,10 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         if !self.shape.remembers() {
             return None;
         }
-        if !self.may_estimate(c) {
+        if !self
+            .memory
+            .may_estimate(&self.shape, c.max(self.high_water), 2 * N as u64)
+        {
             return None;
         }
         seeded::<_, N, CAP>(
@@ -654,30 +657,6 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             c,
             self.high_water,
         )
-    }
-
-    /// Whether an estimate read by a key inserted in window `c` may be
-    /// nonzero: `seeded` reads the windows `h - 2N + 1 ..= h` (`h = max(c,
-    /// high water)`), and the estimate of a window whose plane's id is
-    /// earlier than it is 0 (`memory.rs`, "Estimate": nothing was folded
-    /// for it), read here without hashing the key's cells. The memory
-    /// must remember (`Shape::remembers`).
-    #[inline]
-    fn may_estimate(&self, c: u64) -> bool {
-        let planes = self.shape.planes;
-        let h = c.max(self.high_water);
-        // The plane of window `h - k` (`w mod P`, as `memory.rs` cuts it).
-        let mut plane = h % planes;
-        for k in 0..2 * N as u64 {
-            let Some(w) = h.checked_sub(k) else {
-                break;
-            };
-            if self.memory.ids[plane as usize].get() >= w {
-                return true;
-            }
-            plane = if plane == 0 { planes - 1 } else { plane - 1 };
-        }
-        false
     }
 
     /// The gate word `key` holds, if any, and whether its probe has room

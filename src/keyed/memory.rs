@@ -271,6 +271,36 @@ impl<C: Word, const CAP: usize> Memory<C, CAP> {
         }
     }
 
+    /// Whether an estimate of any of the `windows` windows ending at `h`
+    /// (what a settler's `seeded` reads: `2N` ending at `max(c, high
+    /// water)`) may be nonzero, read from the plane ids alone, without
+    /// hashing a key's cells: the estimate of a window whose plane's id is
+    /// earlier than it is 0 ("Estimate": nothing was folded for it). The
+    /// memory must remember ([`Shape::remembers`]).
+    ///
+    /// The same answer as the estimates at the instant of these reads: a
+    /// plane id only rises, and an estimate of a window whose id it reads
+    /// earlier than the window is 0 whatever its words held. Read after the
+    /// probe's reads, as the estimates are, a fold whose evicting swap the
+    /// caller's probe synchronized with has raised the id read here ("Why
+    /// an estimate is never below the truth").
+    #[inline]
+    pub(super) fn may_estimate(&self, s: &Shape, h: u64, windows: u64) -> bool {
+        let planes = s.planes;
+        // The plane of window `h - k` (`w mod P`, as `fold` cuts it).
+        let mut plane = h % planes;
+        for k in 0..windows {
+            let Some(w) = h.checked_sub(k) else {
+                break;
+            };
+            if self.ids[plane as usize].get() >= w {
+                return true;
+            }
+            plane = if plane == 0 { planes - 1 } else { plane - 1 };
+        }
+        false
+    }
+
     /// At least the count the key with fingerprint `fp` had in window `w`
     /// when it was evicted, if its eviction happened before (module docs,
     /// "Estimate"); at most the limit.

@@ -459,43 +459,17 @@ impl<const N: usize, const CAP: usize> GatePolicy<N, CAP> {
     /// it evicted.
     pub(super) fn start_word(&self, fp: u64, c: u64) -> (u64, bool) {
         let hw = self.shared.high_water.load(Acquire);
-        if self.shape.remembers() && self.may_estimate(c.max(hw)) {
+        if self.shape.remembers()
+            && self
+                .memory
+                .may_estimate(&self.shape, c.max(hw), 2 * N as u64)
+        {
             if let Some(w) = seeded::<_, N, CAP>(&self.layout, &self.memory, &self.shape, fp, c, hw)
             {
                 return (w, true);
             }
         }
         (fresh::<N>(&self.layout, c, hw), false)
-    }
-
-    /// Whether an estimate read for windows `h - 2N + 1 ..= h` (what
-    /// [`seeded`] reads, `h = max(c, high water)`) may be nonzero: the
-    /// estimate of a window whose plane's id is earlier than it is 0
-    /// (`memory.rs`, "Estimate": nothing was folded for it), read here
-    /// without hashing the key's cells. The memory must remember
-    /// ([`Shape::remembers`]).
-    ///
-    /// The same answer as `seeded` at the instant of these reads: a plane
-    /// id only rises, and `seeded`'s estimate of a window whose id it reads
-    /// earlier than the window is 0 whatever its words held. These reads
-    /// come after the probe's, as `seeded`'s do, so a fold whose evicting
-    /// swap the caller's probe synchronized with has raised the id it
-    /// reads (`memory.rs`, "Why an estimate is never below the truth").
-    #[inline]
-    fn may_estimate(&self, h: u64) -> bool {
-        let planes = self.shape.planes;
-        // The plane of window `h - k` (`w mod P`, as `memory.rs` cuts it).
-        let mut plane = h % planes;
-        for k in 0..2 * N as u64 {
-            let Some(w) = h.checked_sub(k) else {
-                break;
-            };
-            if self.memory.ids[plane as usize].get() >= w {
-                return true;
-            }
-            plane = if plane == 0 { planes - 1 } else { plane - 1 };
-        }
-        false
     }
 }
 
