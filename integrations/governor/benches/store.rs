@@ -17,7 +17,6 @@
 //!   counted and printed.
 
 use std::hint::black_box;
-use std::num::NonZeroU32;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -26,33 +25,11 @@ use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::keyed::{DashMapStateStore, HashMapStateStore};
 use governor::state::StateStore;
-use governor::{Quota, RateLimiter};
+use governor::RateLimiter;
 use leaparray_governor::KeyedStore;
 
-/// splitmix64: the key sequence.
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// `n` distinct keys and a random sequence of 2^22 draws from them.
-fn keys(n: u64, seed: u64) -> (Vec<u64>, Vec<u64>) {
-    let mut s = seed;
-    let set: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
-    let seq = (0..1 << 22)
-        .map(|_| set[(splitmix(&mut s) % n) as usize])
-        .collect();
-    (set, seq)
-}
-
-fn quota() -> Quota {
-    Quota::with_period(Duration::from_micros(1))
-        .unwrap()
-        .allow_burst(NonZeroU32::new(1_000).unwrap())
-}
+mod workload;
+use workload::{keys, quota};
 
 fn bench_store<S: StateStore<Key = u64>>(
     c: &mut Criterion,

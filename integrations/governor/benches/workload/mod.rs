@@ -1,0 +1,33 @@
+//! The workload `benches/store.rs` measures and `examples/check_cost.rs`
+//! counts: the key sets, their random order and the quota, in one place.
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::Quota;
+
+/// splitmix64: the key sequence.
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `n` distinct keys and a random sequence of 2^22 draws from them.
+pub fn keys(n: u64, seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut s = seed;
+    let set: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
+    let seq = (0..1 << 22)
+        .map(|_| set[(splitmix(&mut s) % n) as usize])
+        .collect();
+    (set, seq)
+}
+
+/// A burst of 1,000, one cell per microsecond.
+pub fn quota() -> Quota {
+    Quota::with_period(Duration::from_micros(1))
+        .unwrap()
+        .allow_burst(NonZeroU32::new(1_000).unwrap())
+}
