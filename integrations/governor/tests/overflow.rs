@@ -6,7 +6,6 @@
 //! clock is enough, and by a copy of governor's GCRA closure
 //! (`gcra::test_and_update`) where two callers need different `now`s.
 
-use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -37,31 +36,8 @@ fn decide(store: &KeyedStore<u32, 1>, key: u32, now: u64, t: u64, tau: u64) -> R
     })
 }
 
-/// A fingerprint that is the key (`u32` keys): keys `1..=17` all have
-/// home 0 in a table of 64 slots, so 16 of them fill one probe.
-#[derive(Clone, Copy, Default)]
-struct Id;
-
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("u32 keys only")
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.0 = u64::from(v);
-    }
-}
-
-impl BuildHasher for Id {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(0)
-    }
-}
+mod common;
+use common::Id;
 
 type IdLim = RateLimiter<u32, KeyedStore<u32, 64, Id>, FakeRelativeClock, NoOpMiddleware<Nanos>>;
 

@@ -4,7 +4,6 @@
 //!
 //! Run: `cargo test -p leaparray-governor --test review_table`
 
-use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -13,30 +12,8 @@ use governor::nanos::Nanos;
 use governor::state::StateStore;
 use leaparray_governor::KeyedStore;
 
-/// A hash that is the key.
-#[derive(Clone, Copy, Default)]
-struct Id;
-
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("u64 keys only")
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-impl BuildHasher for Id {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(0)
-    }
-}
+mod common;
+use common::Id;
 
 #[derive(Default)]
 struct Sched {
