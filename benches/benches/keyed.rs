@@ -15,7 +15,10 @@
 //!   the time per decision.
 //! - `keyed_1m/floor_*`: the hardware floor of such a decision: one 16-byte
 //!   atomic load and one 16-byte compare-and-swap at a random slot of a
-//!   32 MiB array, nothing else.
+//!   32 MiB array, nothing else; `floor_one_after_another` the same with
+//!   each slot chosen from the previous swap's result, so that no two
+//!   misses overlap (a decision of a few hundred instructions gives the
+//!   core no room to start the next one's miss early either).
 //! - `keyed_1k/*`: the same with 1,000 keys (cache-resident), a
 //!   `KeyedGate<2, 4096>`.
 //! - `keyed_2_threads/*`: two threads on one table (or one governor), the
@@ -189,6 +192,20 @@ fn keyed_1m_floor(c: &mut Criterion) {
             let s = &SLOTS[(splitmix(i) >> 43) as usize];
             let v = s.load(Ordering::Acquire);
             s.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire)
+        })
+    });
+    // The same, each slot chosen after the previous swap returned (its
+    // index depends on the swap's result), so no two misses overlap: the
+    // floor of decisions that run one after another.
+    let mut last = 0u64;
+    g.bench_function("floor_one_after_another", |b| {
+        b.iter(|| {
+            i += 1;
+            let s = &SLOTS[(splitmix(i ^ (last & 1)) >> 43) as usize];
+            let v = s.load(Ordering::Acquire);
+            let r = s.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            last = r.unwrap_or_else(|x| x) as u64;
+            r
         })
     });
     g.finish();

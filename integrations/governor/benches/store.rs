@@ -2,7 +2,7 @@
 //! run: `cargo bench -p leaparray-governor --bench store`.
 //!
 //! - `check_key_1k/*`: 1,000 distinct `u64` keys (cache-resident),
-//!   `KeyedStore<u64, 4096>` (load 0.24).
+//!   `KeyedStore<u64, 2048>` (load 0.49).
 //! - `check_key_1m/*`: 1,000,000 distinct keys, `KeyedStore<u64, 2^21>`
 //!   (32 MiB, load 0.48).
 //! - Each key set is inserted before measuring and then looked up in a
@@ -29,7 +29,7 @@ use governor::RateLimiter;
 use leaparray_governor::KeyedStore;
 
 mod workload;
-use workload::{keys, quota};
+use workload::{keys, quota, CAP_1K, CAP_1M};
 
 fn bench_store<S: StateStore<Key = u64>>(
     c: &mut Criterion,
@@ -75,7 +75,7 @@ fn stores(c: &mut Criterion) {
         c,
         "check_key_1k",
         "keyed_store",
-        KeyedStore::<u64, 4096>::new(),
+        KeyedStore::<u64, CAP_1K>::new(),
         &set,
         &seq,
         256,
@@ -103,7 +103,7 @@ fn stores(c: &mut Criterion) {
         c,
         "check_key_1m",
         "keyed_store",
-        KeyedStore::<u64, { 1 << 21 }>::new(),
+        KeyedStore::<u64, CAP_1M>::new(),
         &set,
         &seq,
         4096,

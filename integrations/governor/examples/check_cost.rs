@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Arguments: the store (`keyed_store`, `dashmap`, `hashmap`) and the key
-//! set (`1k`: 1,000 keys, `KeyedStore<u64, 4096>`; `1m`: 1,000,000 keys,
+//! set (`1k`: 1,000 keys, `KeyedStore<u64, 2048>`; `1m`: 1,000,000 keys,
 //! `KeyedStore<u64, 2^21>`), then optionally the decisions measured
 //! (default 1,000,000). Each key of the set is inserted, then `warm`
 //! decisions (as many as are measured) run outside the measured function,
@@ -35,7 +35,7 @@ use leaparray_governor::KeyedStore;
 
 #[path = "../benches/workload/mod.rs"]
 mod workload;
-use workload::{keys, quota};
+use workload::{keys, quota, CAP_1K, CAP_1M};
 
 type Limiter<S> = RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>>;
 
@@ -112,7 +112,7 @@ fn main() -> ExitCode {
     match (store.as_str(), size.as_str()) {
         ("keyed_store", "1k") => {
             let (set, seq) = keys(1_000, 1);
-            cost(KeyedStore::<u64, 4096>::new(), &set, &seq, 256, n);
+            cost(KeyedStore::<u64, CAP_1K>::new(), &set, &seq, 256, n);
         }
         ("dashmap", "1k") => {
             let (set, seq) = keys(1_000, 1);
@@ -124,7 +124,7 @@ fn main() -> ExitCode {
         }
         ("keyed_store", "1m") => {
             let (set, seq) = keys(1_000_000, 2);
-            cost(KeyedStore::<u64, { 1 << 21 }>::new(), &set, &seq, 4096, n);
+            cost(KeyedStore::<u64, CAP_1M>::new(), &set, &seq, 4096, n);
         }
         ("dashmap", "1m") => {
             let (set, seq) = keys(1_000_000, 2);

@@ -25,6 +25,13 @@ pub fn keys(n: u64, seed: u64) -> (Vec<u64>, Vec<u64>) {
     (set, seq)
 }
 
+/// The store's slots for the 1,000 keys: load 0.49, as [`CAP_1M`] gives
+/// the 1,000,000 (twice the keys, rounded to a power of two).
+pub const CAP_1K: usize = 2048;
+
+/// The store's slots for the 1,000,000 keys: load 0.48.
+pub const CAP_1M: usize = 1 << 21;
+
 /// A burst of 1,000, one cell per microsecond.
 pub fn quota() -> Quota {
     Quota::with_period(Duration::from_micros(1))
