@@ -36,6 +36,14 @@
 //! position, as a fingerprint does not give it. The invariant: at most one
 //! slot of a key's probe holds its value.
 //!
+//! A value is a [`Value`]: a number below `2^63`, which a closure or a
+//! policy builds with [`Value::new`] (a number that does not fit is
+//! `None` there, never written as another), and which the table hands out
+//! as that number, without the top bit: to [`Table::update`]'s closure,
+//! to every [`Policy`] hook, to [`Table::retain`]'s predicate, and in
+//! [`Snapshot::value`] and [`Found::Value`]. Only [`Snapshot::word`] gives
+//! the word as stored.
+//!
 //! # One update
 //!
 //! [`Table::update`] reads the key's slot `s`, calls its closure with the
