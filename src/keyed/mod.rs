@@ -207,7 +207,9 @@ mod table;
 
 pub use local::LocalKeyedGate;
 pub use shared::KeyedGate;
-pub use table::{Event, Found, Place, Policy, Slot, Snapshot, Start, Step, Table, USED};
+pub use table::{
+    Event, Found, Place, Policy, Slot, Snapshot, Start, Step, Table, Value, ValueTooLarge,
+};
 
 /// Slots a key may live in: its home slot and the `PROBE - 1` after it
 /// (or all `CAP` slots if there are fewer): 256 bytes, four 64-byte cache

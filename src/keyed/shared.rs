@@ -10,8 +10,8 @@ use crossbeam_utils::CachePadded;
 
 use super::memory::{Memory, Shape};
 use super::slot::{
-    decide, layout_of, max_limit_of, mix, remaining_from, retry_after_from, Booking, GatePolicy,
-    Shared, DEFAULT_SEED,
+    decide, gate_word, layout_of, max_limit_of, mix, remaining_from, retry_after_from, table_value,
+    Booking, GatePolicy, Shared, DEFAULT_SEED,
 };
 use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
@@ -553,7 +553,8 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             first,
             c,
             #[inline(always)]
-            |tag, w| {
+            |tag, v| {
+                let w = gate_word(v);
                 match decide::<N>(l, u64::from(tag), w, c, n) {
                     Some((half, new, outcome)) => {
                         // No prioritized request borrows here.
@@ -563,7 +564,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                         };
                         Step::Write {
                             tag: half as u8,
-                            word: new,
+                            word: table_value(new),
                             out: Booking::In { at, word: new },
                         }
                     }
@@ -571,7 +572,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                     // is below saturation).
                     None if tag < 255 && g.evicts() => Step::Write {
                         tag: (u64::from(tag) + n).min(255) as u8,
-                        word: w,
+                        word: table_value(w),
                         out: Booking::Counted,
                     },
                     None => Step::Keep(Booking::Refused),
@@ -588,7 +589,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     fn find(&self, place: Place, c: u64) -> (Option<u64>, bool) {
         let g = self.gate();
         let room = match self.table.find(place, c) {
-            Found::Value(w) => return (Some(w), true),
+            Found::Value(v) => return (Some(gate_word(v)), true),
             // A claim settles into its starting word.
             Found::Claimed => true,
             Found::Absent { room } => room,
@@ -687,7 +688,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
             remembered: g.shared.remembered.load(Relaxed),
             ..Occupancy::default()
         };
-        for w in self.table.iter().filter_map(|s| s.value()) {
+        for w in self.table.iter().filter_map(|s| s.value().map(gate_word)) {
             s.resident += 1;
             if g.recyclable(w, c) {
                 s.recyclable += 1;

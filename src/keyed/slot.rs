@@ -9,8 +9,14 @@
 //!
 //! # A slot
 //!
-//! A slot's word is the key's gate word (`packed`'s layout with `F = 0`,
-//! no future windows; its top bit is the table's [`USED`]). Its tag is an
+//! A slot's value is the key's gate word (`packed`'s layout with `F = 0`,
+//! no future windows) below its top bit: `packed` sets the top bit of
+//! every word it builds (its used bit, which marks a word that was ever
+//! written), and the table's slot word keeps its own used bit there too,
+//! so the table's [`Value`] of a gate word `w` is `w` with the top bit
+//! cleared (`table_value`, always below `2^63`), and the gate word of a
+//! value `v` the table hands out is `v` with it set (`gate_word`): the
+//! slot stores the gate word bit for bit. Its tag is an
 //! 8-bit *demand* counter: every decision adds its `n` (saturating at 255;
 //! a refusal too, under eviction, until the counter saturates), and the
 //! counter halves for each window the word's newest window moves on.
@@ -72,7 +78,7 @@ use core::num::NonZeroU64;
 use crossbeam_utils::CachePadded;
 
 use super::memory::{Memory, Shape, Word};
-use super::table::{place_of, Event, Policy, Start};
+use super::table::{place_of, Event, Policy, Start, Value};
 #[cfg(doc)]
 use super::KeyedGate;
 use super::{KeyedError, Overflow, PROBE};
@@ -83,9 +89,24 @@ use crate::sync::{
     Ordering::{AcqRel, Acquire, Relaxed},
 };
 
-/// The top bit of a slot's word: set in every gate word (the table's
-/// [`USED`](super::table::USED)).
+/// The top bit of a slot's word: set in every gate word (`packed`'s used
+/// bit, and the table's).
 pub(super) use super::table::USED;
+
+/// The gate word of the value `v` a table hands out (module docs, "A
+/// slot").
+#[inline(always)]
+pub(super) const fn gate_word(v: u64) -> u64 {
+    v | USED
+}
+
+/// The table value of the gate word `w`: its bits below the used bit,
+/// which every gate word has set (module docs, "A slot").
+#[inline(always)]
+pub(super) const fn table_value(w: u64) -> Value {
+    debug_assert!(w & USED != 0, "a gate word has its used bit set");
+    Value::low_bits_of(w)
+}
 
 /// What [`KeyedGate::try_acquire`] did.
 pub(super) enum Booking {
@@ -485,13 +506,13 @@ impl<const N: usize, const CAP: usize> Policy for GatePolicy<N, CAP> {
     }
 
     #[inline(always)]
-    fn recyclable(&self, w: u64, c: u64) -> bool {
-        recyclable::<N>(&self.layout, w, c)
+    fn recyclable(&self, v: u64, c: u64) -> bool {
+        recyclable::<N>(&self.layout, gate_word(v), c)
     }
 
     #[inline]
-    fn rank(&self, tag: u8, w: u64, c: u64) -> (u64, u64) {
-        value_of(&self.layout, slot(u64::from(tag), w), c)
+    fn rank(&self, tag: u8, v: u64, c: u64) -> (u64, u64) {
+        value_of(&self.layout, slot(u64::from(tag), gate_word(v)), c)
     }
 
     fn recycle(&self, _: u64, c: u64) {
@@ -500,7 +521,8 @@ impl<const N: usize, const CAP: usize> Policy for GatePolicy<N, CAP> {
         self.shared.high_water.fetch_max(c, AcqRel);
     }
 
-    fn fold(&self, fp: u64, _: u8, w: u64, c: u64) {
+    fn fold(&self, fp: u64, _: u8, v: u64, c: u64) {
+        let w = gate_word(v);
         // ORDERING: the high water reaches the evicted word's newest
         // window, and its counts are folded, before the swap that evicts:
         // a settler that reads the evicted slot reads both (module docs,
@@ -513,7 +535,10 @@ impl<const N: usize, const CAP: usize> Policy for GatePolicy<N, CAP> {
 
     fn start(&self, fp: u64, c: u64) -> Start {
         let (word, remembered) = self.start_word(fp, c);
-        Start { word, remembered }
+        Start {
+            word: table_value(word),
+            remembered,
+        }
     }
 
     fn count(&self, event: Event) {

@@ -21,7 +21,7 @@
 //! | word | state |
 //! |---|---|
 //! | `0` | free |
-//! | top bit ([`USED`]) set | the key's *value*: 63 bits the policy gives meaning |
+//! | top bit set | the key's *value* ([`Value`]) in the 63 bits below it, which the policy gives meaning |
 //! | otherwise | a *claim* of a slot for the key, not settled yet: a token unique to that claim, with the claim's probe position in its low 4 bits |
 //!
 //! [`Table::place`] gives a key's *home* (Lemire's reduction of the top
@@ -35,6 +35,14 @@
 //! settler of another key's claim finds that key's home from the claim's
 //! position, as a fingerprint does not give it. The invariant: at most one
 //! slot of a key's probe holds its value.
+//!
+//! A value is a [`Value`]: a number below `2^63`, which a closure or a
+//! policy builds with [`Value::new`] (a number that does not fit is
+//! `None` there, never written as another), and which the table hands out
+//! as that number, without the top bit: to [`Table::update`]'s closure,
+//! to every [`Policy`] hook, to [`Table::retain`]'s predicate, and in
+//! [`Snapshot::value`] and [`Found::Value`]. Only [`Snapshot::word`] gives
+//! the word as stored.
 //!
 //! # One update
 //!
@@ -232,12 +240,141 @@ use crate::sync::{
 };
 
 /// The top bit of a slot's word: set in every value (module docs, "A
-/// slot"). A table sets it on every value it writes.
+/// slot"). The table sets it on every [`Value`] it writes and masks it off
+/// every value it hands out.
+pub(crate) const USED: u64 = 1 << 63;
+
+/// A key's value in a [`Table`]: a number below `2^63` (the 63 bits of a
+/// slot's word below its used bit, module docs "A slot"). What a closure
+/// or a policy writes ([`Step::Write`], [`Start`]) is a `Value`, so a
+/// number that does not fit is refused where it is built
+/// ([`Value::new`] gives `None`, [`TryFrom`] an error), never stored as
+/// another number. What the table hands out (the closure's and the
+/// policy's words, [`Snapshot::value`], [`Found::Value`]) is a value's
+/// [`get`](Value::get).
 ///
 /// ```
-/// assert_eq!(leaparray::keyed::USED, 1 << 63);
+/// use leaparray::keyed::Value;
+/// assert_eq!(Value::new(5).map(Value::get), Some(5));
+/// assert_eq!(Value::new(1 << 63), None);
+/// assert_eq!(Value::MAX.get(), (1 << 63) - 1);
 /// ```
-pub const USED: u64 = 1 << 63;
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Value(u64);
+
+impl Value {
+    /// The least value, 0.
+    ///
+    /// ```
+    /// use leaparray::keyed::Value;
+    /// assert_eq!(Value::ZERO.get(), 0);
+    /// ```
+    pub const ZERO: Value = Value(0);
+
+    /// The largest value, `2^63 - 1`.
+    ///
+    /// ```
+    /// use leaparray::keyed::Value;
+    /// assert_eq!(Value::MAX.get(), i64::MAX as u64);
+    /// assert_eq!(Value::new(Value::MAX.get() + 1), None);
+    /// ```
+    pub const MAX: Value = Value(USED - 1);
+
+    /// `v` as a value, or `None` if it is `2^63` or more (it does not fit
+    /// a slot). A count bumped past [`MAX`](Value::MAX) is refused here:
+    ///
+    /// ```
+    /// use leaparray::keyed::Value;
+    /// let bump = |w: u64, n: u64| w.checked_add(n).and_then(Value::new);
+    /// assert_eq!(bump(4, 1), Value::new(5));
+    /// assert_eq!(bump(Value::MAX.get(), 1), None);
+    /// assert_eq!(bump(u64::MAX, 1), None);
+    /// ```
+    #[must_use]
+    #[inline(always)]
+    pub const fn new(v: u64) -> Option<Value> {
+        if v & USED == 0 {
+            Some(Value(v))
+        } else {
+            None
+        }
+    }
+
+    /// The number.
+    ///
+    /// ```
+    /// use leaparray::keyed::Value;
+    /// assert_eq!(Value::new(7).unwrap().get(), 7);
+    /// ```
+    #[must_use]
+    #[inline(always)]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The 63 bits of `w` below its top bit: a gate word's value, whose
+    /// top bit is the used bit (`slot.rs`).
+    #[inline(always)]
+    pub(super) const fn low_bits_of(w: u64) -> Value {
+        Value(w & !USED)
+    }
+}
+
+impl TryFrom<u64> for Value {
+    type Error = ValueTooLarge;
+
+    /// [`Value::new`], with the number that did not fit as the error.
+    ///
+    /// ```
+    /// use leaparray::keyed::{Value, ValueTooLarge};
+    /// assert_eq!(Value::try_from(9), Ok(Value::new(9).unwrap()));
+    /// assert_eq!(Value::try_from(u64::MAX), Err(ValueTooLarge { value: u64::MAX }));
+    /// ```
+    fn try_from(value: u64) -> Result<Value, ValueTooLarge> {
+        Value::new(value).ok_or(ValueTooLarge { value })
+    }
+}
+
+impl From<Value> for u64 {
+    /// [`Value::get`].
+    ///
+    /// ```
+    /// use leaparray::keyed::Value;
+    /// assert_eq!(u64::from(Value::MAX), (1 << 63) - 1);
+    /// ```
+    fn from(v: Value) -> u64 {
+        v.0
+    }
+}
+
+/// A number that is not a [`Value`]: `2^63` or more.
+///
+/// ```
+/// use leaparray::keyed::{Value, ValueTooLarge};
+/// let e = Value::try_from(1 << 63).unwrap_err();
+/// assert_eq!(e, ValueTooLarge { value: 1 << 63 });
+/// assert_eq!(e.to_string(), "9223372036854775808 is not a keyed table value (at most 2^63 - 1)");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ValueTooLarge {
+    /// The number.
+    pub value: u64,
+}
+
+impl fmt::Display for ValueTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is not a keyed table value (at most 2^63 - 1)",
+            self.value
+        )
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ValueTooLarge {}
 
 /// The word of a slot.
 #[inline(always)]
@@ -261,6 +398,12 @@ const fn fp_of(half: u64) -> u64 {
 #[inline(always)]
 const fn slot(half: u64, word: u64) -> u128 {
     ((half as u128) << 64) | word as u128
+}
+
+/// The value a value's word holds: its 63 bits below [`USED`].
+#[inline(always)]
+const fn value_of(w: u64) -> u64 {
+    w & !USED
 }
 
 /// A claim's word (a token), as opposed to a value or a free slot.
@@ -358,7 +501,7 @@ impl fmt::Debug for Slot {
 ///
 /// ```
 /// # use core::num::NonZeroU64;
-/// use leaparray::keyed::{Place, Policy, Slot, Start, Step, Table};
+/// use leaparray::keyed::{Place, Policy, Slot, Start, Step, Table, Value};
 /// # #[derive(Debug)]
 /// # struct Count;
 /// # impl Policy for Count {
@@ -367,13 +510,14 @@ impl fmt::Debug for Slot {
 /// #     fn evicts(&self) -> bool { false }
 /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
 /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-/// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+/// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
 /// # }
 /// let t = Table::new([const { Slot::new() }; 8], Count);
 /// let p = t.place(42);
-/// let _ = t.update(p, None, (), |_, w| Step::Write { tag: 7, word: w + 1, out: () });
+/// let _ = t.update(p, None, (), |_, _| Step::Write { tag: 7, word: Value::new(1).unwrap(), out: () });
 /// let s = t.peek(p);
-/// assert_eq!((s.fingerprint(), s.tag(), s.value()), (p.fingerprint(), 7, Some(leaparray::keyed::USED | 1)));
+/// assert_eq!((s.fingerprint(), s.tag(), s.value()), (p.fingerprint(), 7, Some(1)));
+/// assert_eq!(s.word(), 1 << 63 | 1); // the value under the used bit
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Snapshot(u128);
@@ -394,17 +538,20 @@ impl Snapshot {
         key_of(self.0) as u8
     }
 
-    /// The word: 0, a value ([`USED`] set) or a claim's token.
+    /// The slot's word as stored (module docs, "A slot"): 0 (free), a
+    /// value with the top bit set above it, or a claim's token (top bit
+    /// clear). [`value`](Self::value) reads a value out of it.
     #[must_use]
     pub const fn word(self) -> u64 {
         word(self.0)
     }
 
-    /// The key's value ([`USED`] set), if the slot holds one.
+    /// The key's value (a [`Value`]'s number, below `2^63`), if the slot
+    /// holds one.
     #[must_use]
     pub const fn value(self) -> Option<u64> {
         if self.word() & USED != 0 {
-            Some(self.word())
+            Some(value_of(self.word()))
         } else {
             None
         }
@@ -449,7 +596,7 @@ impl fmt::Debug for Snapshot {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> leaparray::keyed::Start { leaparray::keyed::Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> leaparray::keyed::Start { leaparray::keyed::Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 2], P);
     /// assert_eq!(format!("{:?}", t.peek(t.place(1))), "Snapshot(free)");
@@ -490,7 +637,7 @@ impl defmt::Format for Snapshot {
 /// #     fn evicts(&self) -> bool { false }
 /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
 /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-/// #     fn start(&self, _: u64, _: ()) -> leaparray::keyed::Start { leaparray::keyed::Start { word: 0, remembered: false } }
+/// #     fn start(&self, _: u64, _: ()) -> leaparray::keyed::Start { leaparray::keyed::Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
 /// # }
 /// let t = Table::new([const { Slot::new() }; 64], P);
 /// let p = t.place(u64::MAX);
@@ -531,14 +678,14 @@ impl Place {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Step<R> {
-    /// Swap the slot from exactly what the closure saw to `tag` and `word`
-    /// ([`USED`] is set on it), and return `out` if that swap succeeds;
-    /// the closure runs again on what the slot holds if it fails.
+    /// Swap the slot from exactly what the closure saw to `tag` and `word`,
+    /// and return `out` if that swap succeeds; the closure runs again on
+    /// what the slot holds if it fails.
     Write {
         /// The policy's new tag.
         tag: u8,
-        /// The new value (its top bit is set by the table).
-        word: u64,
+        /// The new value.
+        word: Value,
         /// What [`Table::update`] returns once the swap succeeded.
         out: R,
     },
@@ -549,15 +696,15 @@ pub enum Step<R> {
 /// The value a settler gives its key ([`Policy::start`]).
 ///
 /// ```
-/// use leaparray::keyed::Start;
-/// let s = Start { word: 5, remembered: false };
-/// assert_eq!(s.word, 5);
+/// use leaparray::keyed::{Start, Value};
+/// let s = Start { word: Value::new(5).unwrap(), remembered: false };
+/// assert_eq!(s.word.get(), 5);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Start {
-    /// The value ([`USED`] is set by the table).
-    pub word: u64,
+    /// The value.
+    pub word: Value,
     /// Whether it comes from the policy's memory of evicted keys: the
     /// settle that stores it is counted as [`Event::Remembered`].
     pub remembered: bool,
@@ -608,8 +755,9 @@ pub enum Found {
 /// which key an eviction takes, what a key leaving its slot leaves behind,
 /// and what a key starts from (module docs, "A slot changes hands").
 ///
-/// Words given to and taken from a policy are slot words: [`USED`] set,
-/// the policy's 63 bits below.
+/// Words given to a policy (and to [`Table::update`]'s closure and
+/// [`Table::retain`]'s predicate) are values: a [`Value`]'s number, below
+/// `2^63`; the words it gives the table are [`Value`]s.
 ///
 /// # What the table asks of a policy
 ///
@@ -632,7 +780,7 @@ pub enum Found {
 ///   that meets it settles.
 ///
 /// ```
-/// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
+/// use leaparray::keyed::{Policy, Slot, Start, Step, Table, Value};
 /// use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// /// A count per key; an eviction takes the least count and remembers
@@ -644,21 +792,27 @@ pub enum Found {
 ///     type Context = ();
 ///     type Rank = u64;
 ///     fn evicts(&self) -> bool { true }
-///     fn rank(&self, _: u8, word: u64, _: ()) -> u64 { word & !USED }
+///     fn rank(&self, _: u8, word: u64, _: ()) -> u64 { word }
 ///     fn fold(&self, _: u64, _: u8, word: u64, _: ()) {
-///         self.evicted_max.fetch_max(word & !USED, Ordering::AcqRel);
+///         self.evicted_max.fetch_max(word, Ordering::AcqRel);
 ///     }
 ///     fn start(&self, _: u64, _: ()) -> Start {
-///         Start { word: self.evicted_max.load(Ordering::Acquire), remembered: false }
+///         // Only values are folded: the largest is one.
+///         let max = Value::new(self.evicted_max.load(Ordering::Acquire)).unwrap_or(Value::MAX);
+///         Start { word: max, remembered: false }
 ///     }
 /// }
 ///
 /// let t = Table::new([const { Slot::new() }; 1], Counts::default());
-/// let bump = |_: u8, w: u64| Step::Write { tag: 0, word: w + 1, out: (w & !USED) + 1 };
-/// assert_eq!(t.update(t.place(1), None, (), bump), Some(1));
-/// assert_eq!(t.update(t.place(1), None, (), bump), Some(2));
+/// // A count past `Value::MAX` is refused, not written.
+/// let bump = |_: u8, w: u64| match w.checked_add(1).and_then(Value::new) {
+///     Some(v) => Step::Write { tag: 0, word: v, out: Some(v.get()) },
+///     None => Step::Keep(None),
+/// };
+/// assert_eq!(t.update(t.place(1), None, (), bump), Some(Some(1)));
+/// assert_eq!(t.update(t.place(1), None, (), bump), Some(Some(2)));
 /// // One slot: key 2 evicts key 1 (count 2) and starts from it.
-/// assert_eq!(t.update(t.place(2), None, (), bump), Some(3));
+/// assert_eq!(t.update(t.place(2), None, (), bump), Some(Some(3)));
 /// ```
 pub trait Policy {
     /// What a caller passes along with each request (a
@@ -714,19 +868,19 @@ pub trait Policy {
 /// compare-and-swap; nothing allocates.
 ///
 /// ```
-/// use leaparray::keyed::{Policy, Slot, Start, Step, Table};
+/// use leaparray::keyed::{Found, Policy, Slot, Start, Step, Table, Value};
 /// # #[derive(Debug)] struct Latest;
 /// # impl Policy for Latest {
 /// #     type Context = (); type Rank = u64;
 /// #     fn evicts(&self) -> bool { true }
 /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
 /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-/// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+/// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
 /// # }
 /// static T: Table<Latest, [Slot; 64]> = Table::new([const { Slot::new() }; 64], Latest);
-/// let set = |v: u64| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: () };
-/// assert_eq!(T.update(T.place(9), None, (), set(5)), Some(()));
-/// assert_eq!(T.find(T.place(9), ()), leaparray::keyed::Found::Value(leaparray::keyed::USED | 5));
+/// let set = |v: Value| move |_: u8, _: u64| Step::Write { tag: 0, word: v, out: () };
+/// assert_eq!(T.update(T.place(9), None, (), set(Value::new(5).unwrap())), Some(()));
+/// assert_eq!(T.find(T.place(9), ()), Found::Value(5));
 /// ```
 pub struct Table<P, S> {
     // `pub(super)`: a `KeyedGate` builds its table as one struct
@@ -758,7 +912,7 @@ impl<P, S> Table<P, S> {
         /// #     fn evicts(&self) -> bool { false }
         /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
         /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
         /// # }
         /// let heap: Table<P, Box<[Slot]>> = Table::new((0..1000).map(|_| Slot::new()).collect(), P);
         /// assert_eq!(heap.capacity(), 1000);
@@ -776,7 +930,7 @@ impl<P, S> Table<P, S> {
         /// #     fn evicts(&self) -> bool { false }
         /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
         /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+        /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
         /// # }
         /// static T: Table<P, [Slot; 0]> = Table::new([], P);
         /// ```
@@ -814,7 +968,7 @@ impl<P, S> Table<P, S> {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 1], P(3));
     /// assert_eq!(t.policy(), &P(3));
@@ -847,7 +1001,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// assert_eq!(Table::new([const { Slot::new() }; 5], P).capacity(), 5);
     /// ```
@@ -870,7 +1024,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 4], P);
     /// assert_eq!((t.place(0).home(), t.place(1 << 63).home()), (0, 2));
@@ -910,7 +1064,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 4], P);
     /// assert!(t.peek(t.place(3)).is_free());
@@ -948,19 +1102,24 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// probe, and the policy does not evict); nothing was written.
     ///
     /// ```
-    /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
+    /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, Value};
     /// # #[derive(Debug)] struct Refuse;
     /// # impl Policy for Refuse {
     /// #     type Context = (); type Rank = u64;
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 1], Refuse);
-    /// let add = |n: u64| move |_: u8, w: u64| Step::Write { tag: 0, word: w + n, out: (w & !USED) + n };
-    /// assert_eq!(t.update(t.place(1), None, (), add(2)), Some(2));
-    /// assert_eq!(t.update(t.place(1), Some(t.peek(t.place(1))), (), add(3)), Some(5));
+    /// // A sum past `Value::MAX` does not fit: refused, nothing written.
+    /// let add = |n: u64| move |_: u8, w: u64| match w.checked_add(n).and_then(Value::new) {
+    ///     Some(v) => Step::Write { tag: 0, word: v, out: Ok(v.get()) },
+    ///     None => Step::Keep(Err(w)),
+    /// };
+    /// assert_eq!(t.update(t.place(1), None, (), add(2)), Some(Ok(2)));
+    /// assert_eq!(t.update(t.place(1), Some(t.peek(t.place(1))), (), add(3)), Some(Ok(5)));
+    /// assert_eq!(t.update(t.place(1), None, (), add(Value::MAX.get())), Some(Err(5)));
     /// assert_eq!(t.update(t.place(2), None, (), add(1)), None); // no room, no eviction
     /// ```
     #[inline(always)]
@@ -1015,7 +1174,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     // holds it (it came from before the call).
                     let mut early_value = i == 0 && early.is_some();
                     loop {
-                        match f(key_of(s) as u8, word(s)) {
+                        match f(key_of(s) as u8, value_of(word(s))) {
                             Step::Keep(out) if !early_value => return Some(out),
                             Step::Keep(out) => {
                                 early_value = false;
@@ -1030,7 +1189,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                                 word: new,
                                 out,
                             } => {
-                                let next = slot((fp << 8) | u64::from(tag), new | USED);
+                                let next = slot((fp << 8) | u64::from(tag), new.get() | USED);
                                 match self.slots()[at].swap(s, next) {
                                     Ok(_) => return Some(out),
                                     Err(actual) => {
@@ -1052,10 +1211,10 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                         claim = Some((at, s));
                     }
                 } else if room.is_none() {
-                    if p.recyclable(w, cx) {
+                    if p.recyclable(value_of(w), cx) {
                         room = Some((at, s));
                     } else if p.evicts() {
-                        let r = p.rank(key_of(s) as u8, w, cx);
+                        let r = p.rank(key_of(s) as u8, value_of(w), cx);
                         if victim.as_ref().is_none_or(|(_, _, least)| r < *least) {
                             victim = Some((at, s, r));
                         }
@@ -1073,7 +1232,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 let recycling = word(s) != 0;
                 if recycling {
                     // Before the swap that recycles (module docs).
-                    p.recycle(word(s), cx);
+                    p.recycle(value_of(word(s)), cx);
                 }
                 let event = recycling.then_some(Event::Recycled);
                 if let Some(out) = self.take(fp, home, at, s, cx, event, &mut f) {
@@ -1083,7 +1242,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
             }
             if let Some((at, s, _)) = victim {
                 // Before the swap that evicts (module docs).
-                p.fold(fp_of(key_of(s)), key_of(s) as u8, word(s), cx);
+                p.fold(fp_of(key_of(s)), key_of(s) as u8, value_of(word(s)), cx);
                 if let Some(out) = self.take(fp, home, at, s, cx, Some(Event::Evicted), &mut f) {
                     return Some(out);
                 }
@@ -1185,17 +1344,20 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
         }
         // After the probe's reads (module docs, "A slot changes hands").
         let start = self.policy.start(fp, cx);
-        let started = slot(fp << 8, start.word | USED);
+        let started = slot(fp << 8, start.word.get() | USED);
         // The settler's own key: its decision on the start goes in with
         // the settling swap (module docs, "Progress").
-        let (next, out) = match f.map(|f| f(0, start.word | USED)) {
+        let (next, out) = match f.map(|f| f(0, start.word.get())) {
             None => (started, None),
             Some(Step::Keep(out)) => (started, Some(out)),
             Some(Step::Write {
                 tag,
                 word: new,
                 out,
-            }) => (slot((fp << 8) | u64::from(tag), new | USED), Some(out)),
+            }) => (
+                slot((fp << 8) | u64::from(tag), new.get() | USED),
+                Some(out),
+            ),
         };
         if self.slots()[at].swap(mine, next).is_err() {
             return None;
@@ -1211,19 +1373,19 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// evicting, for a caller in `cx`).
     ///
     /// ```
-    /// use leaparray::keyed::{Found, Policy, Slot, Start, Step, Table, USED};
+    /// use leaparray::keyed::{Found, Policy, Slot, Start, Step, Table, Value};
     /// # #[derive(Debug)] struct P;
     /// # impl Policy for P {
     /// #     type Context = (); type Rank = u64;
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 1], P);
     /// assert_eq!(t.find(t.place(1), ()), Found::Absent { room: true });
-    /// let _ = t.update(t.place(1), None, (), |_, _| Step::Write { tag: 0, word: 4, out: () });
-    /// assert_eq!(t.find(t.place(1), ()), Found::Value(USED | 4));
+    /// let _ = t.update(t.place(1), None, (), |_, _| Step::Write { tag: 0, word: Value::new(4).unwrap(), out: () });
+    /// assert_eq!(t.find(t.place(1), ()), Found::Value(4));
     /// assert_eq!(t.find(t.place(2), ()), Found::Absent { room: false });
     /// ```
     #[must_use]
@@ -1237,9 +1399,9 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 if is_claim(w) {
                     return Found::Claimed;
                 }
-                return Found::Value(w);
+                return Found::Value(value_of(w));
             }
-            room |= w == 0 || (!is_claim(w) && self.policy.recyclable(w, cx));
+            room |= w == 0 || (!is_claim(w) && self.policy.recyclable(value_of(w), cx));
         }
         Found::Absent { room }
     }
@@ -1255,7 +1417,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 64], P);
     /// assert_eq!(t.probe(t.place(5)).filter(|s| s.is_free()).count(), 16);
@@ -1268,17 +1430,17 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// Every slot, in order, each read once as the iterator reaches it.
     ///
     /// ```
-    /// # use leaparray::keyed::{Policy, Slot, Start, Step, Table};
+    /// # use leaparray::keyed::{Policy, Slot, Start, Step, Table, Value};
     /// # #[derive(Debug)] struct P;
     /// # impl Policy for P {
     /// #     type Context = (); type Rank = u64;
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 8], P);
-    /// let _ = t.update(t.place(1), None, (), |_, _| Step::Write { tag: 0, word: 1, out: () });
+    /// let _ = t.update(t.place(1), None, (), |_, _| Step::Write { tag: 0, word: Value::new(1).unwrap(), out: () });
     /// assert_eq!(t.iter().filter(|s| s.value().is_some()).count(), 1);
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = Snapshot> + '_ {
@@ -1291,28 +1453,29 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// slots.
     ///
     /// ```
-    /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, USED};
+    /// use leaparray::keyed::{Policy, Slot, Start, Step, Table, Value};
     /// # #[derive(Debug)] struct P;
     /// # impl Policy for P {
     /// #     type Context = (); type Rank = u64;
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 8], P);
     /// for k in 0..4u64 {
-    ///     let _ = t.update(t.place(k << 61), None, (), |_, _| Step::Write { tag: 0, word: k, out: () });
+    ///     let _ = t.update(t.place(k << 61), None, (), |_, _| Step::Write { tag: 0, word: Value::new(k).unwrap(), out: () });
     /// }
-    /// t.retain((), |_, w| w & !USED >= 2);
+    /// t.retain((), |_, w| w >= 2);
     /// assert_eq!(t.iter().filter(|s| s.value().is_some()).count(), 2);
     /// ```
     pub fn retain(&self, cx: P::Context, mut keep: impl FnMut(u8, u64) -> bool) {
         for cell in self.slots() {
             let s = cell.load();
             let w = word(s);
-            if w & USED != 0 && !keep(key_of(s) as u8, w) {
-                self.policy.fold(fp_of(key_of(s)), key_of(s) as u8, w, cx);
+            if w & USED != 0 && !keep(key_of(s) as u8, value_of(w)) {
+                self.policy
+                    .fold(fp_of(key_of(s)), key_of(s) as u8, value_of(w), cx);
                 // A failed swap: updated meanwhile, so it stays.
                 let _ = cell.swap(s, 0);
             }
@@ -1331,7 +1494,7 @@ impl<P: fmt::Debug, S: AsRef<[Slot]>> fmt::Debug for Table<P, S> {
     /// #     fn evicts(&self) -> bool { false }
     /// #     fn rank(&self, _: u8, w: u64, _: ()) -> u64 { w }
     /// #     fn fold(&self, _: u64, _: u8, _: u64, _: ()) {}
-    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: 0, remembered: false } }
+    /// #     fn start(&self, _: u64, _: ()) -> Start { Start { word: leaparray::keyed::Value::ZERO, remembered: false } }
     /// # }
     /// let t = Table::new([const { Slot::new() }; 2], P);
     /// assert_eq!(format!("{t:?}"), "Table { capacity: 2, policy: P, .. }");

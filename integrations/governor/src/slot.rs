@@ -10,8 +10,9 @@
 //! # A slot's value: the arrival time
 //!
 //! A slot's value is governor's theoretical arrival time (TAT) of its key,
-//! in nanoseconds since the limiter's start, in the 63 bits below the
-//! table's `USED` bit (`0`: no TAT yet). The tag is unused (0). A key's
+//! in nanoseconds since the limiter's start: a table
+//! [`Value`](leaparray::keyed::Value), below `2^63` (`0`: no TAT yet).
+//! The tag is unused (0). A key's
 //! fingerprint is 56 bits of its hash by the store's hasher
 //! ([`Table::place`](leaparray::keyed::Table::place)).
 //!
@@ -55,13 +56,14 @@
 //! # A TAT out of range
 //!
 //! A slot holds a TAT of 63 bits ([`MAX_TAT`], 292 years after the
-//! limiter's start). An update whose new TAT is past it is not stored:
+//! limiter's start). An update whose new TAT is past it is no
+//! [`Value`] and is not stored:
 //! the store calls `f` with TATs above the key's until `f` refuses, and
 //! returns that refusal (governor's own `NotUntil`). Only a quota whose
 //! burst takes more than 146 years to refill admits even at [`MAX_TAT`];
 //! such an update is admitted unrecorded (`refuse`).
 
-use leaparray::keyed::{Found, Policy, Slot, Start, Step, USED};
+use leaparray::keyed::{Found, Policy, Slot, Start, Step, Value};
 
 use crate::sync::{
     AtomicU64,
@@ -70,12 +72,13 @@ use crate::sync::{
 
 /// The largest TAT a slot holds (2^63 - 1 ns, 292 years after the
 /// limiter's start).
-pub(crate) const MAX_TAT: u64 = USED - 1;
+pub(crate) const MAX_TAT: Value = Value::MAX;
 
-/// The TAT of a value word, `None` for "no state yet".
+/// The TAT of a slot's value (a [`Value`]'s number), `None` for "no state
+/// yet".
 #[inline(always)]
-const fn tat_of(w: u64) -> Option<u64> {
-    match w & MAX_TAT {
+const fn tat_of(v: u64) -> Option<u64> {
+    match v {
         0 => None,
         t => Some(t),
     }
@@ -126,28 +129,29 @@ impl Policy for Gcra {
         true
     }
 
-    fn rank(&self, _: u8, w: u64, _: ()) -> u64 {
-        w & MAX_TAT
+    fn rank(&self, _: u8, tat: u64, _: ()) -> u64 {
+        tat
     }
 
     /// Each of the key's cells rises to at least its TAT. A maximum:
     /// folding one TAT twice is folding it once.
-    fn fold(&self, fp: u64, _: u8, w: u64, _: ()) {
+    fn fold(&self, fp: u64, _: u8, tat: u64, _: ()) {
         for r in 0..ROWS {
             // ORDERING: released by the table's swap that evicts or frees.
-            self.cell(fp, r).fetch_max(w & MAX_TAT, AcqRel);
+            self.cell(fp, r).fetch_max(tat, AcqRel);
         }
     }
 
     /// The least of the key's cells (0: none), never below a TAT of its
-    /// own that was folded.
+    /// own that was folded. A cell holds only folded TATs (values), so
+    /// the least is one ([`MAX_TAT`] otherwise, never reached).
     fn start(&self, fp: u64, _: ()) -> Start {
         let estimate = (0..ROWS)
             .map(|r| self.cell(fp, r).load(Acquire))
             .min()
             .unwrap_or(0);
         Start {
-            word: estimate,
+            word: Value::new(estimate).unwrap_or(MAX_TAT),
             remembered: false,
         }
     }
@@ -179,15 +183,20 @@ impl Table {
         F: Fn(Option<u64>) -> Result<(T, u64), E>,
     {
         let place = self.0.place(hash);
-        let out = self.0.update(place, None, (), |_, w| match f(tat_of(w)) {
-            Err(e) => Step::Keep(Err(e)),
-            Ok((_, new)) if new > MAX_TAT => Step::Keep(refuse(&f, w & MAX_TAT)),
-            Ok((t, new)) => Step::Write {
-                tag: 0,
-                word: new,
-                out: Ok(t),
-            },
-        });
+        let out = self
+            .0
+            .update(place, None, (), |_, tat| match f(tat_of(tat)) {
+                Err(e) => Step::Keep(Err(e)),
+                Ok((t, new)) => match Value::new(new) {
+                    Some(new) => Step::Write {
+                        tag: 0,
+                        word: new,
+                        out: Ok(t),
+                    },
+                    // Past `MAX_TAT` (module docs, "A TAT out of range").
+                    None => Step::Keep(refuse(&f, tat)),
+                },
+            });
         // `None`: no room, which an evicting table of `cap >= 1` slots
         // always finds.
         out.unwrap_or_else(|| refuse(&f, 0))
@@ -197,7 +206,7 @@ impl Table {
     /// with no TAT yet), if it has a slot.
     pub(crate) fn get(&self, hash: u64) -> Option<Option<u64>> {
         match self.0.find(self.0.place(hash), ()) {
-            Found::Value(w) => Some(tat_of(w)),
+            Found::Value(tat) => Some(tat_of(tat)),
             Found::Claimed | Found::Absent { .. } => None,
         }
     }
@@ -205,7 +214,7 @@ impl Table {
     /// Frees every slot whose TAT is at or before `drop_below`, folding it
     /// first (module docs, "Eviction").
     pub(crate) fn retain(&self, drop_below: u64) {
-        self.0.retain((), |_, w| w & MAX_TAT > drop_below);
+        self.0.retain((), |_, tat| tat > drop_below);
     }
 
     /// Slots holding a key's value.
@@ -237,11 +246,11 @@ where
         match f(Some(v)) {
             Err(e) => return Err(e),
             Ok((t, next)) => {
-                if v == MAX_TAT {
+                if v == MAX_TAT.get() {
                     return Ok(t);
                 }
                 step = step.max(next.saturating_sub(v)).saturating_mul(2);
-                v = v.saturating_add(step).min(MAX_TAT);
+                v = v.saturating_add(step).min(MAX_TAT.get());
             }
         }
     }
