@@ -49,8 +49,8 @@
 //!   it if it holds its fingerprint: two keys with one fingerprint in one
 //!   probe share one limit. A lookup meets another key's fingerprint in its
 //!   probe with probability at most `16 * 2^-56` (2.2e-16), for a hasher
-//!   whose output is uniform (the default, std's `RandomState`: SipHash
-//!   with random keys, which an attacker cannot aim).
+//!   whose output is uniform (the default, [`RandomSip13`]: std's
+//!   SipHash-1-3 with random keys, which an attacker cannot aim).
 //! - **The memory of evicted keys only refuses more.** A key that has no
 //!   arrival time of its own starts from another's when each of its 3
 //!   cells was raised by other keys' folds to a time not yet passed: it is
@@ -73,13 +73,15 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod hash;
 mod slot;
 mod sync;
+
+pub use hash::{RandomSip13, Sip13};
 
 use core::fmt;
 use core::hash::{BuildHasher, Hash};
 use core::marker::PhantomData;
-use std::hash::RandomState;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
@@ -129,15 +131,16 @@ pub type KeyedRateLimiter<K, const CAP: usize, C = DefaultClock> =
 /// assert!(limiter.check_key(&"bob").is_ok()); // bob has his own
 /// assert_eq!(limiter.len(), 2);
 /// ```
-pub struct KeyedStore<K, const CAP: usize, S = RandomState> {
+pub struct KeyedStore<K, const CAP: usize, S = RandomSip13> {
     table: slot::Table,
     hasher: S,
     key: PhantomData<fn(&K)>,
 }
 
 impl<K, const CAP: usize> KeyedStore<K, CAP> {
-    /// A store of `CAP` free slots, keys hashed by std's `RandomState`
-    /// (random keys per store). `CAP == 0` does not compile.
+    /// A store of `CAP` free slots, keys hashed by [`RandomSip13`]
+    /// (std's SipHash-1-3, random keys per store). `CAP == 0` does not
+    /// compile.
     ///
     /// ```
     /// use leaparray_governor::KeyedStore;
@@ -145,7 +148,7 @@ impl<K, const CAP: usize> KeyedStore<K, CAP> {
     /// assert_eq!(store.capacity(), 4096);
     /// ```
     pub fn new() -> Self {
-        Self::with_hasher(RandomState::new())
+        Self::with_hasher(RandomSip13::new())
     }
 }
 
