@@ -9,7 +9,9 @@
 //!   pregenerated random order (2^22 draws from the set, cycled).
 //! - `keyed_store` is this crate's `KeyedStore`, `dashmap` governor's
 //!   `DashMapStateStore`, `hashmap` its `HashMapStateStore` (a mutex
-//!   around a `HashMap`); all hash with std's `RandomState` (SipHash).
+//!   around a `HashMap`); all hash with SipHash-1-3 and random keys: the
+//!   two governor stores with std's `RandomState`, `KeyedStore` with its
+//!   default `RandomSip13` (the same function).
 //! - The quota: a burst of 1,000, one cell per microsecond. The clock is
 //!   governor's `FakeRelativeClock` (no clock read in the measurement),
 //!   advanced 1 microsecond every 256 decisions with 1,000 keys and every

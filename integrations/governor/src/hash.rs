@@ -5,7 +5,7 @@
 //! own, so a `u64` key goes through the byte-slice `write` that handles
 //! any length, and whether the compiler inlines that for a fixed 8 bytes
 //! depends on the rest of the program (in this crate's benchmark binary it
-//! did not: 142 instructions a key, against about 80 inlined). [`Sip13`]
+//! does not: the README's "Numbers"). [`Sip13`]
 //! takes a whole 8-byte word in one compression round when its buffer is
 //! empty, so an integer key hashes in a few dozen instructions wherever it
 //! is called. The `siphasher` crate, which does the same, is not a
