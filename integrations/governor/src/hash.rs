@@ -325,4 +325,98 @@ mod tests {
             assert_eq!(ours13.finish(), whole13.finish(), "{n} bytes");
         }
     }
+
+    /// Review probe: SipHash-1-3 with keys (0,0) against std's
+    /// `DefaultHasher::new()` (SipHasher13 with zero keys), every cut point
+    /// pair of messages up to 40 bytes, with write_u64 at every offset and
+    /// empty writes interleaved.
+    #[test]
+    fn review_probe_sip13_vs_default_hasher_all_cuts() {
+        use std::hash::DefaultHasher;
+        for n in 0..40usize {
+            let msg: Vec<u8> = (0..n as u8).map(|b| b.wrapping_mul(37) ^ 0xa5).collect();
+            let mut d = DefaultHasher::new();
+            d.write(&msg);
+            let want = d.finish();
+            for i in 0..=n {
+                for j in i..=n {
+                    let mut h = Sip::<1, 3>::new(0, 0);
+                    h.write(&[]);
+                    h.write(&msg[..i]);
+                    h.write(&[]);
+                    h.write(&msg[i..j]);
+                    h.write(&msg[j..]);
+                    h.write(&[]);
+                    assert_eq!(h.finish(), want, "n={n} i={i} j={j}");
+                }
+                // write_u64 at offset i
+                if n - i >= 8 {
+                    let mut h = Sip::<1, 3>::new(0, 0);
+                    h.write(&msg[..i]);
+                    h.write_u64(u64::from_ne_bytes(msg[i..i + 8].try_into().unwrap()));
+                    h.write(&msg[i + 8..]);
+                    assert_eq!(h.finish(), want, "u64 n={n} i={i}");
+                    let mut h = Sip13(Sip::<1, 3>::new(0, 0));
+                    h.write(&msg[..i]);
+                    Hasher::write_u64(&mut h, u64::from_ne_bytes(msg[i..i + 8].try_into().unwrap()));
+                    h.write(&msg[i + 8..]);
+                    assert_eq!(h.finish(), want, "Sip13 u64 n={n} i={i}");
+                }
+            }
+        }
+        // Other integer writes go through default methods.
+        let mut d = DefaultHasher::new();
+        let mut h = Sip13(Sip::<1, 3>::new(0, 0));
+        for x in [1u8, 255] { d.write_u8(x); h.write_u8(x); }
+        d.write_u32(0xdead_beef); h.write_u32(0xdead_beef);
+        d.write_usize(usize::MAX); h.write_usize(usize::MAX);
+        d.write_u128(u128::MAX / 3); h.write_u128(u128::MAX / 3);
+        d.write_u64(7); h.write_u64(7);
+        d.write_i64(-7); h.write_i64(-7);
+        assert_eq!(h.finish(), d.finish());
+        // Hash of u64 via hash_one with a zero-keyed builder.
+        let b = RandomSip13 { k0: 0, k1: 0 };
+        let mut d = DefaultHasher::new();
+        std::hash::Hash::hash(&0x0123_4567_89ab_cdefu64, &mut d);
+        assert_eq!(b.hash_one(0x0123_4567_89ab_cdefu64), d.finish());
+        let mut d = DefaultHasher::new();
+        std::hash::Hash::hash("leaparray", &mut d);
+        assert_eq!(b.hash_one("leaparray"), d.finish());
+    }
+
+    /// Review probe: length near wrap (len field set directly), no panic,
+    /// and only len mod 256 matters.
+    #[test]
+    fn review_probe_length_wrap() {
+        let mut a = Sip::<1, 3>::new(1, 2);
+        a.len = u64::MAX - 2;
+        a.write(&[1, 2, 3, 4, 5]);
+        a.write_u64(9);
+        let mut b = Sip::<1, 3>::new(1, 2);
+        b.len = 0xff - 2;
+        b.write(&[1, 2, 3, 4, 5]);
+        b.write_u64(9);
+        assert_eq!(a.finish(), b.finish());
+        // Big write and many writes.
+        let big = vec![0xabu8; 1 << 20];
+        let mut c = Sip::<1, 3>::new(1, 2);
+        for _ in 0..64 { c.write(&big[..(1 << 20) - 1]); c.write_u64(1); }
+        let _ = c.finish();
+    }
+
+    /// Review probe: keys differ across instances and threads, k0 != k1.
+    #[test]
+    fn review_probe_keys_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..10_000 {
+            let r = RandomSip13::new();
+            assert_ne!(r.k0, r.k1);
+            assert!(seen.insert(r.k0));
+            assert!(seen.insert(r.k1));
+        }
+        let t = std::thread::spawn(|| { let r = RandomSip13::new(); (r.k0, r.k1) }).join().unwrap();
+        assert!(!seen.contains(&t.0) && !seen.contains(&t.1));
+        assert_eq!(format!("{:?}", RandomSip13::new()), "RandomSip13 { .. }");
+        assert_eq!(format!("{:?}", RandomSip13::new().build_hasher()), "Sip13 { .. }");
+    }
 }
