@@ -31,7 +31,7 @@ use governor::RateLimiter;
 use leaparray_governor::KeyedStore;
 
 mod workload;
-use workload::{keys, quota, CAP_1K, CAP_1M};
+use workload::{keys, quota, CAP_1K, CAP_1M, SIZE_1K, SIZE_1M};
 
 fn bench_store<S: StateStore<Key = u64>>(
     c: &mut Criterion,
@@ -72,7 +72,7 @@ fn bench_store<S: StateStore<Key = u64>>(
 }
 
 fn stores(c: &mut Criterion) {
-    let (set, seq) = keys(1_000, 1);
+    let (set, seq) = keys(SIZE_1K.keys, SIZE_1K.seed);
     bench_store(
         c,
         "check_key_1k",
@@ -80,7 +80,7 @@ fn stores(c: &mut Criterion) {
         KeyedStore::<u64, CAP_1K>::new(),
         &set,
         &seq,
-        256,
+        SIZE_1K.every,
     );
     bench_store(
         c,
@@ -89,7 +89,7 @@ fn stores(c: &mut Criterion) {
         DashMapStateStore::<u64>::default(),
         &set,
         &seq,
-        256,
+        SIZE_1K.every,
     );
     bench_store(
         c,
@@ -98,9 +98,9 @@ fn stores(c: &mut Criterion) {
         HashMapStateStore::<u64>::default(),
         &set,
         &seq,
-        256,
+        SIZE_1K.every,
     );
-    let (set, seq) = keys(1_000_000, 2);
+    let (set, seq) = keys(SIZE_1M.keys, SIZE_1M.seed);
     bench_store(
         c,
         "check_key_1m",
@@ -108,7 +108,7 @@ fn stores(c: &mut Criterion) {
         KeyedStore::<u64, CAP_1M>::new(),
         &set,
         &seq,
-        4096,
+        SIZE_1M.every,
     );
     bench_store(
         c,
@@ -117,7 +117,7 @@ fn stores(c: &mut Criterion) {
         DashMapStateStore::<u64>::default(),
         &set,
         &seq,
-        4096,
+        SIZE_1M.every,
     );
     bench_store(
         c,
@@ -126,7 +126,7 @@ fn stores(c: &mut Criterion) {
         HashMapStateStore::<u64>::default(),
         &set,
         &seq,
-        4096,
+        SIZE_1M.every,
     );
 }
 

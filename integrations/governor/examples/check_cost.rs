@@ -35,7 +35,7 @@ use leaparray_governor::KeyedStore;
 
 #[path = "../benches/workload/mod.rs"]
 mod workload;
-use workload::{keys, quota, CAP_1K, CAP_1M};
+use workload::{keys, quota, CAP_1K, CAP_1M, SIZE_1K, SIZE_1M};
 
 type Limiter<S> = RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>>;
 
@@ -109,31 +109,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let w = match size.as_str() {
+        "1k" => SIZE_1K,
+        "1m" => SIZE_1M,
+        _ => {
+            eprintln!("{usage}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (set, seq) = keys(w.keys, w.seed);
     match (store.as_str(), size.as_str()) {
-        ("keyed_store", "1k") => {
-            let (set, seq) = keys(1_000, 1);
-            cost(KeyedStore::<u64, CAP_1K>::new(), &set, &seq, 256, n);
-        }
-        ("dashmap", "1k") => {
-            let (set, seq) = keys(1_000, 1);
-            cost(DashMapStateStore::<u64>::default(), &set, &seq, 256, n);
-        }
-        ("hashmap", "1k") => {
-            let (set, seq) = keys(1_000, 1);
-            cost(HashMapStateStore::<u64>::default(), &set, &seq, 256, n);
-        }
-        ("keyed_store", "1m") => {
-            let (set, seq) = keys(1_000_000, 2);
-            cost(KeyedStore::<u64, CAP_1M>::new(), &set, &seq, 4096, n);
-        }
-        ("dashmap", "1m") => {
-            let (set, seq) = keys(1_000_000, 2);
-            cost(DashMapStateStore::<u64>::default(), &set, &seq, 4096, n);
-        }
-        ("hashmap", "1m") => {
-            let (set, seq) = keys(1_000_000, 2);
-            cost(HashMapStateStore::<u64>::default(), &set, &seq, 4096, n);
-        }
+        ("keyed_store", "1k") => cost(KeyedStore::<u64, CAP_1K>::new(), &set, &seq, w.every, n),
+        ("keyed_store", _) => cost(KeyedStore::<u64, CAP_1M>::new(), &set, &seq, w.every, n),
+        ("dashmap", _) => cost(DashMapStateStore::<u64>::default(), &set, &seq, w.every, n),
+        ("hashmap", _) => cost(HashMapStateStore::<u64>::default(), &set, &seq, w.every, n),
         _ => {
             eprintln!("{usage}");
             return ExitCode::FAILURE;

@@ -25,6 +25,29 @@ pub fn keys(n: u64, seed: u64) -> (Vec<u64>, Vec<u64>) {
     (set, seq)
 }
 
+/// A key set: how many keys, the seed of their values and order, and how
+/// many decisions pass between clock steps of 1 microsecond.
+#[derive(Clone, Copy)]
+pub struct Size {
+    pub keys: u64,
+    pub seed: u64,
+    pub every: usize,
+}
+
+/// 1,000 keys (cache-resident), the clock stepped every 256 decisions.
+pub const SIZE_1K: Size = Size {
+    keys: 1_000,
+    seed: 1,
+    every: 256,
+};
+
+/// 1,000,000 keys, the clock stepped every 4,096 decisions.
+pub const SIZE_1M: Size = Size {
+    keys: 1_000_000,
+    seed: 2,
+    every: 4096,
+};
+
 /// The store's slots for the 1,000 keys: load 0.49, as [`CAP_1M`] gives
 /// the 1,000,000 (twice the keys, rounded to a power of two).
 pub const CAP_1K: usize = 2048;
