@@ -403,7 +403,7 @@ const fn slot(half: u64, word: u64) -> u128 {
 /// The value a value's word holds: its 63 bits below [`USED`].
 #[inline(always)]
 const fn value_of(w: u64) -> u64 {
-    w & !USED
+    Value::low_bits_of(w).get()
 }
 
 /// A claim's word (a token), as opposed to a value or a free slot.
