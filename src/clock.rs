@@ -7,7 +7,7 @@
 //! Read the time **once per batch** and pass it to every operation of the
 //! batch: a `std::time::Instant::now()` (a system call or a vDSO read of
 //! the time counter) can cost more than the `add` it times
-//! (`benches/README.md` has both on one machine); a `CoarseClock` read is
+//! (`benches/README.md` gives both); a `CoarseClock` read is
 //! one relaxed load.
 
 use crate::sync::{atomic_u64, AtomicU64, Ordering};
