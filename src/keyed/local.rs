@@ -479,14 +479,16 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// noting in `booking` whether it was for 1 to `limit` permits.
     #[inline(always)]
     fn burst_one(&mut self, fp: u64, home: usize, c: u64, n: u64, booking: &mut bool) -> Decision {
-        if n == 0 {
-            Decision::Pass
-        } else if n > self.layout.limit {
-            // Never admitted: no slot for it either.
-            Decision::Block
-        } else {
+        // `1 <= n <= limit` in one test (`n - 1` wraps for `n == 0`; the
+        // limit is below `2^48`).
+        if n.wrapping_sub(1) < self.layout.limit {
             *booking = true;
             self.book(fp, home, c, n)
+        } else if n == 0 {
+            Decision::Pass
+        } else {
+            // Never admitted: no slot for it either.
+            Decision::Block
         }
     }
 
@@ -636,9 +638,15 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         let l = &self.layout;
         match packed::decide_fast_ahead(l, w, c, n) {
             (Fast::Book(new), d) => {
-                // `bumped` with `ahead_of`'s `d` (`w` is used).
-                let demand = ((demand_of(half) >> d.min(8)) + n).min(255);
-                Some([(half & !0xff) | demand, new])
+                // `bumped` with `ahead_of`'s `d` (`w` is used); `d == 0`
+                // apart, where the fast path's same-window case gives it as
+                // a constant and no shift is made.
+                let demand = if d == 0 {
+                    demand_of(half)
+                } else {
+                    demand_of(half) >> d.min(8)
+                };
+                Some([(half & !0xff) | (demand + n).min(255), new])
             }
             (Fast::Full, _) => None,
             (Fast::Other, _) => packed::decide::<u64, N>(l, w, c, 0, n, false)
