@@ -479,8 +479,9 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// noting in `booking` whether it was for 1 to `limit` permits.
     #[inline(always)]
     fn burst_one(&mut self, fp: u64, home: usize, c: u64, n: u64, booking: &mut bool) -> Decision {
-        // `1 <= n <= limit` in one test (`n - 1` wraps for `n == 0`; the
-        // limit is below `2^48`).
+        // `1 <= n <= limit` in one test: for `n == 0`, `n - 1` wraps to
+        // `u64::MAX`, above any limit (a slot's word holds at most
+        // `2^31 - 1`).
         if n.wrapping_sub(1) < self.layout.limit {
             *booking = true;
             self.book(fp, home, c, n)
