@@ -887,6 +887,9 @@ pub(crate) fn decide_fast_ahead<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64)
             // the total's), slid to slots `k + d`; the total's field
             // becomes their sum. The booking joins that one interval (no
             // window after `c`).
+            // (`0 < d < S`, as the id test above found `d != 0`: with two
+            // slots `d` is 1, a constant.)
+            let d = if l.slots() == 2 { 1 } else { d };
             let d32 = d as u32;
             let fields = w >> l.id_bits();
             let mut live = 0;
@@ -899,7 +902,9 @@ pub(crate) fn decide_fast_ahead<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64)
                 }
                 k += 1;
             }
-            if live.saturating_add(n) > l.limit() {
+            // No overflow: `live` is below `2^53` (at most 31 fields of at
+            // most 48 bits), `n` below `2^63` (as for `fits_total`).
+            if live + n > l.limit() {
                 (Fast::Full, d)
             } else {
                 let slots = with_slot(

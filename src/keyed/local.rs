@@ -436,37 +436,61 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         // The same for every request of the burst: its decisions raise
         // `newest` to `c` at most, and only `window_of` reads `newest`.
         let c = self.window_of(now);
+        let seed = self.seed;
         // A rolling prefetch: request `i + AHEAD`'s home slot is handed to
         // the prefetch as request `i` is decided, so that about `AHEAD`
         // misses are in flight at any time (a whole batch at once would ask
         // for more lines than a core tracks, and the rest wait).
         let mut homes = [(0usize, 0u64); AHEAD];
         for (i, &(key, _)) in requests.iter().take(AHEAD).enumerate() {
-            homes[i] = locate::<CAP>(self.seed, key);
-            prefetch(core::ptr::from_ref(&self.slots[homes[i].0]).cast());
+            homes[i] = locate::<CAP>(seed, key);
+            prefetch(self.slot_addr(homes[i].0));
         }
         let mut booking = false;
-        for (i, (&(_, n), out)) in requests.iter().zip(decisions.iter_mut()).enumerate() {
-            let (h, fp) = homes[i % AHEAD];
-            if let Some(&(next, _)) = requests.get(i + AHEAD) {
-                let hn = locate::<CAP>(self.seed, next);
-                prefetch(core::ptr::from_ref(&self.slots[hn.0]).cast());
-                homes[i % AHEAD] = hn;
-            }
-            *out = if n == 0 {
-                Decision::Pass
-            } else if n > self.layout.limit {
-                // Never admitted: no slot for it either.
-                Decision::Block
-            } else {
-                booking = true;
-                self.book(fp, h, c, n)
-            };
+        // The requests that have a request `AHEAD` places after them (each
+        // hands that one's home to the prefetch, with no test), then the
+        // last `AHEAD` (none to hand on).
+        let split = len.saturating_sub(AHEAD);
+        let (now_reqs, tail_reqs) = requests.split_at(split);
+        let (now_out, tail_out) = decisions.split_at_mut(split);
+        for ((i, &(_, n)), out) in now_reqs.iter().enumerate().zip(now_out) {
+            let next = locate::<CAP>(seed, requests[i + AHEAD].0);
+            prefetch(self.slot_addr(next.0));
+            let (h, fp) = core::mem::replace(&mut homes[i % AHEAD], next);
+            *out = self.burst_one(fp, h, c, n, &mut booking);
+        }
+        for ((i, &(_, n)), out) in tail_reqs.iter().enumerate().zip(tail_out) {
+            let (h, fp) = homes[(split + i) % AHEAD];
+            *out = self.burst_one(fp, h, c, n, &mut booking);
         }
         if booking {
             self.newest = self.newest.max(c);
         }
         len
+    }
+
+    /// The address of slot `home` (`home < CAP`), for the prefetch.
+    #[inline(always)]
+    fn slot_addr(&self, home: usize) -> *const u8 {
+        core::ptr::from_ref(&self.slots[Self::at(home, 0)]).cast()
+    }
+
+    /// One request of a burst: [`acquire_from`](Self::acquire_from),
+    /// noting in `booking` whether it was for 1 to `limit` permits.
+    #[inline(always)]
+    fn burst_one(&mut self, fp: u64, home: usize, c: u64, n: u64, booking: &mut bool) -> Decision {
+        // `1 <= n <= limit` in one test: for `n == 0`, `n - 1` wraps to
+        // `u64::MAX`, above any limit (a slot's word holds at most
+        // `2^31 - 1`).
+        if n.wrapping_sub(1) < self.layout.limit {
+            *booking = true;
+            self.book(fp, home, c, n)
+        } else if n == 0 {
+            Decision::Pass
+        } else {
+            // Never admitted: no slot for it either.
+            Decision::Block
+        }
     }
 
     /// The address of the slot where `key`'s probe starts (where a lookup
@@ -507,14 +531,23 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// [`acquire_from`](Self::acquire_from) for `1 <= n <= limit`.
     #[inline(always)]
     fn book(&mut self, fp: u64, home: usize, c: u64, n: u64) -> Decision {
-        let at = match self.find(fp, home, c) {
-            Found::At(at) => at,
-            found => match self.insert(fp, home, c, found) {
-                Ok(at) => at,
-                Err(overflowed) => return overflowed,
-            },
+        // The home slot first, apart (`find`'s first test, inline): where
+        // nearly every key of a table with room lives.
+        let home = Self::at(home, 0);
+        let [half, w] = self.slots[home];
+        let (at, half, w) = if w != 0 && fp_of(half) == fp {
+            (home, half, w)
+        } else {
+            let at = match self.find_past_home(fp, home, c) {
+                Found::At(at) => at,
+                found => match self.insert(fp, home, c, found) {
+                    Ok(at) => at,
+                    Err(overflowed) => return overflowed,
+                },
+            };
+            let [half, w] = self.slots[at];
+            (at, half, w)
         };
-        let [half, w] = self.slots[at];
         match self.decide_slot(half, w, c, n) {
             Some(slot) => {
                 self.slots[at] = slot;
@@ -606,9 +639,15 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         let l = &self.layout;
         match packed::decide_fast_ahead(l, w, c, n) {
             (Fast::Book(new), d) => {
-                // `bumped` with `ahead_of`'s `d` (`w` is used).
-                let demand = ((demand_of(half) >> d.min(8)) + n).min(255);
-                Some([(half & !0xff) | demand, new])
+                // `bumped` with `ahead_of`'s `d` (`w` is used); `d == 0`
+                // apart, where the fast path's same-window case gives it as
+                // a constant and no shift is made.
+                let demand = if d == 0 {
+                    demand_of(half)
+                } else {
+                    demand_of(half) >> d.min(8)
+                };
+                Some([(half & !0xff) | (demand + n).min(255), new])
             }
             (Fast::Full, _) => None,
             (Fast::Other, _) => packed::decide::<u64, N>(l, w, c, 0, n, false)
