@@ -856,6 +856,9 @@ pub(crate) fn decide_fast<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> Fa
 /// `Fast::Full` or `Fast::Other` the count means nothing.
 #[inline(always)]
 pub(crate) fn decide_fast_ahead<B: Bits>(l: impl Geometry, w: B, c: u64, n: u64) -> (Fast<B>, u64) {
+    // `fits_total` and the moved-on path's `live + n` need `n < 2^63` not
+    // to overflow.
+    debug_assert!(n < 1 << 63);
     // `c` is the newest window mod 2^T: the low `T` bits of `c` and `w`
     // agree (`T >= 32`, so the shift is below 64; one instruction fewer
     // than masking the difference).
