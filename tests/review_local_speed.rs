@@ -126,7 +126,7 @@ fn huge_n_on_a_moved_word_is_blocked_by_every_caller() {
                 "Local n {n} pre {pre}"
             );
             let mut out = [Decision::Pass; 1];
-            l.try_acquire_burst(150, &[(7, n)], &mut out, |_| ());
+            assert_eq!(l.try_acquire_burst(150, &[(7, n)], &mut out, |_| ()), 1);
             assert_eq!(out[0], Decision::Block, "Local burst n {n} pre {pre}");
             assert_eq!(
                 l.try_acquire(7, 150, 10 - pre),
