@@ -1,8 +1,9 @@
-//! Hostile review of the hot-path commits 8a46d7c..fd444b9: a burst of
-//! `LocalKeyedGate::try_acquire_burst` must decide exactly as one-at-a-time
+//! Review probes of the keyed hot paths: a burst of
+//! `LocalKeyedGate::try_acquire_burst` decides exactly as one-at-a-time
 //! `try_acquire` on a twin table, for lengths 0..=3*AHEAD, `n` at and
 //! around the limit and near `u64::MAX`, colliding keys, windows moving by
-//! 0, 1, a few, and far.
+//! 0, 1, a few, and far; and every caller of the fast path blocks an `n`
+//! far above the limit on a word moved on by one window.
 
 use std::num::NonZeroU64;
 
@@ -63,16 +64,18 @@ fn walk<const N: usize, const CAP: usize>(seed: u64, limit: u64, rounds: usize) 
 #[test]
 fn burst_decides_as_one_at_a_time_across_shapes() {
     let mut total = 0;
-    for seed in 1..=6u64 {
+    // Under Miri (which interprets) one seed and a thirtieth of the rounds.
+    let (seeds, scale) = if cfg!(miri) { (1u64, 30) } else { (6, 1) };
+    for seed in 1..=seeds {
         for limit in [1u64, 2, 3, 10, 1000] {
-            total += walk::<2, 16>(seed, limit, 300);
-            total += walk::<2, 64>(seed, limit, 300);
-            total += walk::<3, 32>(seed, limit, 300);
-            total += walk::<4, 64>(seed, limit.min(127), 200);
-            total += walk::<8, 16>(seed, limit.min(7), 200);
+            total += walk::<2, 16>(seed, limit, 300 / scale);
+            total += walk::<2, 64>(seed, limit, 300 / scale);
+            total += walk::<3, 32>(seed, limit, 300 / scale);
+            total += walk::<4, 64>(seed, limit.min(127), 200 / scale);
+            total += walk::<8, 16>(seed, limit.min(7), 200 / scale);
         }
     }
-    assert!(total > 100_000, "{total}");
+    assert!(total > if cfg!(miri) { 300 } else { 100_000 }, "{total}");
 }
 
 /// `decide_fast_ahead`'s moved-word branch (`live + n`, unsaturated) from
