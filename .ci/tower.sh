@@ -95,13 +95,18 @@ pid=
 cat "$work/server.log"
 [ "$status" = 0 ] || { echo "tower: the server's final ledger check failed ($status)"; exit 1; }
 
-# A flood of one-shot keys (every request a key never seen before: wrk
-# makes about 10x the table's 1,024 slots per window here) while newcomers
-# arrive, each sending 2 requests, within its limit of 10. Fails unless
-# 95% of the newcomers' requests are admitted (a full table that refuses
-# new keys admits about a fifth here) and the ledger finds no key over
-# its limit.
-"$bin" --port 0 --per-key 10 --global 0 --interval-ms 1000 --capacity 1024 --ledger >"$work/flood.log" 2>&1 &
+# A flood of one-shot keys (every request a key never seen before) while
+# newcomers arrive, each sending 2 requests, within its limit of 10. Fails
+# unless 95% of the newcomers' requests are admitted and the ledger finds
+# no key over its limit. The table has 16,384 slots, so that the flood
+# (its size per window is printed below) stays well under 20x the slots
+# per window even where wrk sends many times as fast as on a 2-core
+# machine: past about 20x the memory of evicted keys saturates and
+# newcomers are refused with the flood, by design (benches/README.md,
+# "Floods of keys"). The flood still sends several times the slots within
+# the two intervals a key must idle to be recycled, so a table that
+# refused new keys would be full within a second and refuse most of them.
+"$bin" --port 0 --per-key 10 --global 0 --interval-ms 1000 --capacity 16384 --ledger >"$work/flood.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
   grep -q '^listening on' "$work/flood.log" && break
@@ -142,6 +147,8 @@ for i in $(seq 40); do
 done
 wait "$wrk_pid"
 grep -E '^FLOOD|Requests/sec' "$work/flood-wrk.log"
+awk '/^FLOOD/ { split($2, a, "="); split($3, r, "="); n = a[2] + r[2]
+  printf "flood: %d requests in 5 s, about %.1fx the 16,384 slots per window of 500 ms\n", n, n / 10 / 16384 }' "$work/flood-wrk.log"
 echo "newcomers during the flood: $admitted admitted, $refused refused"
 code=$(curl -s -o "$work/flood-ledger.txt" -w '%{http_code}' "http://$addr/__ledger/check")
 tail -4 "$work/flood-ledger.txt"
