@@ -385,7 +385,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let (home, fp) = locate::<CAP>(self.seed, key);
         let c = self.window_of(now);
-        if n != 0 && n <= self.layout.limit {
+        if self.books(n) {
             self.newest = self.newest.max(c);
         }
         self.acquire_from(fp, home, c, n)
@@ -457,11 +457,11 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             let next = locate::<CAP>(seed, requests[i + AHEAD].0);
             prefetch(self.slot_addr(next.0));
             let (h, fp) = core::mem::replace(&mut homes[i % AHEAD], next);
-            *out = self.burst_one(fp, h, c, n, &mut booking);
+            *out = self.acquire_noting(fp, h, c, n, &mut booking);
         }
         for ((i, &(_, n)), out) in tail_reqs.iter().enumerate().zip(tail_out) {
             let (h, fp) = homes[(split + i) % AHEAD];
-            *out = self.burst_one(fp, h, c, n, &mut booking);
+            *out = self.acquire_noting(fp, h, c, n, &mut booking);
         }
         if booking {
             self.newest = self.newest.max(c);
@@ -475,22 +475,13 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         core::ptr::from_ref(&self.slots[Self::at(home, 0)]).cast()
     }
 
-    /// One request of a burst: [`acquire_from`](Self::acquire_from),
-    /// noting in `booking` whether it was for 1 to `limit` permits.
+    /// Whether a request for `n` permits is decided on its key's slot
+    /// (`1 <= n <= limit`), in one test: for `n == 0`, `n - 1` wraps to
+    /// `u64::MAX`, above any limit ([`max_limit`](Self::max_limit) is below
+    /// `2^31`).
     #[inline(always)]
-    fn burst_one(&mut self, fp: u64, home: usize, c: u64, n: u64, booking: &mut bool) -> Decision {
-        // `1 <= n <= limit` in one test: for `n == 0`, `n - 1` wraps to
-        // `u64::MAX`, above any limit (a slot's word holds at most
-        // `2^31 - 1`).
-        if n.wrapping_sub(1) < self.layout.limit {
-            *booking = true;
-            self.book(fp, home, c, n)
-        } else if n == 0 {
-            Decision::Pass
-        } else {
-            // Never admitted: no slot for it either.
-            Decision::Block
-        }
+    fn books(&self, n: u64) -> bool {
+        n.wrapping_sub(1) < self.layout.limit
     }
 
     /// The address of the slot where `key`'s probe starts (where a lookup
@@ -511,21 +502,36 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use]
     #[inline]
     pub fn home_addr(&self, key: u64) -> *const u8 {
-        core::ptr::from_ref(&self.slots[locate::<CAP>(self.seed, key).0]).cast()
+        self.slot_addr(locate::<CAP>(self.seed, key).0)
     }
 
     /// [`try_acquire`](Self::try_acquire), given the key's home slot and
     /// the window `c` of `now` (`window_of`), except raising `newest`.
     #[inline(always)]
     fn acquire_from(&mut self, fp: u64, home: usize, c: u64, n: u64) -> Decision {
-        if n == 0 {
-            return Decision::Pass;
-        }
-        if n > self.layout.limit {
+        self.acquire_noting(fp, home, c, n, &mut false)
+    }
+
+    /// [`acquire_from`](Self::acquire_from), setting `booking` if it
+    /// decided on the key's slot ([`books`](Self::books)).
+    #[inline(always)]
+    fn acquire_noting(
+        &mut self,
+        fp: u64,
+        home: usize,
+        c: u64,
+        n: u64,
+        booking: &mut bool,
+    ) -> Decision {
+        if self.books(n) {
+            *booking = true;
+            self.book(fp, home, c, n)
+        } else if n == 0 {
+            Decision::Pass
+        } else {
             // Never admitted: no slot for it either.
-            return Decision::Block;
+            Decision::Block
         }
-        self.book(fp, home, c, n)
     }
 
     /// [`acquire_from`](Self::acquire_from) for `1 <= n <= limit`.
