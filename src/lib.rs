@@ -83,24 +83,15 @@
 extern crate std;
 
 pub mod array;
-mod borrow;
 pub mod breaker;
-mod bucket;
-mod bucket_gate;
 pub mod clock;
-mod decision;
-mod divide;
 mod error;
-mod event;
 pub mod export;
 pub mod gate;
 pub mod keyed;
-mod metric;
-mod node;
-mod packed;
-mod set;
 pub mod shard;
 pub mod stats;
+mod sync;
 pub mod system;
 
 #[doc = include_str!("../GUARANTEES.md")]
@@ -108,23 +99,19 @@ pub mod guarantees {}
 
 #[doc = include_str!("protocol.md")]
 pub mod protocol {}
-mod sync;
-mod view;
-mod window;
-mod word;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub use array::LeapArray;
-pub use decision::Decision;
-pub use error::AddError;
-pub use gate::Gate;
-pub use keyed::KeyedGate;
-pub use set::GateSet;
 #[cfg(leaparray_loom)]
 #[doc(hidden)]
-pub use word::LoomTinyGen;
-pub use word::MAX_COUNT;
+pub use array::word::LoomTinyGen;
+pub use array::word::MAX_COUNT;
+pub use array::LeapArray;
+pub use error::AddError;
+pub use gate::decision::Decision;
+pub use gate::set::GateSet;
+pub use gate::Gate;
+pub use keyed::KeyedGate;

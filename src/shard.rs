@@ -59,12 +59,12 @@ use core::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
+use crate::array::bucket::CellOp;
+use crate::array::window::{add_counts, Window};
+use crate::array::word::MAX_COUNT;
 use crate::array::LeapArray;
-use crate::bucket::CellOp;
 use crate::error::AddError;
 use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
-use crate::window::{add_counts, Window};
-use crate::word::MAX_COUNT;
 
 /// The bit of a shard's state word that says a [`ShardWriter`] owns it; the
 /// bits below count the shared adds in flight on it (including, for a

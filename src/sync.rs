@@ -156,7 +156,7 @@ const _: () = assert!(
 /// read and written as `u64` values (a 32-bit word's values always fit in
 /// 32 bits). `pub` in this private module: nameable by the sealed `Width`
 /// trait, reachable by no one outside. Each method forwards its orderings
-/// unchanged; the protocol that chooses them is argued in `crate::bucket`.
+/// unchanged; the protocol that chooses them is argued in `crate::array::bucket`.
 pub trait AtomicWord: Send + Sync {
     fn load_word(&self, o: Ordering) -> u64;
     fn store_word(&self, v: u64, o: Ordering);

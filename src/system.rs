@@ -118,9 +118,9 @@
 //! [`enter_within`](AdaptiveRule::enter_within): one atomic increment and
 //! a compare, the same decision while the limit is current.
 
-use crate::decision::Decision;
-use crate::event::Event;
-use crate::node::{ConcurrencyGuard, StatisticNode};
+use crate::gate::decision::Decision;
+use crate::stats::event::Event;
+use crate::stats::node::{ConcurrencyGuard, StatisticNode};
 
 /// Sentinel's adaptive system rule (`checkBbr`), in the node's ticks,
 /// with a windowed max and min over the minute (see the [module

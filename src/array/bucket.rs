@@ -2,10 +2,10 @@
 //! The protocol (the race it closes, invariants, progress, orderings, limits)
 //! is documented in `crate::protocol` (`src/protocol.md`).
 
+use crate::array::word::{CellWord, Narrow, Stamp, Wide, Width};
 use crate::error::AddError;
 use crate::sync::Ordering::{Relaxed, Release, SeqCst};
 use crate::sync::{array_of, atomic_u32, atomic_u64, const_fn_unless_loom, AtomicWord};
-use crate::word::{CellWord, Narrow, Stamp, Wide, Width};
 
 /// What an update does to a counter's count `have` in its window: the new
 /// count, and whether it had to be clamped to `0..=max` (the width's
@@ -105,7 +105,7 @@ macro_rules! empty_bucket {
 empty_bucket!(Wide, atomic_u64);
 empty_bucket!(Narrow, atomic_u32);
 #[cfg(leaparray_loom)]
-empty_bucket!(crate::word::LoomTinyGen, atomic_u32);
+empty_bucket!(crate::array::word::LoomTinyGen, atomic_u32);
 
 impl<W: Width, const C: usize> Bucket<W, C> {
     fn load_stamp(&self) -> Stamp<W> {

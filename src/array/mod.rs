@@ -14,17 +14,22 @@
 //! assert_eq!(A.windows(100)[0], Window { start: 0, counts: [3] });
 //! ```
 
+pub(crate) mod bucket;
+pub(crate) mod view;
+pub(crate) mod window;
+pub(crate) mod word;
+
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::bucket::{Bucket, CellOp, Retired, WriterCells};
+use crate::array::bucket::{Bucket, CellOp, Retired, WriterCells};
+pub use crate::array::view::ReadOnlyArray;
+use crate::array::window::add_counts;
+pub use crate::array::window::Window;
+pub use crate::array::word::{Narrow, Wide, Width};
 use crate::error::AddError;
 pub use crate::error::SpanError;
 use crate::sync::{array_of, const_fn_unless_loom};
-pub use crate::view::ReadOnlyArray;
-use crate::window::add_counts;
-pub use crate::window::Window;
-pub use crate::word::{Narrow, Wide, Width};
 
 /// Sentinel's sliding-window array: `N` buckets of `window` ticks, `C`
 /// counters each, counting exactly and without a lock.
@@ -141,7 +146,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C, Narrow> {
 }
 
 #[cfg(leaparray_loom)]
-impl<const N: usize, const C: usize> LeapArray<N, C, crate::word::LoomTinyGen> {
+impl<const N: usize, const C: usize> LeapArray<N, C, crate::array::word::LoomTinyGen> {
     /// Loom builds only: an array whose generations wrap at 2^3, for models
     /// that stall a thread across half the generation range.
     #[doc(hidden)]
@@ -149,7 +154,7 @@ impl<const N: usize, const C: usize> LeapArray<N, C, crate::word::LoomTinyGen> {
     pub fn new_tiny_gen(window: NonZeroU64) -> Self {
         Self::from_buckets(
             window,
-            array_of!(N, Bucket::<crate::word::LoomTinyGen, C>::new()),
+            array_of!(N, Bucket::<crate::array::word::LoomTinyGen, C>::new()),
         )
     }
 }

@@ -1,9 +1,9 @@
 //! [`ReadOnlyArray`]: a [`LeapArray`] that can be read but not written.
 
+use crate::array::window::Window;
+use crate::array::word::{Wide, Width};
 use crate::array::LeapArray;
 use crate::error::SpanError;
-use crate::window::Window;
-use crate::word::{Wide, Width};
 
 /// A [`LeapArray`] that can only be read: every read method of
 /// `LeapArray`, none that writes (`add`, `sub`, `update_max`). A type that

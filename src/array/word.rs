@@ -2,7 +2,7 @@
 //!
 //! Both are plain `u64` values (a [`Narrow`] word's values fit in 32 bits:
 //! generation 8 | window 24, and generation 8 | sealed 1 | count 23); the
-//! atomics that hold them live in [`crate::bucket`], and are read and written
+//! atomics that hold them live in [`crate::array::bucket`], and are read and written
 //! as `u64` values through [`crate::sync::AtomicWord`]. Keeping the encodings here, as `const fn`s on `Copy`
 //! newtypes, keeps the protocol code free of shifts and masks.
 //!

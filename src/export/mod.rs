@@ -74,8 +74,8 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::event::Event;
-use crate::metric::{Access, Metric, MetricWindow};
+use crate::stats::event::Event;
+use crate::stats::metric::{Access, Metric, MetricWindow};
 
 /// Why an export was refused. Nothing was written.
 ///

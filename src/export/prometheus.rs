@@ -6,10 +6,10 @@ use std::string::{String, ToString};
 use std::vec::Vec;
 
 use super::ExportError;
-use crate::event::Event;
 use crate::gate::Gate;
 use crate::keyed::KeyedGate;
-use crate::node::StatisticNode;
+use crate::stats::event::Event;
+use crate::stats::node::StatisticNode;
 
 /// The events a node exposes, with their label values.
 const EVENTS: [(Event, &str); 5] = [

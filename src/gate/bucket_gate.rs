@@ -46,9 +46,9 @@
 
 use core::num::NonZeroU64;
 
-use crate::borrow::Lent;
-use crate::event::Event;
-use crate::metric::{Metric, ReadOnly};
+use crate::stats::borrow::Lent;
+use crate::stats::event::Event;
+use crate::stats::metric::{Metric, ReadOnly};
 use crate::sync::{const_fn_unless_loom, loom_sc_order};
 
 /// How many times a decision starts over when other callers keep moving

@@ -71,23 +71,29 @@
 //! 2 x 500 ms, 103 for 10 x 100 ms, against 160 for a fixed window. Use more,
 //! shorter windows where that matters.
 
+pub(crate) mod bucket_gate;
+pub(crate) mod decision;
+pub(crate) mod divide;
+pub(crate) mod packed;
+pub(crate) mod set;
+
 use core::num::NonZeroU64;
 
-use crate::bucket_gate::BucketGate;
-use crate::divide::Divisor;
+use crate::array::word::MAX_COUNT;
 use crate::error::AddError;
-use crate::event::Event;
-use crate::metric::{Metric, ReadOnly};
-use crate::packed::{Answer, Layout, Outcome, WordGate};
+use crate::gate::bucket_gate::BucketGate;
+use crate::gate::divide::Divisor;
+use crate::gate::packed::{Answer, Layout, Outcome, WordGate};
 #[cfg(target_pointer_width = "64")]
-use crate::packed::{Fixed, Geometry};
+use crate::gate::packed::{Fixed, Geometry};
+use crate::stats::event::Event;
+use crate::stats::metric::{Metric, ReadOnly};
 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
 use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
-use crate::word::MAX_COUNT;
 
-use crate::decision::Decision;
-pub use crate::set::{Member, SEARCH_STEPS};
+use crate::gate::decision::Decision;
+pub use crate::gate::set::{Member, SEARCH_STEPS};
 
 /// What [`Gate::try_acquire_prioritized`] decided: a [`Decision`], or a
 /// wait for a future window whose permits are already booked. Ignoring it

@@ -37,9 +37,9 @@
 //! does not hold for it. (`GateSet::new` is `const` and cannot compare the
 //! references: a check would cost every decision.)
 
-use crate::decision::Decision;
+use crate::gate::decision::Decision;
+use crate::gate::packed::Outcome;
 use crate::gate::Gate;
-use crate::packed::Outcome;
 
 /// The most times [`GateSet::retry_after`] tries: each try after the
 /// first starts past a stretch of time in which some member refuses, and

@@ -14,8 +14,8 @@ use super::slot::{
     probe_len, recyclable, remaining_from, retry_after_from, seeded, value_of, DEFAULT_SEED, USED,
 };
 use super::{KeyedError, Occupancy, Overflow, LOCAL_TOO_LARGE};
-use crate::decision::Decision;
-use crate::packed::{self, Fast, Layout};
+use crate::gate::decision::Decision;
+use crate::gate::packed::{self, Fast, Layout};
 
 /// How far ahead a burst prefetches: request `i + AHEAD`'s home slot as
 /// request `i` is decided. A power of two (the ring of homes is indexed

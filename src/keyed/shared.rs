@@ -15,8 +15,8 @@ use super::slot::{
 };
 use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
-use crate::decision::Decision;
-use crate::packed::{self, Outcome};
+use crate::gate::decision::Decision;
+use crate::gate::packed::{self, Outcome};
 use crate::sync::{const_fn_unless_loom, Ordering::Relaxed};
 
 /// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in

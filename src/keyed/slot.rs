@@ -82,8 +82,8 @@ use super::table::{place_of, Event, Policy, Start, Value};
 #[cfg(doc)]
 use super::KeyedGate;
 use super::{KeyedError, Overflow, PROBE};
-use crate::divide::Divisor;
-use crate::packed::{self, Fast, Layout, Outcome};
+use crate::gate::divide::Divisor;
+use crate::gate::packed::{self, Fast, Layout, Outcome};
 use crate::sync::{
     AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},

@@ -10,7 +10,7 @@ use core::ops::RangeInclusive;
 
 use crate::array::LeapArray;
 use crate::error::AddError;
-use crate::event::Event;
+use crate::stats::event::Event;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 
 /// Why an [`add_waiting`](crate::stats::Metric::add_waiting) or

@@ -5,13 +5,13 @@
 use core::marker::PhantomData;
 use core::num::NonZeroU64;
 
+use crate::array::view::ReadOnlyArray;
+use crate::array::word::MAX_COUNT;
 use crate::array::LeapArray;
-use crate::borrow::{Borrowed, WaitingError};
 use crate::error::AddError;
-use crate::event::Event;
+use crate::stats::borrow::{Borrowed, WaitingError};
+use crate::stats::event::Event;
 use crate::sync::const_fn_unless_loom;
-use crate::view::ReadOnlyArray;
-use crate::word::MAX_COUNT;
 
 /// Cells of the main array: the six events, then two per-window extremes.
 const EVENTS: usize = Event::ALL.len();

@@ -18,7 +18,12 @@
 //! drop(in_flight);
 //! ```
 
-pub use crate::borrow::WaitingError;
-pub use crate::event::Event;
-pub use crate::metric::{Access, Metric, MetricWindow, ReadOnly, Writable};
-pub use crate::node::{ConcurrencyGuard, StatisticNode};
+pub(crate) mod borrow;
+pub(crate) mod event;
+pub(crate) mod metric;
+pub(crate) mod node;
+
+pub use crate::stats::borrow::WaitingError;
+pub use crate::stats::event::Event;
+pub use crate::stats::metric::{Access, Metric, MetricWindow, ReadOnly, Writable};
+pub use crate::stats::node::{ConcurrencyGuard, StatisticNode};

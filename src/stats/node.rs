@@ -4,8 +4,8 @@
 use core::num::NonZeroU64;
 
 use crate::error::AddError;
-use crate::event::Event;
-use crate::metric::Metric;
+use crate::stats::event::Event;
+use crate::stats::metric::Metric;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 
 /// Sentinel's `StatisticNode`: a second-level [`Metric`] (default 2 windows
@@ -429,7 +429,7 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
         now: u64,
         future: u64,
         n: u64,
-    ) -> Result<(), crate::borrow::WaitingError> {
+    ) -> Result<(), crate::stats::borrow::WaitingError> {
         self.second.add_waiting(now, future, n)
     }
 

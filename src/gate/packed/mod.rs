@@ -109,7 +109,7 @@
 //! read as ahead, and its slide drops counts that are still live: beyond
 //! that limit the gate can admit more than its limit.
 
-use crate::divide::Divisor;
+use crate::gate::divide::Divisor;
 use crate::sync::Ordering::{self, AcqRel, Acquire};
 use core::ops::{Add, BitAnd, BitOr, Not, Shl, Shr, Sub};
 
