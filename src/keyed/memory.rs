@@ -197,7 +197,7 @@ impl Shape {
         let mut out = [(0, 0); ROWS];
         let mut r = 0;
         while r < ROWS {
-            let h = super::slot::mix(fp ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1)));
+            let h = super::hash::mix(fp ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1)));
             let i = ((u128::from(h) * n) >> 64) as usize;
             out[r] = (plane * self.words + i / CELLS, (i % CELLS) as u32 * 8);
             r += 1;

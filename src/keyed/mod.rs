@@ -199,12 +199,15 @@
 
 use core::fmt;
 
+mod hash;
 mod local;
 mod memory;
 mod shared;
 mod slot;
 mod table;
 
+#[cfg(feature = "std")]
+pub use hash::KeyHasher;
 pub use local::LocalKeyedGate;
 pub use shared::KeyedGate;
 pub use table::{
@@ -357,53 +360,6 @@ pub struct Occupancy {
     /// the memory of evicted keys: keys that came back after an eviction
     /// (or shared cells with one).
     pub remembered: u64,
-}
-
-/// Keys of any hashable type as the `u64` keys of a [`KeyedGate`], with a
-/// random secret key (std's `RandomState`, SipHash 1-3): a client cannot
-/// choose keys that land in one probe. Two keys share a slot only if their
-/// 64-bit hashes collide, or their tables' 56-bit fingerprints do within
-/// one probe.
-///
-/// ```
-/// # use core::num::NonZeroU64;
-/// use leaparray::keyed::KeyHasher;
-/// use leaparray::KeyedGate;
-/// use leaparray::Decision;
-/// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 1);
-/// let keys = KeyHasher::new();
-/// assert_eq!(T.try_acquire(keys.key("api-token-1"), 0, 1), Decision::Pass);
-/// assert_eq!(T.try_acquire(keys.key("api-token-1"), 0, 1), Decision::Block);
-/// assert_eq!(T.try_acquire(keys.key("api-token-2"), 0, 1), Decision::Pass);
-/// ```
-#[cfg(feature = "std")]
-#[derive(Debug, Clone, Default)]
-pub struct KeyHasher(std::collections::hash_map::RandomState);
-
-#[cfg(feature = "std")]
-impl KeyHasher {
-    /// A hasher with a fresh random key.
-    ///
-    /// ```
-    /// let a = leaparray::keyed::KeyHasher::new();
-    /// assert_eq!(a.key(&42u32), a.key(&42u32));
-    /// ```
-    #[must_use]
-    pub fn new() -> Self {
-        KeyHasher(std::collections::hash_map::RandomState::new())
-    }
-
-    /// The `u64` key of `key`.
-    ///
-    /// ```
-    /// let a = leaparray::keyed::KeyHasher::new();
-    /// assert_ne!(a.key("10.0.0.1"), a.key("10.0.0.2"));
-    /// ```
-    #[must_use]
-    pub fn key<K: core::hash::Hash + ?Sized>(&self, key: &K) -> u64 {
-        use core::hash::BuildHasher;
-        self.0.hash_one(key)
-    }
 }
 
 /// The panic message of `new` for a limit that does not fit, per `N`

@@ -8,9 +8,10 @@ use core::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
+use super::hash::mix;
 use super::memory::{Memory, Shape};
 use super::slot::{
-    decide, gate_word, layout_of, max_limit_of, mix, remaining_from, retry_after_from, table_value,
+    decide, gate_word, layout_of, max_limit_of, remaining_from, retry_after_from, table_value,
     Booking, GatePolicy, Shared, DEFAULT_SEED,
 };
 use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};

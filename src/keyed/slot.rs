@@ -77,6 +77,7 @@ use core::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
+use super::hash::mix;
 use super::memory::{Memory, Shape, Word};
 use super::table::{place_of, Event, Policy, Start, Value};
 #[cfg(doc)]
@@ -259,16 +260,6 @@ pub(super) fn seeded<C: Word, const N: usize, const CAP: usize>(
     } else {
         packed::word_with::<u64>(l, h, |k| est[k as usize])
     })
-}
-
-/// MurmurHash3's 64-bit finalizer: every input bit moves every output bit.
-#[inline(always)]
-pub(super) const fn mix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
 }
 
 // The rules a slot follows, shared by `KeyedGate` and `LocalKeyedGate`
