@@ -13,7 +13,7 @@ pub(super) const fn mix(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// Keys of any hashable type as the `u64` keys of a [`KeyedGate`], with a
+/// Keys of any hashable type as the `u64` keys of a [`KeyedGate`](super::KeyedGate), with a
 /// random secret key (std's `RandomState`, SipHash 1-3): a client cannot
 /// choose keys that land in one probe. Two keys share a slot only if their
 /// 64-bit hashes collide, or their tables' 56-bit fingerprints do within
