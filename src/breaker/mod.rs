@@ -195,9 +195,8 @@ use core::fmt;
 use core::num::NonZeroU64;
 
 use crate::array::LeapArray;
-use crate::error::AddError;
 use crate::sync::{
-    atomic_u64, const_fn_unless_loom, loom_sc_order, AtomicU64,
+    atomic_u64, const_fn_unless_loom, AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},
     PortableAtomicU128,
 };
@@ -207,6 +206,9 @@ mod word;
 
 pub use config::{BreakerError, Config, Ratio, Strategy};
 use word::Word;
+mod report;
+mod state;
+pub use state::{Outcome, Snapshot, State, Transition};
 pub use word::MAX_PROBES;
 
 #[doc = include_str!("protocol.md")]
@@ -219,97 +221,6 @@ pub mod protocol {}
 const BAD: usize = 0;
 /// Counter of every report counted in a closed period.
 const TOTAL: usize = 1;
-
-/// A breaker's state.
-///
-/// ```
-/// use leaparray::breaker::State;
-/// assert_ne!(State::Closed, State::Open);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum State {
-    /// Requests pass; outcomes are counted.
-    Closed,
-    /// Requests are refused until the recovery timeout has passed.
-    Open,
-    /// Up to `k` probes pass; their outcomes decide.
-    HalfOpen,
-}
-
-/// How a request ended.
-///
-/// ```
-/// use leaparray::breaker::Outcome;
-/// assert_ne!(Outcome::Success, Outcome::Error);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Outcome {
-    /// It succeeded (it may still be slow).
-    Success,
-    /// It failed (Sentinel: an exception traced on the entry).
-    Error,
-}
-
-/// One change of a breaker's state, as its observer and the caller that
-/// made it see it.
-///
-/// ```
-/// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy, Transition};
-/// let b = CircuitBreaker::<2>::new(
-///     Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50).with_min_requests(1),
-/// );
-/// let p = b.try_acquire(0).unwrap();
-/// let t = b.report(7, p, 1, Outcome::Error).unwrap();
-/// assert_eq!(t, Transition { from: State::Closed, to: State::Open, at: 7, number: 1 });
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Transition {
-    /// The state before.
-    pub from: State,
-    /// The state after.
-    pub to: State,
-    /// The `now` of the call that made it.
-    pub at: u64,
-    /// The breaker's transition count after it, modulo 2^32 (1 for the
-    /// first): the order of transitions, whichever observer call runs
-    /// first.
-    pub number: u32,
-}
-
-/// Everything the breaker's state word holds, read in one load by
-/// [`CircuitBreaker::snapshot`]: the state, the transition count, the time
-/// that matters in the state and the probes of a half-open period, all of
-/// one instant (not the statistics: see [`CircuitBreaker::counts`]).
-///
-/// ```
-/// use leaparray::breaker::{CircuitBreaker, Config, State, Strategy};
-/// let b = CircuitBreaker::<2>::new(Config::new(Strategy::ErrorCount { max_errors: 0 }, 100, 50));
-/// let s = b.snapshot();
-/// assert_eq!((s.state, s.transitions, s.time, s.probes_granted), (State::Closed, 0, 0, 0));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Snapshot {
-    /// The state.
-    pub state: State,
-    /// Transitions so far, modulo 2^32.
-    pub transitions: u32,
-    /// `Closed`: the start of its statistics (the closing probe report's
-    /// `now`, or the deadline of the open period before it if that was
-    /// later; 0 for a new breaker); `Open`: when it may half-open (the
-    /// recovery timeout after the latest time the breaker had seen, or
-    /// after a lost probe's timeout if that was later, saturating at
-    /// `u64::MAX`); `HalfOpen`: when its latest probe was
-    /// granted.
-    pub time: u64,
-    /// `HalfOpen`: probes granted in this period (0 otherwise).
-    pub probes_granted: u16,
-    /// `HalfOpen`: probes of this period reported good (0 otherwise).
-    pub probes_good: u16,
-}
 
 /// The right to make one request, from [`CircuitBreaker::try_acquire`];
 /// hand it back with the request's outcome to
@@ -768,179 +679,6 @@ impl<const N: usize> CircuitBreaker<N> {
         }
     }
 
-    /// Reports how the request of `permit` ended at `now`, with its
-    /// response time `rt` in ticks; returns the transition it made, if
-    /// any. A report on a permit another breaker granted changes nothing.
-    /// A report from an earlier period (see "Permits" in the module docs)
-    /// changes no state and no statistics; its `now` only raises the latest
-    /// time the breaker has seen, which later deadlines count from (see
-    /// "Times").
-    ///
-    /// ```
-    /// use leaparray::breaker::{CircuitBreaker, Config, Outcome, State, Strategy};
-    /// let b = CircuitBreaker::<2>::new(
-    ///     Config::new(Strategy::ErrorCount { max_errors: 1 }, 100, 50).with_min_requests(1),
-    /// );
-    /// let (p, q) = (b.try_acquire(0).unwrap(), b.try_acquire(0).unwrap());
-    /// assert_eq!(b.report(5, p, 5, Outcome::Error), None); // 1 error: not more than 1
-    /// assert_eq!(b.report(6, q, 6, Outcome::Error).map(|t| t.to), Some(State::Open));
-    /// ```
-    pub fn report(
-        &self,
-        now: u64,
-        permit: Permit<'_, N>,
-        rt: u64,
-        outcome: Outcome,
-    ) -> Option<Transition> {
-        if !core::ptr::eq(permit.breaker, self) {
-            return None;
-        }
-        // Before the word is loaded: a trip or reopen that reads `latest`
-        // after this report's add (the array's `SeqCst` adds and reads
-        // order it) sees this `now` (see "Times" in the module docs).
-        // ORDERING: Relaxed; the adds and reads of the windows, and the
-        // word's swaps, carry the order.
-        if now > self.latest.load(Relaxed) {
-            self.latest.fetch_max(now, Relaxed);
-        }
-        let bad = match self.config.strategy {
-            Strategy::SlowRequestRatio { max_rt, .. } => rt > max_rt,
-            Strategy::ErrorRatio { .. } | Strategy::ErrorCount { .. } => outcome == Outcome::Error,
-        };
-        if permit.probe {
-            self.report_probe(now, permit.period, bad)
-        } else {
-            self.report_plain(now, permit.period, bad)
-        }
-    }
-
-    /// A plain permit's report: count it in its closed period, then trip
-    /// if the period's windows meet the condition.
-    fn report_plain(&self, now: u64, period: u32, bad: bool) -> Option<Transition> {
-        let cur = self.word.load(Acquire);
-        let w = Word::unpack(cur);
-        if w.state != State::Closed || w.seq != period {
-            return None;
-        }
-        // A report counts only in its period's first window or later, and
-        // only in the `N` windows ending at the newest window the
-        // statistics hold (window ids, not distances): anything else is
-        // left out of every trip check, so it is not added and is counted
-        // in `uncounted` instead.
-        let own = now / self.window;
-        if own < w.time / self.window || self.behind(own, self.stats.newest_from(own)) {
-            return self.uncount();
-        }
-        // TOTAL before BAD, read in the other order (see `BAD`): a
-        // concurrent reader may miss this bad outcome (this report's own
-        // read sees it) but never counts it without its request. A `Stale`
-        // add (the report's window already retired) is not counted, and
-        // counted in `uncounted`; `Saturated` keeps the count at its bound.
-        // So is a `Stale` BAD add: a newer window sealed this one between
-        // the two adds, and the window holds this report as a success.
-        if self.stats.add(now, TOTAL, 1) == Err(AddError::Stale) {
-            return self.uncount();
-        }
-        if bad && self.stats.add(now, BAD, 1) == Err(AddError::Stale) {
-            return self.uncount();
-        }
-        // The adds and the reads below are `SeqCst`: of two reports in
-        // different windows, the one whose read comes last in their total
-        // order sees both adds. Loom models `SeqCst` as acquire/release:
-        // this fence stands for the total order there (nothing elsewhere).
-        loom_sc_order();
-        // Read the windows live at the newest window the array holds, not
-        // only at this report's `now`: a report whose `now` is older than
-        // another's (a stalled caller) still reads every add of the period
-        // that is live (see "No trip is missed"). If the newest window moved
-        // past this one's reach between the check above and the add, this
-        // report is not in its own check: counted in `uncounted`.
-        let newest = self.stats.newest_from(own);
-        if self.behind(own, newest) {
-            return self.uncount();
-        }
-        let at = if newest > own {
-            newest.saturating_mul(self.window)
-        } else {
-            now
-        };
-        let (total, bad) = self.counts_since(at, w.time);
-        if !self.trips(total, bad) {
-            // The newest window may have moved past this one's reach
-            // between the check above and the read, which then left this
-            // report's window out: counted in `uncounted` (a report whose
-            // window goes just after a whole read is counted there too).
-            if self.behind(own, self.stats.newest_from(own)) {
-                return self.uncount();
-            }
-            return None;
-        }
-        let next = self.reopened(w, now);
-        // The word of a closed period changes only by a transition: if the
-        // swap fails, another caller ended the period (tripped it) first.
-        match self
-            .word
-            .compare_exchange(cur, next.pack(), AcqRel, Acquire)
-        {
-            Ok(_) => self.announce(w, next, now),
-            Err(_) => None,
-        }
-    }
-
-    /// Whether window `own` is older than the `N` windows ending at
-    /// `newest`.
-    const fn behind(&self, own: u64, newest: u64) -> bool {
-        newest > own && newest - own >= N as u64
-    }
-
-    /// A plain report not counted: counted in `uncounted`.
-    fn uncount(&self) -> Option<Transition> {
-        // ORDERING: a statistic on its own, ordered with nothing.
-        self.uncounted.fetch_add(1, Relaxed);
-        None
-    }
-
-    /// A probe's report: counts towards closing its half-open period, or
-    /// reopens it.
-    fn report_probe(&self, now: u64, period: u32, bad: bool) -> Option<Transition> {
-        let mut cur = self.word.load(Acquire);
-        loop {
-            let w = Word::unpack(cur);
-            // `good < granted`: a permit of this period that has not
-            // reported yet can exist (each reports once; see `Permit`).
-            if w.state != State::HalfOpen || w.seq != period || w.good >= w.granted {
-                return None;
-            }
-            let next = if bad {
-                self.reopened(w, now)
-            } else if w.good + 1 >= self.config.probes {
-                // The closed period starts at the later of this `now` and
-                // the deadline of the open period before it: never in a
-                // window of the reports the trip saw (the deadline is a
-                // recovery timeout, at least one window, after the latest
-                // of them), whatever this report's clock lags, and never
-                // later because a probe was granted with a leading clock.
-                // Read after the load of `cur`, which counts the good
-                // report of the permit whose grant stored it (see
-                // `try_acquire`). ORDERING: Relaxed; the word carries it.
-                let deadline = self.deadline.load(Relaxed);
-                w.next(State::Closed, if now > deadline { now } else { deadline })
-            } else {
-                Word {
-                    good: w.good + 1,
-                    ..w
-                }
-            };
-            match self
-                .word
-                .compare_exchange(cur, next.pack(), AcqRel, Acquire)
-            {
-                Ok(_) => return self.announce(w, next, now),
-                Err(actual) => cur = actual,
-            }
-        }
-    }
-
     /// The word of the `Open` period that follows `w` (closed or half-open):
     /// open for the recovery timeout from the latest of `now` (the `now` of
     /// the report that trips or reopens it; for a lost probe, the latest
@@ -994,19 +732,6 @@ impl<const N: usize> CircuitBreaker<N> {
             }
         }
         (total, bad)
-    }
-
-    /// Whether `(total, bad)` meets the trip condition.
-    const fn trips(&self, total: u64, bad: u64) -> bool {
-        if total < self.config.min_requests {
-            return false;
-        }
-        match self.config.strategy {
-            Strategy::SlowRequestRatio { max_ratio, .. } | Strategy::ErrorRatio { max_ratio } => {
-                max_ratio.tripped_by(bad, total)
-            }
-            Strategy::ErrorCount { max_errors } => bad > max_errors,
-        }
     }
 }
 

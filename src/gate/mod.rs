@@ -76,6 +76,7 @@ pub(crate) mod decision;
 pub(crate) mod divide;
 pub(crate) mod packed;
 pub(crate) mod set;
+mod shape;
 
 use core::num::NonZeroU64;
 
@@ -93,103 +94,9 @@ use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
 
 use crate::gate::decision::Decision;
+pub use crate::gate::decision::PriorityDecision;
 pub use crate::gate::set::{Member, SEARCH_STEPS};
-
-/// What [`Gate::try_acquire_prioritized`] decided: a [`Decision`], or a
-/// wait for a future window whose permits are already booked. Ignoring it
-/// is an error: a [`Pass`](Self::Pass) or [`Wait`](Self::Wait) has
-/// already booked its permits.
-///
-/// ```
-/// # use core::num::NonZeroU64;
-/// use leaparray::gate::PriorityDecision;
-/// use leaparray::{Decision, Gate};
-/// let g = Gate::<1>::new(NonZeroU64::new(500).unwrap(), 1);
-/// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Pass);
-/// assert_eq!(g.try_acquire_prioritized(100, 1), PriorityDecision::Wait(400));
-/// assert_eq!(PriorityDecision::from(Decision::Block), PriorityDecision::Block);
-/// ```
-#[must_use = "a Pass or Wait has already booked its permits"]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum PriorityDecision {
-    /// Admitted now.
-    Pass,
-    /// Admitted in a future window: come back after this many ticks. The
-    /// permits are already booked there (Sentinel's
-    /// `PriorityWaitException`).
-    Wait(u64),
-    /// Refused: nothing is booked.
-    Block,
-}
-
-impl From<Decision> for PriorityDecision {
-    fn from(d: Decision) -> Self {
-        match d {
-            Decision::Pass => PriorityDecision::Pass,
-            Decision::Block => PriorityDecision::Block,
-        }
-    }
-}
-
-/// Why [`Gate::try_new`] refused its parameters.
-///
-/// ```
-/// use leaparray::gate::GateError;
-/// let e = GateError::LimitTooLarge { max: leaparray::MAX_COUNT };
-/// assert_eq!(e.to_string(), "the limit is above 140737488355327, the most a count holds");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum GateError {
-    /// The limit is above [`MAX_COUNT`], the most a count holds.
-    LimitTooLarge {
-        /// The largest limit a gate takes: [`MAX_COUNT`].
-        max: u64,
-    },
-}
-
-impl core::fmt::Display for GateError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            GateError::LimitTooLarge { max } => {
-                write!(f, "the limit is above {max}, the most a count holds")
-            }
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for GateError {}
-
-/// How a [`Gate`] holds its state ([`Gate::shape`]); the module docs say
-/// which shapes get which.
-///
-/// ```
-/// # use core::num::NonZeroU64;
-/// use leaparray::gate::Shape;
-/// use leaparray::Gate;
-/// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100);
-/// assert_eq!(g.shape(), Shape::Word64 { id_bits: 33 });
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum Shape {
-    /// One `AtomicU64` keeping window ids modulo `2^id_bits`.
-    Word64 {
-        /// Bits of the window id kept (at least 32).
-        id_bits: u32,
-    },
-    /// One `AtomicU128` keeping window ids modulo `2^id_bits`.
-    Word128 {
-        /// Bits of the window id kept (at least 32, at most 64).
-        id_bits: u32,
-    },
-    /// `N` buckets of a [`Metric`].
-    Buckets,
-}
+pub use crate::gate::shape::{GateError, Shape};
 
 enum Repr<const N: usize> {
     /// A 64-bit word: [`Gate::word`].
