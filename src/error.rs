@@ -1,4 +1,5 @@
-//! Errors returned by [`LeapArray`](crate::LeapArray).
+//! Errors returned by [`LeapArray`](crate::LeapArray). At the root because
+//! arrays, shards, statistics and the breaker all return them.
 
 use core::fmt;
 

@@ -38,17 +38,20 @@
 //!
 //! ## Where things are
 //!
-//! | module | what it holds |
-//! |---|---|
-//! | the root | [`LeapArray`], [`Gate`], [`GateSet`], [`KeyedGate`], [`Decision`], [`AddError`], [`MAX_COUNT`]: what most users import |
-//! | [`array`](mod@array) | what the array's methods take and give: [`Window`](array::Window), [`ReadOnlyArray`](array::ReadOnlyArray), [`SpanError`](array::SpanError), the counter widths |
-//! | [`gate`] | one limit, or several at once: [`Gate`] and its shapes, [`GateSet`], prioritized requests ([`PriorityDecision`](gate::PriorityDecision)) |
-//! | [`keyed`] | a limit per key in fixed memory: [`KeyedGate`], the single-owner table, hashing keys |
-//! | [`stats`] | Sentinel's statistics: [`Metric`](stats::Metric), [`StatisticNode`](stats::StatisticNode), [`Event`](stats::Event) |
-//! | [`breaker`], [`system`] | guards: a circuit breaker; Sentinel's adaptive rule |
-//! | [`shard`] | one array per core or queue, read as one |
-//! | [`clock`] | producing `now` (every operation takes it) |
-//! | [`export`] | Sentinel's metric log lines, Prometheus text |
+//! Each public module is a file in `src/`, or a folder whose `mod.rs` is
+//! its public face and whose other files are its private parts.
+//!
+//! | module | what it holds | in `src/` |
+//! |---|---|---|
+//! | the root | [`LeapArray`], [`Gate`], [`GateSet`], [`KeyedGate`], [`Decision`], [`AddError`], [`MAX_COUNT`]: what most users import | `lib.rs`; shared by several modules: `sync.rs` (the one place naming atomics), `error.rs` (the errors of arrays, shards and statistics), `protocol.md` (the bucket protocol, of arrays and shards) |
+//! | [`array`](mod@array) | what the array's methods take and give: [`Window`](array::Window), [`ReadOnlyArray`](array::ReadOnlyArray), [`SpanError`](array::SpanError), the counter widths | `array/`: `bucket.rs` (a bucket and its protocol), `word.rs` (stamp and cell encodings), `view.rs`, `window.rs` |
+//! | [`gate`] | one limit, or several at once: [`Gate`] and its shapes, [`GateSet`], prioritized requests ([`PriorityDecision`](gate::PriorityDecision)) | `gate/`: `packed/` (the one-word gate: `layout.rs`, `decide.rs`, `read.rs`), `bucket_gate.rs`, `set.rs`, `shape.rs`, `decision.rs`, `divide.rs` (dividing by a window) |
+//! | [`keyed`] | a limit per key in fixed memory: [`KeyedGate`], the single-owner table, hashing keys | `keyed/`: `table/` (the slot table: `value.rs`, `policy.rs`), `slot.rs` (the gate policy), `shared.rs`, `local.rs`, `memory.rs` (the memory of evicted keys), `hash.rs` |
+//! | [`stats`] | Sentinel's statistics: [`Metric`](stats::Metric), [`StatisticNode`](stats::StatisticNode), [`Event`](stats::Event) | `stats/`: `metric.rs`, `node.rs`, `event.rs`, `borrow.rs` (permits borrowed from future windows) |
+//! | [`breaker`], [`system`] | guards: a circuit breaker; Sentinel's adaptive rule | `breaker/`: `config.rs`, `word.rs`, `state.rs`, `report.rs`, `protocol.md`; `system.rs` |
+//! | [`shard`] | one array per core or queue, read as one | `shard.rs` |
+//! | [`clock`] | producing `now` (every operation takes it) | `clock.rs` |
+//! | [`export`] | Sentinel's metric log lines, Prometheus text | `export/`: `prometheus.rs` |
 //!
 //! ## Sentinel's names
 //!

@@ -1,4 +1,4 @@
-//! Hostile review of the one-word gate (`src/packed.rs`, `src/gate.rs`): adversarial
+//! Hostile review of the one-word gate (`src/gate/packed/`, `src/gate/mod.rs`): adversarial
 //! inputs against the brute-force model shared with the fuzz target
 //! (`tests/common/gate_model.rs`): window lengths that are not powers of
 //! two, 1 and huge ones, times near 0 and near `u64::MAX`, limits up to the
@@ -666,7 +666,7 @@ fn a_record_saturates_where_borrowed_permits_would_overflow() {
 /// `WordGate::record` computes `slot_max - live_total` after sliding the
 /// word to window 2, where the live total is 1_027 > 1_023: in a debug
 /// build (overflow checks) `Gate::record` panics with "attempt to
-/// subtract with overflow" (src/packed.rs, `WordGate::record`).
+/// subtract with overflow" (src/gate/packed/decide.rs, `WordGate::record`).
 #[test]
 fn record_after_borrowed_permits_slide_in_does_not_panic() {
     let g = recorded_to_the_brim();

@@ -1,5 +1,5 @@
 //! Regression tests from a hostile review of the public slot table,
-//! `leaparray::keyed::Table` (`src/keyed/table.rs`): one per defect, each
+//! `leaparray::keyed::Table` (`src/keyed/table/mod.rs`): one per defect, each
 //! red while its defect is there (`review_defect_*` while not fixed). The
 //! `review_control_*` tests run the same harness where the defect cannot
 //! happen and are green: they show the harness detects a completion.

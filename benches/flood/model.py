@@ -68,7 +68,7 @@ ROW_SEEDS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
 
 
 def mix(h: int) -> int:
-    """MurmurHash3's 64-bit finalizer (`slot.rs`: `mix`)."""
+    """MurmurHash3's 64-bit finalizer (`keyed/hash.rs`: `mix`)."""
     h ^= h >> 33
     h = (h * 0xFF51AFD7ED558CCD) & M64
     h ^= h >> 33

@@ -1,4 +1,4 @@
-//! Loom models of the core bucket protocol (`src/bucket.rs`).
+//! Loom models of the core bucket protocol (`src/array/bucket.rs`).
 //!
 //! Every model checks exact accounting, not just "no crash": each window's
 //! final count (read live, or from the roller's retirement record once the

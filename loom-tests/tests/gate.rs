@@ -37,7 +37,7 @@
 //! to 2 (so the word's ids modulo `2^T` never wrap, and no caller lags by
 //! `2^(T-1)` windows). Loom has no 128-bit atomic, so `Shape::Word128` is
 //! not modeled; in the bucket shape a `SeqCst` fence stands for the total
-//! order of its `SeqCst` accesses (see `src/bucket_gate.rs`).
+//! order of its `SeqCst` accesses (see `src/gate/bucket_gate.rs`).
 //!
 //! Run: `RUSTFLAGS="--cfg leaparray_loom" LOOM_MAX_PREEMPTIONS=5 cargo test --release --test gate`
 #![cfg(leaparray_loom)]

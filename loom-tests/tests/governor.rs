@@ -1,5 +1,5 @@
 //! Loom models of `leaparray-governor`'s store: leaparray's keyed slot
-//! table (`src/keyed/table.rs`) with the GCRA policy
+//! table (`src/keyed/table/mod.rs`) with the GCRA policy
 //! (`integrations/governor/src/slot.rs`): governor's `measure_and_replace`
 //! on one key from two threads, two threads inserting one key while a
 //! third frees a slot of its probe, `retain_recent` racing an update, and

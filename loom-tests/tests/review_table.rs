@@ -1,4 +1,4 @@
-//! The slot table's progress (`src/keyed/table.rs`, "Progress") as
+//! The slot table's progress (`src/keyed/table/mod.rs`, "Progress") as
 //! `KeyedGate` uses it: two new keys on a full probe both complete.
 //!
 //! Bound: every interleaving up to `LOOM_MAX_PREEMPTIONS` preemptions (CI:

@@ -32,7 +32,7 @@
 //! exact under any interleaving (it is linearizable, with no rollback),
 //! and the limits of keeping ids modulo `2^T` (`T >= 32`: exact while no
 //! caller's clock lags the newest window by `2^(T-1)` windows) are in
-//! the module `packed` (source: `src/packed.rs`), whose rules
+//! the module `packed` (source: `src/gate/packed/`), whose rules
 //! [`guarantees`](crate::guarantees) restates.
 //!
 //! # The bucket shape
@@ -40,7 +40,7 @@
 //! Too many windows or too large a limit for one word: the gate books into
 //! a [`Metric`]'s bucket, reads the load of every interval containing it,
 //! and takes the booking back if one exceeds the limit (its protocol is
-//! argued in `src/bucket_gate.rs`). Exact too, with two differences: a
+//! argued in `src/gate/bucket_gate.rs`). Exact too, with two differences: a
 //! request may be refused falsely while other requests' bookings, which
 //! they then take back, push the load over the limit (never when one
 //! thread calls at a time); and its proof rests on `SeqCst` orderings.

@@ -128,7 +128,7 @@
 //!
 //! How a [`KeyedGate`] keeps one slot per key while threads race to insert
 //! it (claims and settling) is argued once in the slot table's module
-//! (`src/keyed/table.rs`: [`Table`], which `leaparray-governor` builds on
+//! (`src/keyed/table/mod.rs`: [`Table`], which `leaparray-governor` builds on
 //! too); why a recycled or evicted key never gets a fresh limit, in the
 //! gate policy's (`src/keyed/slot.rs`).
 //! A [`LocalKeyedGate`] has no race: it writes a new key's gate word in

@@ -1,6 +1,6 @@
 //! [`KeyedGate`]: the keyed table every thread and interrupt handler
 //! shares (`&self`), one 128-bit compare-and-swap per decision. Its slots
-//! follow the slot protocol (`table.rs`) with the gate policy (`slot.rs`);
+//! follow the slot protocol (`table/mod.rs`) with the gate policy (`slot.rs`);
 //! this file is its public surface.
 
 use core::fmt;
@@ -128,7 +128,7 @@ use crate::sync::{const_fn_unless_loom, Ordering::Relaxed};
 /// assert_eq!(T.remaining(8, 1_000), 3);
 /// ```
 pub struct KeyedGate<const N: usize, const CAP: usize> {
-    /// The slots and the gate policy: the slot protocol (`table.rs`) over
+    /// The slots and the gate policy: the slot protocol (`table/mod.rs`) over
     /// gate words (`slot.rs`).
     table: Table<GatePolicy<N, CAP>, [Slot; CAP]>,
 }
@@ -533,7 +533,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     /// [`book_from`](Self::book_from), taking `first` as the home slot's
     /// read: one decision of the key's gate on its slot through the table
-    /// (`table.rs`, "One update"), inserting the key if it has none.
+    /// (`table/mod.rs`, "One update"), inserting the key if it has none.
     #[inline(always)]
     fn book_scan(&self, place: Place, first: Option<Snapshot>, c: u64, n: u64) -> Booking {
         if n == 0 {

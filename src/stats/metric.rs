@@ -1,6 +1,6 @@
 //! [`Metric`]: Sentinel's `ArrayMetric` over `MetricBucket`s, with occupy
 //! (borrowing future windows, `OccupiableBucketLeapArray`; the borrowed
-//! passes are kept in `src/borrow.rs`).
+//! passes are kept in `src/stats/borrow.rs`).
 
 use core::marker::PhantomData;
 use core::num::NonZeroU64;

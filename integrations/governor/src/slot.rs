@@ -4,7 +4,7 @@
 //! exactly what governor's closure saw, claims and settling so that one
 //! key holds one slot, and why what a policy folds before the swap that
 //! takes a slot is seen by the key's next settler) is argued once, with
-//! its races, in that module's docs (`leaparray/src/keyed/table.rs`); this
+//! its races, in that module's docs (`leaparray/src/keyed/table/mod.rs`); this
 //! file is only what is GCRA's.
 //!
 //! # A slot's value: the arrival time
