@@ -1,6 +1,7 @@
 //! The commit the benchmarks are built from, for the scaling chart's title:
 //! `LEAPARRAY_COMMIT`, the output of `git rev-parse --short HEAD`, or
-//! `unknown` outside a git checkout (a source tarball) or without git.
+//! `unknown` outside the workspace's own git checkout (a source tarball,
+//! even one unpacked inside another checkout) or without git.
 
 use std::process::Command;
 
@@ -19,7 +20,23 @@ fn git(args: &[&str]) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
+/// Whether the git checkout git finds is this workspace's own (the
+/// directory above this package), not one that a copy of the source was
+/// unpacked inside.
+fn own_checkout() -> bool {
+    let top = git(&["rev-parse", "--show-toplevel"]).and_then(|t| std::fs::canonicalize(t).ok());
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(|w| std::fs::canonicalize(w).ok());
+    top.is_some() && top == workspace
+}
+
 fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if !own_checkout() {
+        println!("cargo:rustc-env=LEAPARRAY_COMMIT=unknown");
+        return;
+    }
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=LEAPARRAY_COMMIT={commit}");
     // Run again when HEAD moves: HEAD itself (a checkout) and the branch it
@@ -35,7 +52,6 @@ fn main() {
             println!("cargo:rerun-if-changed={}", abs(&path));
         }
     }
-    println!("cargo:rerun-if-changed=build.rs");
 }
 
 /// `--git-path` answers relative to the directory git ran in.
