@@ -709,25 +709,56 @@ fn csv(points: &[Point], run: Duration) -> String {
     s
 }
 
-/// The chart: left, decisions per second of all threads; right, per
-/// thread; both against threads, log-log. No text (no fonts): grid lines
-/// at each thread count measured and at each power of ten; leaparray's
-/// workloads thick lines with filled dots, governor's thin lines with
+/// The chart's text, in one font embedded in the binary so that the chart
+/// looks the same on every machine (no system font lookup): DejaVu Sans cut
+/// to ASCII and a few signs (`fonts/README.md` says how, and its licence).
+const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
+/// The family the chart's text asks plotters for (where `FONT` is
+/// registered).
+const FAMILY: &str = "sans-serif";
+/// The commit the binary was built from, `unknown` outside git (`build.rs`).
+const COMMIT: &str = env!("LEAPARRAY_COMMIT");
+
+/// A power of ten as a tick label: `100 k`, `1 M`, `10 G`.
+fn decade(x: f64) -> String {
+    let (v, unit) = match x {
+        x if x >= 1e9 => (x / 1e9, " G"),
+        x if x >= 1e6 => (x / 1e6, " M"),
+        x if x >= 1e3 => (x / 1e3, " k"),
+        x => (x, ""),
+    };
+    format!("{v:.0}{unit}")
+}
+
+/// The chart's drawing errors, as text.
+fn drawn<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// The chart: a title (what is measured, the cores, the commit, how);
+/// left, decisions per second of all threads; right, per thread; both
+/// against threads, log-log, ticks at each thread count measured and at
+/// each power of ten; below, a legend naming each series. leaparray's
+/// workloads are thick lines with filled dots, governor's thin lines with
 /// hollow dots in the colour of the leaparray workload it compares with.
-///
-/// Returns each panel's vertical range (decisions per second, bottom and
-/// top lines), so that a reader can tell the decades apart.
 fn chart(
     points: &[Point],
     threads: &[usize],
+    (title, subtitle): (&str, &str),
     path: &std::path::Path,
-) -> Result<Vec<(f64, f64)>, String> {
-    let mut ranges = Vec::new();
-    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let panels = root.split_evenly((1, 2));
+) -> Result<(), String> {
+    plotters::style::register_font(FAMILY, FontStyle::Normal, FONT)
+        .map_err(|_| "the embedded font is not a font it can read".to_string())?;
+    let root = BitMapBackend::new(path, (1400, 880)).into_drawing_area();
+    drawn(root.fill(&WHITE))?;
+    let (head, rest) = root.split_vertically(80);
+    let (plots, legend) = rest.split_vertically(600);
+    drawn(head.draw(&Text::new(title, (24, 14), (FAMILY, 26))))?;
+    drawn(head.draw(&Text::new(subtitle, (24, 50), (FAMILY, 17))))?;
     let max_t = *threads.last().unwrap_or(&1) as f64;
-    for (panel, per_thread) in panels.iter().zip([false, true]) {
+    let x_range = 0.8..max_t * 1.25;
+    let x_ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
+    for (panel, per_thread) in plots.split_evenly((1, 2)).iter().zip([false, true]) {
         let y = |p: &Point| {
             if per_thread {
                 p.per_thread()
@@ -741,69 +772,83 @@ fn chart(
         if !(lo.is_finite() && hi > 0.0) {
             continue;
         }
-        let (lo, hi) = (
-            10f64.powf(lo.log10().floor()),
-            10f64.powf(hi.log10().ceil()),
-        );
-        ranges.push((lo, hi));
-        let mut c = ChartBuilder::on(panel)
-            .margin(24)
-            .build_cartesian_2d((0.8..max_t * 1.25).log_scale(), (lo..hi).log_scale())
-            .map_err(|e| e.to_string())?;
-        let grid = RGBColor(215, 215, 215);
-        for &t in threads {
-            let t = t as f64;
-            c.draw_series(LineSeries::new([(t, lo), (t, hi)], grid))
-                .map_err(|e| e.to_string())?;
-        }
-        let mut d = lo;
-        while d <= hi * 1.001 {
-            c.draw_series(LineSeries::new([(0.8, d), (max_t * 1.25, d)], grid))
-                .map_err(|e| e.to_string())?;
-            d *= 10.0;
-        }
+        let lo = 10f64.powf(lo.log10().floor());
+        let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
+        let decades: Vec<f64> = std::iter::successors(Some(lo), |d| Some(d * 10.0))
+            .take_while(|d| *d <= hi * 1.001)
+            .collect();
+        let caption = if per_thread {
+            "per thread (all threads' decisions / threads)"
+        } else {
+            "all threads together"
+        };
+        let mut c = drawn(
+            ChartBuilder::on(panel)
+                .caption(caption, (FAMILY, 19))
+                .margin(12)
+                .margin_right(30)
+                .x_label_area_size(56)
+                .y_label_area_size(96)
+                .build_cartesian_2d(
+                    x_range.clone().log_scale().with_key_points(x_ticks.clone()),
+                    (lo..hi).log_scale().with_key_points(decades),
+                ),
+        )?;
+        drawn(
+            c.configure_mesh()
+                .x_desc("threads (log scale)")
+                .y_desc("decisions per second (log scale)")
+                .x_label_formatter(&|t| format!("{t:.0}"))
+                .y_label_formatter(&|d| decade(*d))
+                .label_style((FAMILY, 16))
+                .axis_desc_style((FAMILY, 17))
+                .bold_line_style(RGBColor(215, 215, 215))
+                .draw(),
+        )?;
         for w in WORKLOADS {
             let line: Vec<(f64, f64)> = points
                 .iter()
                 .filter(|p| p.workload == w && y(p) > 0.0)
                 .map(|p| (p.threads as f64, y(p)))
                 .collect();
-            let colour = w.colour();
-            let (width, filled) = if w.is_governor() {
-                (1, false)
-            } else {
-                (3, true)
-            };
-            c.draw_series(LineSeries::new(
-                line.iter().copied(),
-                colour.stroke_width(width),
-            ))
-            .map_err(|e| e.to_string())?;
-            c.draw_series(line.iter().map(|&p| {
-                let style = if filled {
-                    colour.filled()
-                } else {
-                    colour.stroke_width(2)
-                };
-                Circle::new(p, 5, style)
-            }))
-            .map_err(|e| e.to_string())?;
+            let (stroke, dot) = series_style(w);
+            drawn(c.draw_series(LineSeries::new(line.iter().copied(), stroke)))?;
+            drawn(c.draw_series(line.iter().map(|&p| Circle::new(p, 5, dot))))?;
         }
-        // The frame.
-        c.draw_series(LineSeries::new(
-            [
-                (0.8, lo),
-                (max_t * 1.25, lo),
-                (max_t * 1.25, hi),
-                (0.8, hi),
-                (0.8, lo),
-            ],
-            BLACK,
-        ))
-        .map_err(|e| e.to_string())?;
     }
-    root.present().map_err(|e| e.to_string())?;
-    Ok(ranges)
+    // The legend: leaparray's workloads on the left, governor's on the
+    // right, each as its line and dot, its name and what it measures.
+    let columns = [
+        ("leaparray: thick lines, filled dots", false),
+        (
+            "governor 0.10, for comparison: thin lines, hollow dots",
+            true,
+        ),
+    ];
+    for (col, (header, governor)) in columns.into_iter().enumerate() {
+        let x = 40 + col as i32 * 700;
+        drawn(legend.draw(&Text::new(header, (x, 8), (FAMILY, 17))))?;
+        let rows = WORKLOADS.iter().filter(|w| w.is_governor() == governor);
+        for (row, &w) in rows.enumerate() {
+            let y = 40 + row as i32 * 25;
+            let (stroke, dot) = series_style(w);
+            drawn(legend.draw(&PathElement::new([(x, y), (x + 40, y)], stroke)))?;
+            drawn(legend.draw(&Circle::new((x + 20, y), 5, dot)))?;
+            let label = format!("{}: {}", w.name(), w.what());
+            drawn(legend.draw(&Text::new(label, (x + 52, y - 9), (FAMILY, 16))))?;
+        }
+    }
+    drawn(root.present())
+}
+
+/// A workload's line and dot on the chart and in its legend.
+fn series_style(w: Workload) -> (ShapeStyle, ShapeStyle) {
+    let colour = w.colour();
+    if w.is_governor() {
+        (colour.stroke_width(1), colour.stroke_width(2))
+    } else {
+        (colour.stroke_width(3), colour.filled())
+    }
 }
 
 fn main() {
@@ -823,7 +868,7 @@ fn main() {
         .collect::<Vec<_>>()
         .join(",");
     println!(
-        "leaparray scaling: decisions per second against threads ({cores} cores; threads {list}; \
+        "leaparray scaling: decisions per second against threads ({cores} cores; commit {COMMIT}; threads {list}; \
          {} ms per point after {} ms of warm-up{})",
         opts.run.as_millis(),
         opts.warm.as_millis(),
@@ -831,9 +876,11 @@ fn main() {
     );
     // The machine's load when the run starts (Linux): a shared machine's
     // other work takes cores from the threads measured.
-    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-        let load: Vec<&str> = load.split_whitespace().take(3).collect();
-        println!("load average when started: {}", load.join(" "));
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    if let Some(load) = &load {
+        println!("load average when started: {load}");
     }
     println!(
         "time: each thread's own fake clock, advanced per decision (no clock read measured); \
@@ -891,21 +938,26 @@ fn main() {
         std::process::exit(1);
     }
     let png_path = opts.out.join("scaling.png");
-    let ranges = match chart(&points, &opts.threads, &png_path) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("scaling: cannot draw {}: {e}", png_path.display());
-            std::process::exit(1);
-        }
-    };
-    let decades = |(lo, hi): &(f64, f64)| format!("{}/s to {}/s", si(*lo), si(*hi));
-    println!();
-    println!(
-        "chart: threads across (log 2), decisions per second up (log 10, a grey line per decade); \
-         left all threads, {}; right per thread, {}",
-        ranges.first().map_or("-".into(), decades),
-        ranges.get(1).map_or("-".into(), decades)
+    let title =
+        format!("leaparray: decisions per second against threads, {cores} cores, commit {COMMIT}");
+    let subtitle = format!(
+        "nine workloads; {} profile; {} ms per point after {} ms of warm-up{}{}",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        opts.run.as_millis(),
+        opts.warm.as_millis(),
+        if opts.quick { " (--quick)" } else { "" },
+        load.as_ref().map_or(String::new(), |l| format!(
+            "; load average {l} when started"
+        ))
     );
+    if let Err(e) = chart(&points, &opts.threads, (&title, &subtitle), &png_path) {
+        eprintln!("scaling: cannot draw {}: {e}", png_path.display());
+        std::process::exit(1);
+    }
     let refused = points.iter().filter(|p| p.ops > p.admitted).count();
     // Points whose threads did not all run at once (the process used
     // under 90% of a core per thread): their rates show the machine's
