@@ -85,6 +85,9 @@
 #[cfg(any(feature = "std", leaparray_loom, test))]
 extern crate std;
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 pub mod array;
 pub mod breaker;
 pub mod clock;

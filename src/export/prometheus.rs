@@ -7,7 +7,7 @@ use std::vec::Vec;
 
 use super::ExportError;
 use crate::gate::Gate;
-use crate::keyed::KeyedGate;
+use crate::keyed::KeyedTable;
 use crate::stats::event::Event;
 use crate::stats::node::StatisticNode;
 
@@ -275,7 +275,7 @@ impl Exposition {
     }
 
     /// Adds the keyed gate `table`, read at `now` (its
-    /// [`occupancy`](KeyedGate::occupancy): a scan of its slots), as the resource
+    /// [`occupancy`](KeyedTable::occupancy): a scan of its slots), as the resource
     /// `name`.
     ///
     /// ```
@@ -288,10 +288,10 @@ impl Exposition {
     /// e.keyed("per_ip", &t, 0).unwrap();
     /// assert!(e.to_string().contains("x_keyed_resident{resource=\"per_ip\"} 1\n"));
     /// ```
-    pub fn keyed<const N: usize, const CAP: usize>(
+    pub fn keyed(
         &mut self,
         name: &str,
-        table: &KeyedGate<N, CAP>,
+        table: &impl KeyedTable,
         now: u64,
     ) -> Result<&mut Self, ExportError> {
         let s = table.occupancy(now);

@@ -8,11 +8,16 @@ use core::num::NonZeroU64;
 
 use core::cell::Cell;
 
-use super::memory::{Memory, Shape, MAX_PLANES, WORDS_PER_SLOT};
+#[cfg(feature = "alloc")]
+use alloc::boxed::Box;
+
+use super::memory::{Memory, Shape, Words, MAX_PLANES, WORDS_PER_SLOT};
 use super::slot::{
     at, bumped, demand_of, fold_into, fp_of, fresh, half_of, layout_of, locate, max_limit_of,
     probe_len, recyclable, remaining_from, retry_after_from, seeded, value_of, DEFAULT_SEED, USED,
 };
+#[cfg(feature = "alloc")]
+use super::HEAP_LOCAL_TOO_LARGE;
 use super::{KeyedError, Occupancy, Overflow, LOCAL_TOO_LARGE};
 use crate::gate::decision::Decision;
 use crate::gate::packed::{self, Fast, Layout};
@@ -23,6 +28,32 @@ use crate::gate::packed::{self, Fast, Layout};
 /// 64 ahead and a whole batch at once): a core tracks only so many
 /// misses, and a prefetch beyond them waits or is lost.
 const AHEAD: usize = 16;
+
+/// An empty [`LocalCore`] over the slots `$slots` (all zero) and the
+/// memory words `$words` (all zero), written where it is used: a macro,
+/// not a function, so that a table built by value is not copied through
+/// the arguments of a call (a debug build copies each one).
+macro_rules! local_core {
+    ($layout:expr, $shape:expr, $slots:expr, $words:expr $(,)?) => {
+        LocalCore {
+            slots: $slots,
+            layout: $layout,
+            seed: DEFAULT_SEED,
+            overflow: Overflow::Evict,
+            shape: $shape,
+            memory: Memory {
+                ids: [const { Cell::new(0) }; MAX_PLANES],
+                words: $words,
+            },
+            high_water: 0,
+            newest: 0,
+            recycled: 0,
+            overflowed: 0,
+            evicted: 0,
+            remembered: 0,
+        }
+    };
+}
 
 /// A [`KeyedGate`](super::KeyedGate) for one owner (say, one receive
 /// queue): up to `CAP` keys at a time in `48 * CAP` bytes, `N` windows per
@@ -54,11 +85,19 @@ const AHEAD: usize = 16;
 /// ```
 #[derive(Clone)]
 pub struct LocalKeyedGate<const N: usize, const CAP: usize> {
+    inner: LocalCore<N, [[u64; 2]; CAP], [[Cell<u64>; CAP]; WORDS_PER_SLOT]>,
+}
+
+/// What both single-owner tables are: the slots `S` (`[key, word]` each)
+/// and the memory words `W`, in the table ([`LocalKeyedGate`]) or on the
+/// heap ([`HeapLocalKeyedGate`]); every decision is this type's.
+#[derive(Clone)]
+pub(super) struct LocalCore<const N: usize, S, W> {
     /// `[key, word]`. Encoding: the word is 0 (free) or a gate word (top
     /// bit set; `packed`'s layout with `F = 0`). Invariants: a key's gate
     /// word is in at most one slot of its probe, and no free slot of the
     /// probe comes before it (slots are never freed: module docs).
-    slots: [[u64; 2]; CAP],
+    slots: S,
     layout: Layout,
     seed: u64,
     overflow: Overflow,
@@ -66,7 +105,7 @@ pub struct LocalKeyedGate<const N: usize, const CAP: usize> {
     shape: Shape,
     /// The memory of evicted keys (`memory.rs`, the same code as a
     /// `KeyedGate`'s over plain cells).
-    memory: Memory<Cell<u64>, CAP>,
+    memory: Memory<Cell<u64>, W>,
     /// The newest window any recycling had reached (0 if none): a key that
     /// comes back books no earlier than `N` windows before it.
     high_water: u64,
@@ -87,9 +126,9 @@ impl<const N: usize, const CAP: usize> fmt::Debug for LocalKeyedGate<N, CAP> {
             .field("capacity", &CAP)
             .field("window", &self.window())
             .field("limit", &self.limit())
-            .field("overflow", &self.overflow)
-            .field("recycled", &self.recycled)
-            .field("overflowed", &self.overflowed)
+            .field("overflow", &self.inner.overflow)
+            .field("recycled", &self.inner.recycled)
+            .field("overflowed", &self.inner.overflowed)
             .finish_non_exhaustive()
     }
 }
@@ -104,7 +143,7 @@ impl<const N: usize, const CAP: usize> defmt::Format for LocalKeyedGate<N, CAP> 
             CAP,
             self.window(),
             self.limit(),
-            self.overflow
+            self.overflow()
         );
     }
 }
@@ -121,9 +160,6 @@ enum Found {
 }
 
 impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
-    /// Slots in a probe.
-    const PROBE: usize = probe_len(CAP);
-
     /// A table of `CAP` keys, each admitted at most `limit` permits per
     /// interval of `N` windows of `window` ticks; [`Overflow::Evict`] when
     /// a key finds no room.
@@ -165,21 +201,12 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             Err(_) => panic!("{}", LOCAL_TOO_LARGE[N - 1]),
         };
         LocalKeyedGate {
-            slots: [[0; 2]; CAP],
-            layout,
-            seed: DEFAULT_SEED,
-            overflow: Overflow::Evict,
-            shape: Shape::of(N, CAP, limit),
-            memory: Memory {
-                ids: [const { Cell::new(0) }; MAX_PLANES],
-                words: [const { [const { Cell::new(0) }; CAP] }; WORDS_PER_SLOT],
-            },
-            high_water: 0,
-            newest: 0,
-            recycled: 0,
-            overflowed: 0,
-            evicted: 0,
-            remembered: 0,
+            inner: local_core!(
+                layout,
+                Shape::of(N, CAP, limit),
+                [[0; 2]; CAP],
+                [const { [const { Cell::new(0) }; CAP] }; WORDS_PER_SLOT],
+            ),
         }
     }
 
@@ -223,7 +250,9 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn with_seed(self, seed: u64) -> Self {
-        LocalKeyedGate { seed, ..self }
+        LocalKeyedGate {
+            inner: LocalCore { seed, ..self.inner },
+        }
     }
 
     /// The same table with `policy` for keys that find no room.
@@ -245,8 +274,10 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use]
     pub const fn with_overflow(self, policy: Overflow) -> Self {
         LocalKeyedGate {
-            overflow: policy,
-            ..self
+            inner: LocalCore {
+                overflow: policy,
+                ..self.inner
+            },
         }
     }
 
@@ -259,7 +290,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn limit(&self) -> u64 {
-        self.layout.limit
+        self.inner.limit()
     }
 
     /// The window length in ticks.
@@ -271,7 +302,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
-        self.layout.window.get()
+        self.inner.window()
     }
 
     /// The overflow policy.
@@ -285,7 +316,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn overflow(&self) -> Overflow {
-        self.overflow
+        self.inner.overflow()
     }
 
     /// Slots in the table: the most keys it holds at once.
@@ -298,70 +329,6 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use]
     pub const fn capacity(&self) -> usize {
         CAP
-    }
-
-    /// The window a caller at `now` is decided in: its own, or, if that is
-    /// `2^(T-1)` windows or more behind the newest window any decision was
-    /// made in, the oldest window a slot's id (`T` bits, modulo `2^T`)
-    /// still reads as behind it. Further back, a slot whose newest window
-    /// is that newest one would read the caller as ahead of it, slide its
-    /// counts out and admit beyond the limit ([module docs](super), "Exactness").
-    #[inline(always)]
-    fn window_of(&self, now: u64) -> u64 {
-        let reach = self.layout.id_mask >> 1;
-        self.layout
-            .window
-            .div(now)
-            .max(self.newest.saturating_sub(reach))
-    }
-
-    /// The `i`-th slot of the probe starting at `home` (`home < CAP`, `i <
-    /// PROBE`): `slot.rs`'s `at`, a mask when `CAP` is a power of two (so
-    /// the index needs no bounds check either).
-    #[inline(always)]
-    fn at(home: usize, i: usize) -> usize {
-        if CAP.is_power_of_two() {
-            (home + i) & (CAP - 1)
-        } else {
-            at::<CAP>(home, i)
-        }
-    }
-
-    /// Where the lookup of `key` from its home slot `home` ends, for a
-    /// caller in window `c`.
-    #[inline(always)]
-    fn find(&self, fp: u64, home: usize, c: u64) -> Found {
-        // The home slot first, apart: where nearly every key of a table
-        // with room lives.
-        match self.slots[home] {
-            [_, 0] => return Found::Room(home),
-            [k, _] if fp_of(k) == fp => return Found::At(home),
-            _ => {}
-        }
-        self.find_past_home(fp, home, c)
-    }
-
-    /// [`find`](Self::find) when the home slot holds another key.
-    fn find_past_home(&self, fp: u64, home: usize, c: u64) -> Found {
-        let mut room = None;
-        for i in 0..Self::PROBE {
-            let at = Self::at(home, i);
-            let [k, w] = self.slots[at];
-            if w == 0 {
-                // No key lives past a free slot (module docs).
-                return Found::Room(room.unwrap_or(at));
-            }
-            if fp_of(k) == fp {
-                return Found::At(at);
-            }
-            if room.is_none() && recyclable::<N>(&self.layout, w, c) {
-                room = Some(at);
-            }
-        }
-        match room {
-            Some(at) => Found::Room(at),
-            None => Found::Full,
-        }
     }
 
     /// Admits `n` permits for `key` at `now` if every interval of `N`
@@ -383,12 +350,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use = "a Pass has already booked its permits"]
     #[inline]
     pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
-        let (home, fp) = locate::<CAP>(self.seed, key);
-        let c = self.window_of(now);
-        if self.books(n) {
-            self.newest = self.newest.max(c);
-        }
-        self.acquire_from(fp, home, c, n)
+        self.inner.try_acquire(key, now, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
@@ -429,59 +391,10 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         now: u64,
         requests: &[(u64, u64)],
         decisions: &mut [Decision],
-        mut prefetch: impl FnMut(*const u8),
+        prefetch: impl FnMut(*const u8),
     ) -> usize {
-        let len = requests.len().min(decisions.len());
-        let (requests, decisions) = (&requests[..len], &mut decisions[..len]);
-        // The same for every request of the burst: its decisions raise
-        // `newest` to `c` at most, and only `window_of` reads `newest`.
-        let c = self.window_of(now);
-        let seed = self.seed;
-        // A rolling prefetch: request `i + AHEAD`'s home slot is handed to
-        // the prefetch as request `i` is decided, so that about `AHEAD`
-        // misses are in flight at any time (a whole batch at once would ask
-        // for more lines than a core tracks, and the rest wait).
-        let mut homes = [(0usize, 0u64); AHEAD];
-        for (i, &(key, _)) in requests.iter().take(AHEAD).enumerate() {
-            homes[i] = locate::<CAP>(seed, key);
-            prefetch(self.slot_addr(homes[i].0));
-        }
-        let mut booking = false;
-        // The requests that have a request `AHEAD` places after them (each
-        // hands that one's home to the prefetch, with no test), then the
-        // last `AHEAD` (none to hand on).
-        let split = len.saturating_sub(AHEAD);
-        let (now_reqs, tail_reqs) = requests.split_at(split);
-        let (now_out, tail_out) = decisions.split_at_mut(split);
-        for ((i, &(_, n)), out) in now_reqs.iter().enumerate().zip(now_out) {
-            let next = locate::<CAP>(seed, requests[i + AHEAD].0);
-            prefetch(self.slot_addr(next.0));
-            let (h, fp) = core::mem::replace(&mut homes[i % AHEAD], next);
-            *out = self.acquire_noting(fp, h, c, n, &mut booking);
-        }
-        for ((i, &(_, n)), out) in tail_reqs.iter().enumerate().zip(tail_out) {
-            let (h, fp) = homes[(split + i) % AHEAD];
-            *out = self.acquire_noting(fp, h, c, n, &mut booking);
-        }
-        if booking {
-            self.newest = self.newest.max(c);
-        }
-        len
-    }
-
-    /// The address of slot `home` (`home < CAP`), for the prefetch.
-    #[inline(always)]
-    fn slot_addr(&self, home: usize) -> *const u8 {
-        core::ptr::from_ref(&self.slots[Self::at(home, 0)]).cast()
-    }
-
-    /// Whether a request for `n` permits is decided on its key's slot
-    /// (`1 <= n <= limit`), in one test: for `n == 0`, `n - 1` wraps to
-    /// `u64::MAX`, above any limit ([`max_limit`](Self::max_limit) is below
-    /// `2^31`).
-    #[inline(always)]
-    fn books(&self, n: u64) -> bool {
-        n.wrapping_sub(1) < self.layout.limit
+        self.inner
+            .try_acquire_burst(now, requests, decisions, prefetch)
     }
 
     /// The address of the slot where `key`'s probe starts (where a lookup
@@ -502,7 +415,614 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     #[must_use]
     #[inline]
     pub fn home_addr(&self, key: u64) -> *const u8 {
-        self.slot_addr(locate::<CAP>(self.seed, key).0)
+        self.inner.home_addr(key)
+    }
+
+    /// Permits `key` could still take at `now`: `limit` minus the fullest
+    /// interval a booking would join (`limit` for a key with no slot; 0 if
+    /// it has no room and the policy refuses). Books nothing.
+    ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `remaining` is then
+    /// at least what it can take (an upper bound).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// assert_eq!(t.remaining(1, 0), 10);
+    /// let _ = t.try_acquire(1, 0, 4);
+    /// assert_eq!(t.remaining(1, 600), 6); // window 0 still counts at 600
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+        self.inner.remaining(key, now)
+    }
+
+    /// Exact ticks from `now` until `n` permits for `key` would be
+    /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
+    /// (`n > limit`). A key with no
+    /// room waits until the first slot of its probe becomes recyclable.
+    ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `retry_after` is then
+    /// a lower bound (`Some(0)` and a refusal can follow each other).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = t.try_acquire(1, 100, 10);
+    /// assert_eq!(t.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
+    /// assert_eq!(t.retry_after(2, 700, 1), Some(0));
+    /// assert_eq!(t.retry_after(1, 700, 11), None);
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        self.inner.retry_after(key, now, n)
+    }
+
+    /// How the slots are occupied, what a dashboard shows: keys resident and recyclable at `now` (a
+    /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
+    /// since the table was built.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = t.try_acquire(1, 0, 1);
+    /// let _ = t.try_acquire(2, 0, 1);
+    /// let s = t.occupancy(0);
+    /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
+    /// assert_eq!(t.occupancy(2_000).recyclable, 2); // idle for two intervals
+    /// ```
+    #[must_use]
+    pub fn occupancy(&self, now: u64) -> Occupancy {
+        self.inner.occupancy(now)
+    }
+}
+
+impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
+    /// A table of `CAP` keys built on the heap, slot by slot: the same
+    /// table as [`new`](Self::new) makes, as a [`HeapLocalKeyedGate`],
+    /// which never passes through a stack. `CAP >= 1` and `1 <= N <= 31`,
+    /// checked at compile time.
+    ///
+    /// # Panics
+    ///
+    /// As [`new`](Self::new) for a limit that does not fit, and if the
+    /// allocation fails; [`try_boxed`](Self::try_boxed) returns either.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::LocalKeyedGate;
+    /// use leaparray::Decision;
+    /// // 2^20 flows from a thread with a 64 KiB stack.
+    /// let mut t = std::thread::Builder::new()
+    ///     .stack_size(64 << 10)
+    ///     .spawn(|| LocalKeyedGate::<2, { 1 << 20 }>::boxed(NonZeroU64::new(500).unwrap(), 10))
+    ///     .unwrap()
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(t.capacity(), 1 << 20);
+    /// assert_eq!(t.try_acquire(7, 0, 10), Decision::Pass);
+    /// assert_eq!(t.try_acquire(7, 1, 1), Decision::Block);
+    /// ```
+    ///
+    /// A capacity of 0 does not compile:
+    ///
+    /// ```compile_fail,E0080
+    /// # use core::num::NonZeroU64;
+    /// let t = leaparray::keyed::LocalKeyedGate::<2, 0>::boxed(NonZeroU64::new(500).unwrap(), 1);
+    /// ```
+    #[cfg(feature = "alloc")]
+    #[must_use]
+    pub fn boxed(window: NonZeroU64, limit: u64) -> HeapLocalKeyedGate<N> {
+        match Self::try_boxed(window, limit) {
+            Ok(t) => t,
+            Err(KeyedError::LimitTooLarge { .. }) => panic!("{}", LOCAL_TOO_LARGE[N - 1]),
+            Err(e) => panic!("LocalKeyedGate::boxed: {e}"),
+        }
+    }
+
+    /// [`boxed`](Self::boxed), or why it cannot be built.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{KeyedError, LocalKeyedGate};
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(LocalKeyedGate::<2, 1024>::try_boxed(w, 32_767).is_ok());
+    /// let e = LocalKeyedGate::<2, 1024>::try_boxed(w, 32_768).unwrap_err();
+    /// assert_eq!(e, KeyedError::LimitTooLarge { max: 32_767 });
+    /// ```
+    #[cfg(feature = "alloc")]
+    pub fn try_boxed(window: NonZeroU64, limit: u64) -> Result<HeapLocalKeyedGate<N>, KeyedError> {
+        const { assert!(CAP > 0, "LocalKeyedGate<N, CAP>::boxed needs CAP >= 1") };
+        HeapLocalKeyedGate::try_new(CAP, window, limit)
+    }
+}
+
+/// A heap table's slots, `[key, word]` each.
+#[cfg(feature = "alloc")]
+type HeapSlots = Box<[[u64; 2]]>;
+/// A heap table's memory words.
+#[cfg(feature = "alloc")]
+type HeapWords = Box<[Cell<u64>]>;
+
+/// A [`LocalKeyedGate`] whose slots and memory are on the heap, built slot
+/// by slot (no value of it passes through a stack, in any build profile),
+/// its capacity chosen at run time. It decides exactly as a
+/// `LocalKeyedGate<N, CAP>` of the same capacity, seed and policy (the same
+/// code). Any capacity of at least 1; a power of two makes a probe's wrap a
+/// mask. Behind the `alloc` feature.
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::HeapLocalKeyedGate;
+/// use leaparray::Decision;
+/// let flows = 1 << 16; // e.g. from the command line
+/// let mut t = HeapLocalKeyedGate::<2>::new(flows, NonZeroU64::new(500).unwrap(), 3);
+/// assert_eq!(t.try_acquire(7, 0, 3), Decision::Pass);
+/// assert_eq!(t.try_acquire(7, 999, 1), Decision::Block);
+/// assert_eq!(t.try_acquire(7, 1_000, 3), Decision::Pass); // window 0 slid out
+/// ```
+#[cfg(feature = "alloc")]
+#[derive(Clone)]
+pub struct HeapLocalKeyedGate<const N: usize> {
+    inner: LocalCore<N, HeapSlots, HeapWords>,
+}
+
+#[cfg(feature = "alloc")]
+impl<const N: usize> fmt::Debug for HeapLocalKeyedGate<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeapLocalKeyedGate")
+            .field("windows", &N)
+            .field("capacity", &self.capacity())
+            .field("window", &self.window())
+            .field("limit", &self.limit())
+            .field("overflow", &self.inner.overflow)
+            .field("recycled", &self.inner.recycled)
+            .field("overflowed", &self.inner.overflowed)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(feature = "alloc", feature = "defmt"))]
+impl<const N: usize> defmt::Format for HeapLocalKeyedGate<N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "HeapLocalKeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {} }}",
+            N,
+            self.capacity(),
+            self.window(),
+            self.limit(),
+            self.overflow()
+        );
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<const N: usize> HeapLocalKeyedGate<N> {
+    /// A table of `capacity` keys on the heap, each admitted at most
+    /// `limit` permits per interval of `N` windows of `window` ticks;
+    /// [`Overflow::Evict`] when a key finds no room. `1 <= N <= 31`,
+    /// checked at compile time.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0, if `limit` does not fit a slot's word (above
+    /// [`max_limit`](Self::max_limit)), or if the allocation fails, with
+    /// the reason; [`try_new`](Self::try_new) returns it instead.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// let t = HeapLocalKeyedGate::<2>::new(4096, NonZeroU64::new(500).unwrap(), 100);
+    /// assert_eq!((t.capacity(), t.limit(), t.window()), (4096, 100, 500));
+    /// ```
+    #[must_use]
+    pub fn new(capacity: usize, window: NonZeroU64, limit: u64) -> Self {
+        match Self::try_new(capacity, window, limit) {
+            Ok(t) => t,
+            Err(KeyedError::LimitTooLarge { .. }) => panic!("{}", HEAP_LOCAL_TOO_LARGE[N - 1]),
+            Err(e) => panic!("HeapLocalKeyedGate::new: {e}"),
+        }
+    }
+
+    /// [`new`](Self::new), or why it cannot be built: no capacity, a limit
+    /// that does not fit, or an allocation that failed.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{HeapLocalKeyedGate, KeyedError};
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(HeapLocalKeyedGate::<2>::try_new(100, w, 32_767).is_ok());
+    /// assert_eq!(HeapLocalKeyedGate::<2>::try_new(0, w, 10).unwrap_err(), KeyedError::ZeroCapacity);
+    /// assert_eq!(
+    ///     HeapLocalKeyedGate::<2>::try_new(usize::MAX / 4, w, 10).unwrap_err(),
+    ///     KeyedError::OutOfMemory { capacity: usize::MAX / 4 }
+    /// );
+    /// ```
+    pub fn try_new(capacity: usize, window: NonZeroU64, limit: u64) -> Result<Self, KeyedError> {
+        const { assert!(N > 0 && N <= 31, "HeapLocalKeyedGate<N> needs 1 <= N <= 31") };
+        if capacity == 0 {
+            return Err(KeyedError::ZeroCapacity);
+        }
+        let layout = layout_of::<N>(window, limit)?;
+        let words = capacity
+            .checked_mul(WORDS_PER_SLOT)
+            .ok_or(KeyedError::OutOfMemory { capacity })?;
+        Ok(HeapLocalKeyedGate {
+            inner: local_core!(
+                layout,
+                Shape::of(N, capacity, limit),
+                super::boxed_slice(capacity, capacity, || [0; 2])?,
+                super::boxed_slice(words, capacity, || Cell::new(0))?,
+            ),
+        })
+    }
+
+    /// The largest limit a `HeapLocalKeyedGate<N>` takes, as a
+    /// [`LocalKeyedGate`]'s.
+    ///
+    /// ```
+    /// assert_eq!(leaparray::keyed::HeapLocalKeyedGate::<2>::max_limit(), 32_767);
+    /// ```
+    #[must_use]
+    pub const fn max_limit() -> u64 {
+        max_limit_of::<N>()
+    }
+
+    /// The same table (it must be empty) with keys mixed with `seed`, as
+    /// [`LocalKeyedGate::with_seed`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// let t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 1).with_seed(9);
+    /// assert_eq!(t.remaining(1, 0), 1);
+    /// ```
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.inner.seed = seed;
+        self
+    }
+
+    /// The same table with `policy` for keys that find no room, as
+    /// [`LocalKeyedGate::with_overflow`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
+    /// let t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 1)
+    ///     .with_overflow(Overflow::Admit);
+    /// assert_eq!(t.overflow(), Overflow::Admit);
+    /// ```
+    #[must_use]
+    pub fn with_overflow(mut self, policy: Overflow) -> Self {
+        self.inner.overflow = policy;
+        self
+    }
+
+    /// The number of key slots.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::HeapLocalKeyedGate;
+    /// assert_eq!(HeapLocalKeyedGate::<2>::new(100, NonZeroU64::new(9).unwrap(), 5).capacity(), 100);
+    /// ```
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.inner.slots.len()
+    }
+
+    /// The per-key limit.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::HeapLocalKeyedGate;
+    /// assert_eq!(HeapLocalKeyedGate::<2>::new(4, NonZeroU64::new(9).unwrap(), 5).limit(), 5);
+    /// ```
+    #[must_use]
+    pub const fn limit(&self) -> u64 {
+        self.inner.limit()
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::HeapLocalKeyedGate;
+    /// assert_eq!(HeapLocalKeyedGate::<2>::new(4, NonZeroU64::new(9).unwrap(), 5).window(), 9);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.inner.window()
+    }
+
+    /// What the table does when a key finds no room.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
+    /// let t = HeapLocalKeyedGate::<2>::new(4, NonZeroU64::new(9).unwrap(), 5);
+    /// assert_eq!(t.overflow(), Overflow::Evict);
+    /// ```
+    #[must_use]
+    pub const fn overflow(&self) -> Overflow {
+        self.inner.overflow()
+    }
+
+    /// As [`LocalKeyedGate::try_acquire`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// use leaparray::Decision;
+    /// let mut t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 2);
+    /// assert_eq!(t.try_acquire(1, 0, 2), Decision::Pass);
+    /// assert_eq!(t.try_acquire(1, 0, 1), Decision::Block);
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    #[inline]
+    pub fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        self.inner.try_acquire(key, now, n)
+    }
+
+    /// As [`LocalKeyedGate::try_acquire_burst`]: `prefetch` gets each
+    /// request's home slot address 16 requests before its decision.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// use leaparray::Decision::{Block, Pass};
+    /// let mut t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 2);
+    /// let mut out = [Block; 4];
+    /// let reqs = [(1, 1), (2, 2), (1, 1), (1, 1)];
+    /// assert_eq!(t.try_acquire_burst(0, &reqs, &mut out, |_| ()), 4);
+    /// assert_eq!(out, [Pass, Pass, Pass, Block]);
+    /// ```
+    #[must_use = "the decisions are in `decisions`; a Pass has booked its permits"]
+    #[inline]
+    pub fn try_acquire_burst(
+        &mut self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+        prefetch: impl FnMut(*const u8),
+    ) -> usize {
+        self.inner
+            .try_acquire_burst(now, requests, decisions, prefetch)
+    }
+
+    /// As [`LocalKeyedGate::home_addr`]: where `key`'s probe starts, for a
+    /// prefetch.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// let t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 2);
+    /// assert!(!t.home_addr(7).is_null());
+    /// ```
+    #[must_use]
+    #[inline]
+    pub fn home_addr(&self, key: u64) -> *const u8 {
+        self.inner.home_addr(key)
+    }
+
+    /// As [`LocalKeyedGate::remaining`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// let mut t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 3);
+    /// let _ = t.try_acquire(1, 0, 2);
+    /// assert_eq!((t.remaining(1, 0), t.remaining(2, 0)), (1, 3));
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+        self.inner.remaining(key, now)
+    }
+
+    /// As [`LocalKeyedGate::retry_after`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// let mut t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 3);
+    /// let _ = t.try_acquire(1, 0, 3);
+    /// assert_eq!(t.retry_after(1, 200, 1), Some(800));
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        self.inner.retry_after(key, now, n)
+    }
+
+    /// As [`LocalKeyedGate::occupancy`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapLocalKeyedGate;
+    /// let mut t = HeapLocalKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 3);
+    /// let _ = t.try_acquire(1, 0, 1);
+    /// assert_eq!(t.occupancy(0).resident, 1);
+    /// ```
+    #[must_use]
+    pub fn occupancy(&self, now: u64) -> Occupancy {
+        self.inner.occupancy(now)
+    }
+}
+
+impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64>>>
+    LocalCore<N, S, W>
+{
+    /// Slots in the table.
+    #[inline(always)]
+    fn cap(&self) -> usize {
+        self.slots.as_ref().len()
+    }
+
+    /// Slots in a probe.
+    #[inline(always)]
+    fn probe(&self) -> usize {
+        probe_len(self.cap())
+    }
+
+    const fn limit(&self) -> u64 {
+        self.layout.limit
+    }
+
+    const fn window(&self) -> u64 {
+        self.layout.window.get()
+    }
+
+    const fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+
+    /// The window a caller at `now` is decided in: its own, or, if that is
+    /// `2^(T-1)` windows or more behind the newest window any decision was
+    /// made in, the oldest window a slot's id (`T` bits, modulo `2^T`)
+    /// still reads as behind it. Further back, a slot whose newest window
+    /// is that newest one would read the caller as ahead of it, slide its
+    /// counts out and admit beyond the limit ([module docs](super), "Exactness").
+    #[inline(always)]
+    fn window_of(&self, now: u64) -> u64 {
+        let reach = self.layout.id_mask >> 1;
+        self.layout
+            .window
+            .div(now)
+            .max(self.newest.saturating_sub(reach))
+    }
+
+    /// The `i`-th slot of the probe starting at `home` (`home < CAP`, `i <
+    /// PROBE`): `slot.rs`'s `at`, a mask when `CAP` is a power of two (so
+    /// the index needs no bounds check either).
+    #[inline(always)]
+    fn at(&self, home: usize, i: usize) -> usize {
+        if self.cap().is_power_of_two() {
+            (home + i) & (self.cap() - 1)
+        } else {
+            at(self.cap(), home, i)
+        }
+    }
+
+    /// Where the lookup of `key` from its home slot `home` ends, for a
+    /// caller in window `c`.
+    #[inline(always)]
+    fn find(&self, fp: u64, home: usize, c: u64) -> Found {
+        // The home slot first, apart: where nearly every key of a table
+        // with room lives.
+        match self.slots.as_ref()[home] {
+            [_, 0] => return Found::Room(home),
+            [k, _] if fp_of(k) == fp => return Found::At(home),
+            _ => {}
+        }
+        self.find_past_home(fp, home, c)
+    }
+
+    /// [`find`](Self::find) when the home slot holds another key.
+    fn find_past_home(&self, fp: u64, home: usize, c: u64) -> Found {
+        let mut room = None;
+        for i in 0..self.probe() {
+            let at = self.at(home, i);
+            let [k, w] = self.slots.as_ref()[at];
+            if w == 0 {
+                // No key lives past a free slot (module docs).
+                return Found::Room(room.unwrap_or(at));
+            }
+            if fp_of(k) == fp {
+                return Found::At(at);
+            }
+            if room.is_none() && recyclable::<N>(&self.layout, w, c) {
+                room = Some(at);
+            }
+        }
+        match room {
+            Some(at) => Found::Room(at),
+            None => Found::Full,
+        }
+    }
+
+    #[inline]
+    fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
+        let (home, fp) = locate(self.cap(), self.seed, key);
+        let c = self.window_of(now);
+        if self.books(n) {
+            self.newest = self.newest.max(c);
+        }
+        self.acquire_from(fp, home, c, n)
+    }
+
+    #[inline]
+    fn try_acquire_burst(
+        &mut self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+        mut prefetch: impl FnMut(*const u8),
+    ) -> usize {
+        let len = requests.len().min(decisions.len());
+        let (requests, decisions) = (&requests[..len], &mut decisions[..len]);
+        // The same for every request of the burst: its decisions raise
+        // `newest` to `c` at most, and only `window_of` reads `newest`.
+        let c = self.window_of(now);
+        let seed = self.seed;
+        // A rolling prefetch: request `i + AHEAD`'s home slot is handed to
+        // the prefetch as request `i` is decided, so that about `AHEAD`
+        // misses are in flight at any time (a whole batch at once would ask
+        // for more lines than a core tracks, and the rest wait).
+        let mut homes = [(0usize, 0u64); AHEAD];
+        for (i, &(key, _)) in requests.iter().take(AHEAD).enumerate() {
+            homes[i] = locate(self.cap(), seed, key);
+            prefetch(self.slot_addr(homes[i].0));
+        }
+        let mut booking = false;
+        // The requests that have a request `AHEAD` places after them (each
+        // hands that one's home to the prefetch, with no test), then the
+        // last `AHEAD` (none to hand on).
+        let split = len.saturating_sub(AHEAD);
+        let (now_reqs, tail_reqs) = requests.split_at(split);
+        let (now_out, tail_out) = decisions.split_at_mut(split);
+        for ((i, &(_, n)), out) in now_reqs.iter().enumerate().zip(now_out) {
+            let next = locate(self.cap(), seed, requests[i + AHEAD].0);
+            prefetch(self.slot_addr(next.0));
+            let (h, fp) = core::mem::replace(&mut homes[i % AHEAD], next);
+            *out = self.acquire_noting(fp, h, c, n, &mut booking);
+        }
+        for ((i, &(_, n)), out) in tail_reqs.iter().enumerate().zip(tail_out) {
+            let (h, fp) = homes[(split + i) % AHEAD];
+            *out = self.acquire_noting(fp, h, c, n, &mut booking);
+        }
+        if booking {
+            self.newest = self.newest.max(c);
+        }
+        len
+    }
+
+    /// The address of slot `home` (`home < CAP`), for the prefetch.
+    #[inline(always)]
+    fn slot_addr(&self, home: usize) -> *const u8 {
+        core::ptr::from_ref(&self.slots.as_ref()[self.at(home, 0)]).cast()
+    }
+
+    /// Whether a request for `n` permits is decided on its key's slot
+    /// (`1 <= n <= limit`), in one test: for `n == 0`, `n - 1` wraps to
+    /// `u64::MAX`, above any limit ([`max_limit`](Self::max_limit) is below
+    /// `2^31`).
+    #[inline(always)]
+    fn books(&self, n: u64) -> bool {
+        n.wrapping_sub(1) < self.layout.limit
+    }
+
+    #[inline]
+    fn home_addr(&self, key: u64) -> *const u8 {
+        self.slot_addr(locate(self.cap(), self.seed, key).0)
     }
 
     /// [`try_acquire`](Self::try_acquire), given the key's home slot and
@@ -539,8 +1059,8 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     fn book(&mut self, fp: u64, home: usize, c: u64, n: u64) -> Decision {
         // The home slot first, apart (`find`'s first test, inline): where
         // nearly every key of a table with room lives.
-        let home = Self::at(home, 0);
-        let [half, w] = self.slots[home];
+        let home = self.at(home, 0);
+        let [half, w] = self.slots.as_ref()[home];
         let (at, half, w) = if w != 0 && fp_of(half) == fp {
             (home, half, w)
         } else {
@@ -551,19 +1071,19 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                     Err(overflowed) => return overflowed,
                 },
             };
-            let [half, w] = self.slots[at];
+            let [half, w] = self.slots.as_ref()[at];
             (at, half, w)
         };
         match self.decide_slot(half, w, c, n) {
             Some(slot) => {
-                self.slots[at] = slot;
+                self.slots.as_mut()[at] = slot;
                 Decision::Pass
             }
             None => {
                 if self.evicts() {
                     // A refusal counts in the key's demand.
                     let demand = (demand_of(half) + n).min(255);
-                    self.slots[at][0] = (half & !0xff) | demand;
+                    self.slots.as_mut()[at][0] = (half & !0xff) | demand;
                 }
                 Decision::Block
             }
@@ -580,11 +1100,11 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         Ok(match found {
             Found::At(at) => at,
             Found::Room(at) => {
-                if self.slots[at][1] != 0 {
+                if self.slots.as_ref()[at][1] != 0 {
                     self.high_water = self.high_water.max(c);
                     self.recycled += 1;
                 }
-                self.slots[at] = [half_of(fp), self.start_word(fp, c)];
+                self.slots.as_mut()[at] = [half_of(fp), self.start_word(fp, c)];
                 at
             }
             Found::Full if self.evicts() => {
@@ -593,16 +1113,16 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                 // first, with the high water raised to its newest window.
                 let l = &self.layout;
                 let mut victim = (home, (u64::MAX, u64::MAX));
-                for i in 0..Self::PROBE {
-                    let at = Self::at(home, i);
-                    let [k, w] = self.slots[at];
+                for i in 0..self.probe() {
+                    let at = self.at(home, i);
+                    let [k, w] = self.slots.as_ref()[at];
                     let v = value_of(l, (u128::from(k) << 64) | u128::from(w), c);
                     if v < victim.1 {
                         victim = (at, v);
                     }
                 }
                 let at = victim.0;
-                let [k, w] = self.slots[at];
+                let [k, w] = self.slots.as_ref()[at];
                 // No word's newest window is past the newest window this
                 // table has reached (`reached`): a word that reads later is
                 // `2^(T-1)` windows or more behind `c` (its id misread as
@@ -615,9 +1135,9 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
                 let reached = c.max(self.newest).max(self.high_water);
                 let newest = packed::newest_of(l, w, c).min(reached);
                 self.high_water = self.high_water.max(c.max(newest));
-                fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp_of(k), w, newest);
+                fold_into::<_, _, N>(l, &self.memory, &self.shape, fp_of(k), w, newest);
                 self.evicted += 1;
-                self.slots[at] = [half_of(fp), self.start_word(fp, c)];
+                self.slots.as_mut()[at] = [half_of(fp), self.start_word(fp, c)];
                 at
             }
             Found::Full => {
@@ -694,7 +1214,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
         {
             return None;
         }
-        seeded::<_, N, CAP>(
+        seeded::<_, _, N>(
             &self.layout,
             &self.memory,
             &self.shape,
@@ -708,61 +1228,21 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// for it otherwise, for a caller in window `c`. Under eviction, a key
     /// with no slot is given the word it would start from, and room.
     fn lookup(&self, key: u64, c: u64) -> (Option<u64>, bool) {
-        let (home, fp) = locate::<CAP>(self.seed, key);
+        let (home, fp) = locate(self.cap(), self.seed, key);
         let found = match self.find(fp, home, c) {
-            Found::At(at) => return (Some(self.slots[at][1]), true),
+            Found::At(at) => return (Some(self.slots.as_ref()[at][1]), true),
             Found::Room(_) => true,
             Found::Full => self.evicts(),
         };
         (self.estimated(fp, c), found)
     }
 
-    /// Permits `key` could still take at `now`: `limit` minus the fullest
-    /// interval a booking would join (`limit` for a key with no slot; 0 if
-    /// it has no room and the policy refuses). Books nothing.
-    ///
-    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
-    /// insertion evicts), the answer is read before that eviction folds
-    /// its victim into the memory; in a small table the victim's cells may
-    /// be the key's, so the key may start from more: `remaining` is then
-    /// at least what it can take (an upper bound).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::LocalKeyedGate;
-    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
-    /// assert_eq!(t.remaining(1, 0), 10);
-    /// let _ = t.try_acquire(1, 0, 4);
-    /// assert_eq!(t.remaining(1, 600), 6); // window 0 still counts at 600
-    /// ```
-    #[must_use]
-    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+    fn remaining(&self, key: u64, now: u64) -> u64 {
         let c = self.window_of(now);
         remaining_from::<N>(&self.layout, self.lookup(key, c), self.overflow, c)
     }
 
-    /// Exact ticks from `now` until `n` permits for `key` would be
-    /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
-    /// (`n > limit`). A key with no
-    /// room waits until the first slot of its probe becomes recyclable.
-    ///
-    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
-    /// insertion evicts), the answer is read before that eviction folds
-    /// its victim into the memory; in a small table the victim's cells may
-    /// be the key's, so the key may start from more: `retry_after` is then
-    /// a lower bound (`Some(0)` and a refusal can follow each other).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::LocalKeyedGate;
-    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
-    /// let _ = t.try_acquire(1, 100, 10);
-    /// assert_eq!(t.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
-    /// assert_eq!(t.retry_after(2, 700, 1), Some(0));
-    /// assert_eq!(t.retry_after(1, 700, 11), None);
-    /// ```
-    #[must_use]
-    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+    fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
         if n == 0 {
             return Some(0);
         }
@@ -787,27 +1267,12 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             }
         }
         retry_after_from::<N, _>(l, found, self.overflow, c, now, n, || {
-            let home = locate::<CAP>(self.seed, key).0;
-            (0..Self::PROBE).map(move |i| self.slots[Self::at(home, i)][1])
+            let home = locate(self.cap(), self.seed, key).0;
+            (0..self.probe()).map(move |i| self.slots.as_ref()[self.at(home, i)][1])
         })
     }
 
-    /// How the slots are occupied, what a dashboard shows: keys resident and recyclable at `now` (a
-    /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
-    /// since the table was built.
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// use leaparray::keyed::LocalKeyedGate;
-    /// let mut t = LocalKeyedGate::<2, 64>::new(NonZeroU64::new(500).unwrap(), 10);
-    /// let _ = t.try_acquire(1, 0, 1);
-    /// let _ = t.try_acquire(2, 0, 1);
-    /// let s = t.occupancy(0);
-    /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
-    /// assert_eq!(t.occupancy(2_000).recyclable, 2); // idle for two intervals
-    /// ```
-    #[must_use]
-    pub fn occupancy(&self, now: u64) -> Occupancy {
+    fn occupancy(&self, now: u64) -> Occupancy {
         let c = self.window_of(now);
         let mut s = Occupancy {
             recycled: self.recycled,
@@ -816,7 +1281,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
             remembered: self.remembered,
             ..Occupancy::default()
         };
-        for &[_, w] in &self.slots {
+        for &[_, w] in self.slots.as_ref() {
             if w & USED != 0 {
                 s.resident += 1;
                 if recyclable::<N>(&self.layout, w, c) {

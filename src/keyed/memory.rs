@@ -218,18 +218,42 @@ const fn tag_of(v: u64) -> u64 {
     v >> 48
 }
 
-/// The memory: plane ids and `WORDS_PER_SLOT` rows of `CAP` words.
-#[derive(Clone)]
-pub(super) struct Memory<C, const CAP: usize> {
-    pub(super) ids: [C; MAX_PLANES],
-    pub(super) words: [[C; CAP]; WORDS_PER_SLOT],
+/// Where a memory's `WORDS_PER_SLOT * CAP` words live: in the table
+/// (`[[C; CAP]; WORDS_PER_SLOT]`, built by value, as a `static` holds it)
+/// or on the heap (`Box<[C]>`, built in place, for a capacity chosen at run
+/// time). The fold and the estimate see one flat slice either way.
+pub(super) trait Words<C> {
+    /// The words, `WORDS_PER_SLOT * capacity` of them.
+    fn flat(&self) -> &[C];
 }
 
-impl<C: Word, const CAP: usize> Memory<C, CAP> {
+impl<C, const CAP: usize> Words<C> for [[C; CAP]; WORDS_PER_SLOT] {
+    #[inline(always)]
+    fn flat(&self) -> &[C] {
+        self.as_flattened()
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<C> Words<C> for alloc::boxed::Box<[C]> {
+    #[inline(always)]
+    fn flat(&self) -> &[C] {
+        self
+    }
+}
+
+/// The memory: plane ids and the words (`WORDS_PER_SLOT` per slot).
+#[derive(Clone)]
+pub(super) struct Memory<C, W> {
+    pub(super) ids: [C; MAX_PLANES],
+    pub(super) words: W,
+}
+
+impl<C: Word, W: Words<C>> Memory<C, W> {
     /// The word at flat index `i`.
     #[inline]
     fn word(&self, i: usize) -> &C {
-        &self.words[i / CAP][i % CAP]
+        &self.words.flat()[i]
     }
 
     /// Remembers that the key with fingerprint `fp` had `x` permits counted

@@ -208,7 +208,11 @@ mod table;
 
 #[cfg(feature = "std")]
 pub use hash::KeyHasher;
+#[cfg(feature = "alloc")]
+pub use local::HeapLocalKeyedGate;
 pub use local::LocalKeyedGate;
+#[cfg(feature = "alloc")]
+pub use shared::HeapKeyedGate;
 pub use shared::KeyedGate;
 pub use table::{
     Event, Found, Place, Policy, Slot, Snapshot, Start, Step, Table, Value, ValueTooLarge,
@@ -284,6 +288,16 @@ pub enum KeyedError {
         /// takes.
         max: u64,
     },
+    /// A table on the heap was asked for no slots (a fixed capacity of 0
+    /// does not compile).
+    ZeroCapacity,
+    /// A table on the heap of `capacity` slots (48 bytes each) could not be
+    /// allocated: more bytes than an allocation can hold, or the allocator
+    /// refused.
+    OutOfMemory {
+        /// The capacity asked for.
+        capacity: usize,
+    },
 }
 
 impl fmt::Display for KeyedError {
@@ -295,12 +309,87 @@ impl fmt::Display for KeyedError {
                     "the limit does not fit a key slot's word (at most {max})"
                 )
             }
+            KeyedError::ZeroCapacity => write!(f, "a keyed table needs at least one slot"),
+            KeyedError::OutOfMemory { capacity } => write!(
+                f,
+                "a keyed table of {capacity} slots (48 bytes each) could not be allocated"
+            ),
         }
     }
 }
 
+/// `len` values of `make()`, written straight into a heap slice: no value
+/// of the table passes through a stack, whatever its size and the build
+/// profile. An allocation that cannot be made is an error, not an abort.
+#[cfg(feature = "alloc")]
+fn boxed_slice<T>(
+    len: usize,
+    capacity: usize,
+    make: impl FnMut() -> T,
+) -> Result<alloc::boxed::Box<[T]>, KeyedError> {
+    let mut v = alloc::vec::Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| KeyedError::OutOfMemory { capacity })?;
+    v.extend(core::iter::repeat_with(make).take(len));
+    Ok(v.into_boxed_slice())
+}
+
 #[cfg(feature = "std")]
 impl std::error::Error for KeyedError {}
+
+/// What every keyed table tells about itself, whichever kind it is (in a
+/// `static` or on the heap, shared or one owner's): for exports and
+/// dashboards ([`Exposition::keyed`](crate::export::Exposition::keyed)
+/// takes any of them).
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::{KeyedTable, LocalKeyedGate};
+/// use leaparray::KeyedGate;
+/// fn fill(t: &impl KeyedTable, now: u64) -> f64 {
+///     t.occupancy(now).resident as f64 / t.capacity() as f64
+/// }
+/// let w = NonZeroU64::new(500).unwrap();
+/// let shared = KeyedGate::<2, 64>::new(w, 10);
+/// let _ = shared.try_acquire(1, 0, 1);
+/// let local = LocalKeyedGate::<2, 64>::new(w, 10);
+/// assert_eq!((fill(&shared, 0), fill(&local, 0)), (1.0 / 64.0, 0.0));
+/// ```
+pub trait KeyedTable {
+    /// The per-key limit.
+    fn limit(&self) -> u64;
+    /// The number of key slots.
+    fn capacity(&self) -> usize;
+    /// The slots in use at `now` and the table's counters (a scan of every
+    /// slot).
+    fn occupancy(&self, now: u64) -> Occupancy;
+}
+
+/// Each table's inherent methods, as a [`KeyedTable`].
+macro_rules! keyed_table {
+    ($([$($gen:tt)*] $ty:ty),* $(,)?) => {$(
+        impl<$($gen)*> KeyedTable for $ty {
+            fn limit(&self) -> u64 {
+                <$ty>::limit(self)
+            }
+            fn capacity(&self) -> usize {
+                <$ty>::capacity(self)
+            }
+            fn occupancy(&self, now: u64) -> Occupancy {
+                <$ty>::occupancy(self, now)
+            }
+        }
+    )*};
+}
+keyed_table!(
+    [const N: usize, const CAP: usize] KeyedGate<N, CAP>,
+    [const N: usize, const CAP: usize] LocalKeyedGate<N, CAP>,
+);
+#[cfg(feature = "alloc")]
+keyed_table!(
+    [const N: usize] HeapKeyedGate<N>,
+    [const N: usize] HeapLocalKeyedGate<N>,
+);
 
 /// What a key has left just after a decision, and when that resets: see
 /// [`KeyedGate::try_acquire_headroom`]. The two numbers of an IETF
@@ -390,6 +479,12 @@ macro_rules! too_large {
 const SHARED_TOO_LARGE: [&str; 31] = too_large!("KeyedGate");
 /// `LocalKeyedGate::new`'s panic for a limit that does not fit, per `N - 1`.
 const LOCAL_TOO_LARGE: [&str; 31] = too_large!("LocalKeyedGate");
+/// `HeapKeyedGate::new`'s panic for a limit that does not fit, per `N - 1`.
+#[cfg(feature = "alloc")]
+const HEAP_TOO_LARGE: [&str; 31] = too_large!("HeapKeyedGate");
+/// `HeapLocalKeyedGate::new`'s panic for a limit that does not fit, per `N - 1`.
+#[cfg(feature = "alloc")]
+const HEAP_LOCAL_TOO_LARGE: [&str; 31] = too_large!("HeapLocalKeyedGate");
 
 #[cfg(test)]
 mod tests {

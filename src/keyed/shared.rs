@@ -6,19 +6,59 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
+#[cfg(feature = "alloc")]
+use alloc::boxed::Box;
+
 use crossbeam_utils::CachePadded;
 
 use super::hash::mix;
-use super::memory::{Memory, Shape};
+use super::memory::{Memory, Shape, Words, WORDS_PER_SLOT};
 use super::slot::{
     decide, gate_word, layout_of, max_limit_of, remaining_from, retry_after_from, table_value,
     Booking, GatePolicy, Shared, DEFAULT_SEED,
 };
 use super::table::{Found, Place, Policy, Slot, Snapshot, Step, Table};
+#[cfg(feature = "alloc")]
+use super::HEAP_TOO_LARGE;
 use super::{Headroom, KeyedError, Occupancy, Overflow, SHARED_TOO_LARGE};
 use crate::gate::decision::Decision;
 use crate::gate::packed::{self, Outcome};
-use crate::sync::{const_fn_unless_loom, Ordering::Relaxed};
+use crate::sync::{const_fn_unless_loom, AtomicU64, Ordering::Relaxed};
+
+/// An empty [`KeyedCore`] over the slots `$slots` (all free) and the
+/// memory words `$words` (all zero), written where it is used: a macro,
+/// not a function, so that a table built by value is not copied through
+/// the arguments of a call (a debug build copies each one).
+macro_rules! keyed_core {
+    ($layout:expr, $shape:expr, $slots:expr, $words:expr $(,)?) => {
+        KeyedCore {
+            table: Table {
+                slots: $slots,
+                policy: GatePolicy {
+                    layout: $layout,
+                    seed: DEFAULT_SEED,
+                    overflow: Overflow::Evict,
+                    shape: $shape,
+                    shared: CachePadded::new(Shared {
+                        high_water: crate::sync::atomic_u64(0),
+                        recycled: crate::sync::atomic_u64(0),
+                        overflowed: crate::sync::atomic_u64(0),
+                        evicted: crate::sync::atomic_u64(0),
+                        remembered: crate::sync::atomic_u64(0),
+                    }),
+                    memory: Memory {
+                        ids: crate::sync::array_of!(
+                            super::memory::MAX_PLANES,
+                            crate::sync::atomic_u64(0)
+                        ),
+                        words: $words,
+                    },
+                },
+                tokens: crate::sync::atomic_u64(0),
+            },
+        }
+    };
+}
 
 /// A [`Gate`](crate::Gate) per key, for up to `CAP` keys at a time, in
 /// `48 * CAP` bytes fixed at compile time: `N` windows per interval, keys
@@ -128,9 +168,15 @@ use crate::sync::{const_fn_unless_loom, Ordering::Relaxed};
 /// assert_eq!(T.remaining(8, 1_000), 3);
 /// ```
 pub struct KeyedGate<const N: usize, const CAP: usize> {
-    /// The slots and the gate policy: the slot protocol (`table/mod.rs`) over
-    /// gate words (`slot.rs`).
-    table: Table<GatePolicy<N, CAP>, [Slot; CAP]>,
+    inner: KeyedCore<N, [Slot; CAP], [[AtomicU64; CAP]; WORDS_PER_SLOT]>,
+}
+
+/// What both shared tables are: the slots `S` and the gate policy over the
+/// memory words `W`, the slot protocol (`table/mod.rs`) over gate words
+/// (`slot.rs`). [`KeyedGate`] keeps both in itself, [`HeapKeyedGate`] on
+/// the heap; every decision is this type's.
+pub(super) struct KeyedCore<const N: usize, S, W> {
+    pub(super) table: Table<GatePolicy<N, W>, S>,
 }
 
 impl<const N: usize, const CAP: usize> fmt::Debug for KeyedGate<N, CAP> {
@@ -214,33 +260,15 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
                 Err(_) => panic!("{}", SHARED_TOO_LARGE[N - 1]),
             };
             KeyedGate {
-                table: Table {
-                    slots: crate::sync::array_of!(CAP, Slot::new()),
-                    policy: GatePolicy {
-                        layout,
-                        seed: DEFAULT_SEED,
-                        overflow: Overflow::Evict,
-                        shape: Shape::of(N, CAP, limit),
-                        shared: CachePadded::new(Shared {
-                            high_water: crate::sync::atomic_u64(0),
-                            recycled: crate::sync::atomic_u64(0),
-                            overflowed: crate::sync::atomic_u64(0),
-                            evicted: crate::sync::atomic_u64(0),
-                            remembered: crate::sync::atomic_u64(0),
-                        }),
-                        memory: Memory {
-                            ids: crate::sync::array_of!(
-                                super::memory::MAX_PLANES,
-                                crate::sync::atomic_u64(0)
-                            ),
-                            words: crate::sync::array_of!(
-                                super::memory::WORDS_PER_SLOT,
-                                crate::sync::array_of!(CAP, crate::sync::atomic_u64(0))
-                            ),
-                        },
-                    },
-                    tokens: crate::sync::atomic_u64(0),
-                },
+                inner: keyed_core!(
+                    layout,
+                    Shape::of(N, CAP, limit),
+                    crate::sync::array_of!(CAP, Slot::new()),
+                    crate::sync::array_of!(
+                        WORDS_PER_SLOT,
+                        crate::sync::array_of!(CAP, crate::sync::atomic_u64(0))
+                    ),
+                ),
             }
         }
     }
@@ -290,7 +318,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         #[must_use]
         pub fn with_seed(self, seed: u64) -> Self {
             let mut t = self;
-            t.table.policy_mut().seed = seed;
+            t.inner.table.policy_mut().seed = seed;
             t
         }
     }
@@ -311,7 +339,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         #[must_use]
         pub fn with_overflow(self, policy: Overflow) -> Self {
             let mut t = self;
-            t.table.policy_mut().overflow = policy;
+            t.inner.table.policy_mut().overflow = policy;
             t
         }
     }
@@ -325,7 +353,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn limit(&self) -> u64 {
-        self.gate().layout.limit
+        self.inner.limit()
     }
 
     /// The window length in ticks.
@@ -337,7 +365,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn window(&self) -> u64 {
-        self.gate().layout.window.get()
+        self.inner.window()
     }
 
     /// The overflow policy.
@@ -351,7 +379,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use]
     pub const fn overflow(&self) -> Overflow {
-        self.gate().overflow
+        self.inner.overflow()
     }
 
     /// Slots in the table: the most keys it holds at once.
@@ -364,19 +392,6 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     #[must_use]
     pub const fn capacity(&self) -> usize {
         CAP
-    }
-
-    /// The gate policy.
-    #[inline(always)]
-    const fn gate(&self) -> &GatePolicy<N, CAP> {
-        self.table.policy()
-    }
-
-    /// Where `key` lives: its home slot and fingerprint, as `slot::locate`
-    /// places it for a [`LocalKeyedGate`](super::LocalKeyedGate).
-    #[inline(always)]
-    fn locate(&self, key: u64) -> Place {
-        self.table.place(mix(key ^ self.gate().seed))
     }
 
     /// Admits `n` permits for `key` at `now` if every interval of `N`
@@ -397,7 +412,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
-        self.decision(self.book(key, now, n))
+        self.inner.try_acquire(key, now, n)
     }
 
     /// [`try_acquire`](Self::try_acquire), and what `key` has left: the
@@ -425,22 +440,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use = "a Pass has already booked its permits"]
     pub fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
-        let l = &self.gate().layout;
-        let c = l.window.div(now);
-        let b = self.book_from(self.locate(key), None, c, n);
-        let headroom = match b {
-            // `at`, the window booked, is the word's newest (a keyed table
-            // never books a later one) and holds the booking.
-            Booking::In { at, word } => Headroom {
-                remaining: packed::left_of::<u64, N>(l, word, c),
-                reset: packed::reset_of(l, at, now),
-            },
-            _ => Headroom {
-                remaining: self.remaining(key, now),
-                reset: self.retry_after(key, now, l.limit),
-            },
-        };
-        (self.decision(b), headroom)
+        self.inner.try_acquire_headroom(key, now, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a burst of requests (`(key,
@@ -464,6 +464,519 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     #[must_use = "the decisions are in `decisions`; a Pass has booked its permits"]
     pub fn try_acquire_burst(
+        &self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+    ) -> usize {
+        self.inner.try_acquire_burst(now, requests, decisions)
+    }
+
+    /// Permits `key` could still take at `now`: `limit` minus the fullest
+    /// interval a booking would join (`limit` for a key with no slot; 0 if
+    /// it has no room and the policy refuses). Books nothing. Like
+    /// [`retry_after`](Self::retry_after), it assumes nothing else arrives:
+    /// a claim of another key in flight counts as room.
+    ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `remaining` is then
+    /// at least what it can take (an upper bound).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::KeyedGate;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
+    /// assert_eq!(T.remaining(1, 0), 10);
+    /// let _ = T.try_acquire(1, 0, 4);
+    /// assert_eq!(T.remaining(1, 600), 6); // window 0 still counts at 600
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+        self.inner.remaining(key, now)
+    }
+
+    /// Exact ticks from `now` until `n` permits for `key` would be
+    /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
+    /// (`n > limit`). A key with no
+    /// room waits until the first slot of its probe becomes recyclable.
+    ///
+    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
+    /// insertion evicts), the answer is read before that eviction folds
+    /// its victim into the memory; in a small table the victim's cells may
+    /// be the key's, so the key may start from more: `retry_after` is then
+    /// a lower bound (`Some(0)` and a refusal can follow each other).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::KeyedGate;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = T.try_acquire(1, 100, 10);
+    /// assert_eq!(T.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
+    /// assert_eq!(T.retry_after(2, 700, 1), Some(0));
+    /// assert_eq!(T.retry_after(1, 700, 11), None);
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        self.inner.retry_after(key, now, n)
+    }
+
+    /// How the slots are occupied, what a dashboard shows: keys resident and recyclable at `now` (a
+    /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
+    /// since the table was built.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::KeyedGate;
+    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
+    /// let _ = T.try_acquire(1, 0, 1);
+    /// let _ = T.try_acquire(2, 0, 1);
+    /// let s = T.occupancy(0);
+    /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
+    /// assert_eq!(T.occupancy(2_000).recyclable, 2); // idle for two intervals
+    /// ```
+    #[must_use]
+    pub fn occupancy(&self, now: u64) -> Occupancy {
+        self.inner.occupancy(now)
+    }
+}
+
+impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
+    /// A table of `CAP` keys built on the heap, slot by slot: the same
+    /// table as [`new`](Self::new) makes, as a [`HeapKeyedGate`], which
+    /// never passes through a stack (a `KeyedGate` of 2^20 slots is 48 MiB
+    /// by value). `CAP >= 1` and `1 <= N <= 31`, checked at compile time.
+    ///
+    /// # Panics
+    ///
+    /// As [`new`](Self::new) for a limit that does not fit, and if the
+    /// allocation fails; [`try_boxed`](Self::try_boxed) returns either as
+    /// an error.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::{Decision, KeyedGate};
+    /// // 2^20 keys from a thread with a 64 KiB stack.
+    /// let t = std::thread::Builder::new()
+    ///     .stack_size(64 << 10)
+    ///     .spawn(|| KeyedGate::<2, { 1 << 20 }>::boxed(NonZeroU64::new(500).unwrap(), 10))
+    ///     .unwrap()
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(t.capacity(), 1 << 20);
+    /// assert_eq!(t.try_acquire(7, 0, 10), Decision::Pass);
+    /// assert_eq!(t.try_acquire(7, 1, 1), Decision::Block);
+    /// ```
+    ///
+    /// A capacity of 0 does not compile:
+    ///
+    /// ```compile_fail,E0080
+    /// # use core::num::NonZeroU64;
+    /// let t = leaparray::KeyedGate::<2, 0>::boxed(NonZeroU64::new(500).unwrap(), 10);
+    /// ```
+    #[cfg(feature = "alloc")]
+    #[must_use]
+    pub fn boxed(window: NonZeroU64, limit: u64) -> HeapKeyedGate<N> {
+        match Self::try_boxed(window, limit) {
+            Ok(t) => t,
+            Err(KeyedError::LimitTooLarge { .. }) => panic!("{}", SHARED_TOO_LARGE[N - 1]),
+            Err(e) => panic!("KeyedGate::boxed: {e}"),
+        }
+    }
+
+    /// [`boxed`](Self::boxed), or why it cannot be built: the limit does
+    /// not fit, or the allocation failed.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::KeyedError;
+    /// use leaparray::KeyedGate;
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(KeyedGate::<2, 1024>::try_boxed(w, 32_767).is_ok());
+    /// let e = KeyedGate::<2, 1024>::try_boxed(w, 32_768).unwrap_err();
+    /// assert_eq!(e, KeyedError::LimitTooLarge { max: 32_767 });
+    /// ```
+    #[cfg(feature = "alloc")]
+    pub fn try_boxed(window: NonZeroU64, limit: u64) -> Result<HeapKeyedGate<N>, KeyedError> {
+        const { assert!(CAP > 0, "KeyedGate<N, CAP>::boxed needs CAP >= 1") };
+        HeapKeyedGate::try_new(CAP, window, limit)
+    }
+}
+
+/// A [`KeyedGate`] whose slots and memory are on the heap, built slot by
+/// slot (no value of it passes through a stack, in any build profile), its
+/// capacity chosen at run time: from configuration, or too large for a
+/// stack. It decides exactly as a `KeyedGate<N, CAP>` of the same capacity,
+/// seed and policy (the same code); it is `Send` and `Sync`, shared as a
+/// `KeyedGate` is (`&self` everywhere: an `Arc`, or a `&'static` from
+/// `Box::leak`). Any capacity of at least 1 (a power of two is not
+/// needed). Behind the `alloc` feature.
+///
+/// ```
+/// # use core::num::NonZeroU64;
+/// use leaparray::keyed::HeapKeyedGate;
+/// use leaparray::Decision;
+/// let slots = 10_000; // e.g. from a configuration file
+/// let t = HeapKeyedGate::<2>::new(slots, NonZeroU64::new(500).unwrap(), 3);
+/// assert_eq!(t.capacity(), 10_000);
+/// assert_eq!(t.try_acquire(7, 0, 3), Decision::Pass);
+/// assert_eq!(t.try_acquire(7, 999, 1), Decision::Block);
+/// assert_eq!(t.try_acquire(7, 1_000, 3), Decision::Pass); // window 0 slid out
+/// ```
+#[cfg(feature = "alloc")]
+pub struct HeapKeyedGate<const N: usize> {
+    inner: KeyedCore<N, Box<[Slot]>, Box<[AtomicU64]>>,
+}
+
+#[cfg(feature = "alloc")]
+impl<const N: usize> fmt::Debug for HeapKeyedGate<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeapKeyedGate")
+            .field("windows", &N)
+            .field("capacity", &self.capacity())
+            .field("window", &self.window())
+            .field("limit", &self.limit())
+            .field("overflow", &self.overflow())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(feature = "alloc", feature = "defmt"))]
+impl<const N: usize> defmt::Format for HeapKeyedGate<N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "HeapKeyedGate {{ windows: {=usize}, capacity: {=usize}, window: {=u64}, limit: {=u64}, overflow: {} }}",
+            N,
+            self.capacity(),
+            self.window(),
+            self.limit(),
+            self.overflow()
+        );
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<const N: usize> HeapKeyedGate<N> {
+    /// A table of `capacity` keys on the heap, each admitted at most
+    /// `limit` permits per interval of `N` windows of `window` ticks;
+    /// [`Overflow::Evict`] when a key finds no room. `1 <= N <= 31`,
+    /// checked at compile time.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0, if `limit` does not fit a slot's word (above
+    /// [`max_limit`](Self::max_limit)), or if the allocation fails, with
+    /// the reason; [`try_new`](Self::try_new) returns it instead.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// let t = HeapKeyedGate::<2>::new(1 << 16, NonZeroU64::new(500).unwrap(), 100);
+    /// assert_eq!((t.capacity(), t.limit(), t.window()), (65_536, 100, 500));
+    /// ```
+    #[must_use]
+    pub fn new(capacity: usize, window: NonZeroU64, limit: u64) -> Self {
+        match Self::try_new(capacity, window, limit) {
+            Ok(t) => t,
+            Err(KeyedError::LimitTooLarge { .. }) => panic!("{}", HEAP_TOO_LARGE[N - 1]),
+            Err(e) => panic!("HeapKeyedGate::new: {e}"),
+        }
+    }
+
+    /// [`new`](Self::new), or why it cannot be built: no capacity, a limit
+    /// that does not fit, or an allocation that failed.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{HeapKeyedGate, KeyedError};
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(HeapKeyedGate::<2>::try_new(100, w, 32_767).is_ok());
+    /// assert_eq!(HeapKeyedGate::<2>::try_new(0, w, 10).unwrap_err(), KeyedError::ZeroCapacity);
+    /// assert_eq!(
+    ///     HeapKeyedGate::<2>::try_new(100, w, 32_768).unwrap_err(),
+    ///     KeyedError::LimitTooLarge { max: 32_767 }
+    /// );
+    /// assert_eq!(
+    ///     HeapKeyedGate::<2>::try_new(usize::MAX / 4, w, 10).unwrap_err(),
+    ///     KeyedError::OutOfMemory { capacity: usize::MAX / 4 }
+    /// );
+    /// ```
+    pub fn try_new(capacity: usize, window: NonZeroU64, limit: u64) -> Result<Self, KeyedError> {
+        const {
+            assert!(N > 0 && N <= 31, "HeapKeyedGate<N> needs 1 <= N <= 31");
+            assert!(
+                crate::sync::PORTABLE_U128_INTERRUPT_SAFE,
+                "leaparray: on this target a KeyedGate slot (portable-atomic's AtomicU128) \
+                 is a global spin lock, and a handler that uses the table while the code it \
+                 interrupted holds the lock deadlocks. On a single-core chip enable \
+                 portable-atomic's `unsafe-assume-single-core` (or `critical-section` where \
+                 there is no CAS); if no interrupt or signal handler ever uses the table, \
+                 enable leaparray's `portable-atomic-fallback-not-interrupt-safe` feature."
+            );
+        };
+        if capacity == 0 {
+            return Err(KeyedError::ZeroCapacity);
+        }
+        let layout = layout_of::<N>(window, limit)?;
+        let words = capacity
+            .checked_mul(WORDS_PER_SLOT)
+            .ok_or(KeyedError::OutOfMemory { capacity })?;
+        Ok(HeapKeyedGate {
+            inner: keyed_core!(
+                layout,
+                Shape::of(N, capacity, limit),
+                super::boxed_slice(capacity, capacity, Slot::new)?,
+                super::boxed_slice(words, capacity, || crate::sync::atomic_u64(0))?,
+            ),
+        })
+    }
+
+    /// The largest limit a `HeapKeyedGate<N>` takes, as a
+    /// [`KeyedGate`]'s ([`KeyedGate::max_limit`]).
+    ///
+    /// ```
+    /// assert_eq!(leaparray::keyed::HeapKeyedGate::<2>::max_limit(), 32_767);
+    /// ```
+    #[must_use]
+    pub const fn max_limit() -> u64 {
+        max_limit_of::<N>()
+    }
+
+    /// The same table (it must be empty: the seed decides where keys live)
+    /// with keys mixed with `seed`, as [`KeyedGate::with_seed`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 1).with_seed(0x5eed);
+    /// assert_eq!(t.remaining(1, 0), 1);
+    /// ```
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.inner.table.policy_mut().seed = seed;
+        self
+    }
+
+    /// The same table with `policy` for keys that find no room, as
+    /// [`KeyedGate::with_overflow`].
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{HeapKeyedGate, Overflow};
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 1)
+    ///     .with_overflow(Overflow::Refuse);
+    /// assert_eq!(t.overflow(), Overflow::Refuse);
+    /// ```
+    #[must_use]
+    pub fn with_overflow(mut self, policy: Overflow) -> Self {
+        self.inner.table.policy_mut().overflow = policy;
+        self
+    }
+
+    /// The number of key slots.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::HeapKeyedGate;
+    /// assert_eq!(HeapKeyedGate::<2>::new(1000, NonZeroU64::new(9).unwrap(), 5).capacity(), 1000);
+    /// ```
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.inner.table.capacity()
+    }
+
+    /// The per-key limit.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::HeapKeyedGate;
+    /// assert_eq!(HeapKeyedGate::<2>::new(4, NonZeroU64::new(9).unwrap(), 5).limit(), 5);
+    /// ```
+    #[must_use]
+    pub const fn limit(&self) -> u64 {
+        self.inner.limit()
+    }
+
+    /// The window length in ticks.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// # use leaparray::keyed::HeapKeyedGate;
+    /// assert_eq!(HeapKeyedGate::<2>::new(4, NonZeroU64::new(9).unwrap(), 5).window(), 9);
+    /// ```
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.inner.window()
+    }
+
+    /// What the table does when a key finds no room ([`Overflow::Evict`]
+    /// unless set with [`with_overflow`](Self::with_overflow)).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{HeapKeyedGate, Overflow};
+    /// let t = HeapKeyedGate::<2>::new(4, NonZeroU64::new(9).unwrap(), 5);
+    /// assert_eq!(t.overflow(), Overflow::Evict);
+    /// ```
+    #[must_use]
+    pub const fn overflow(&self) -> Overflow {
+        self.inner.overflow()
+    }
+
+    /// As [`KeyedGate::try_acquire`]: admits `n` permits for `key` at
+    /// `now` if every interval containing the booking window then holds at
+    /// most `limit` of the key's permits.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// use leaparray::Decision;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 2);
+    /// assert_eq!(t.try_acquire(1, 0, 2), Decision::Pass);
+    /// assert_eq!(t.try_acquire(1, 0, 1), Decision::Block);
+    /// assert_eq!(t.try_acquire(2, 0, 2), Decision::Pass); // its own limit
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    pub fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
+        self.inner.try_acquire(key, now, n)
+    }
+
+    /// As [`KeyedGate::try_acquire_headroom`]: the decision, and what the
+    /// key has left just after it.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::{Headroom, HeapKeyedGate};
+    /// use leaparray::Decision;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 5);
+    /// let (d, h) = t.try_acquire_headroom(1, 100, 2);
+    /// assert_eq!((d, h), (Decision::Pass, Headroom { remaining: 3, reset: Some(900) }));
+    /// ```
+    #[must_use = "a Pass has already booked its permits"]
+    pub fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
+        self.inner.try_acquire_headroom(key, now, n)
+    }
+
+    /// As [`KeyedGate::try_acquire_burst`]: a decision for each `(key, n)`
+    /// of `requests` at `now`, in order, into `decisions`; returns how many.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// use leaparray::Decision;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 1);
+    /// let mut out = [Decision::Block; 3];
+    /// assert_eq!(t.try_acquire_burst(0, &[(1, 1), (1, 1), (2, 1)], &mut out), 3);
+    /// assert_eq!(out, [Decision::Pass, Decision::Block, Decision::Pass]);
+    /// ```
+    #[must_use = "the decisions are in `decisions`; a Pass has booked its permits"]
+    pub fn try_acquire_burst(
+        &self,
+        now: u64,
+        requests: &[(u64, u64)],
+        decisions: &mut [Decision],
+    ) -> usize {
+        self.inner.try_acquire_burst(now, requests, decisions)
+    }
+
+    /// As [`KeyedGate::remaining`]: the permits `key` could still take at
+    /// `now`.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 3);
+    /// let _ = t.try_acquire(1, 0, 2);
+    /// assert_eq!((t.remaining(1, 0), t.remaining(2, 0)), (1, 3));
+    /// ```
+    #[must_use]
+    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+        self.inner.remaining(key, now)
+    }
+
+    /// As [`KeyedGate::retry_after`]: ticks from `now` until `n` permits
+    /// for `key` would pass, if nothing else arrived.
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 3);
+    /// let _ = t.try_acquire(1, 0, 3);
+    /// assert_eq!(t.retry_after(1, 200, 1), Some(800));
+    /// ```
+    #[must_use]
+    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+        self.inner.retry_after(key, now, n)
+    }
+
+    /// As [`KeyedGate::occupancy`]: the slots in use at `now` and the
+    /// table's counters (a scan of every slot).
+    ///
+    /// ```
+    /// # use core::num::NonZeroU64;
+    /// use leaparray::keyed::HeapKeyedGate;
+    /// let t = HeapKeyedGate::<2>::new(64, NonZeroU64::new(500).unwrap(), 3);
+    /// let _ = t.try_acquire(1, 0, 1);
+    /// assert_eq!(t.occupancy(0).resident, 1);
+    /// ```
+    #[must_use]
+    pub fn occupancy(&self, now: u64) -> Occupancy {
+        self.inner.occupancy(now)
+    }
+}
+
+impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
+    const fn limit(&self) -> u64 {
+        self.gate().layout.limit
+    }
+
+    const fn window(&self) -> u64 {
+        self.gate().layout.window.get()
+    }
+
+    const fn overflow(&self) -> Overflow {
+        self.gate().overflow
+    }
+
+    /// The gate policy.
+    #[inline(always)]
+    const fn gate(&self) -> &GatePolicy<N, W> {
+        self.table.policy()
+    }
+
+    /// Where `key` lives: its home slot and fingerprint, as `slot::locate`
+    /// places it for a [`LocalKeyedGate`](super::LocalKeyedGate).
+    #[inline(always)]
+    fn locate(&self, key: u64) -> Place {
+        self.table.place(mix(key ^ self.gate().seed))
+    }
+
+    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
+        self.decision(self.book(key, now, n))
+    }
+
+    fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
+        let l = &self.gate().layout;
+        let c = l.window.div(now);
+        let b = self.book_from(self.locate(key), None, c, n);
+        let headroom = match b {
+            // `at`, the window booked, is the word's newest (a keyed table
+            // never books a later one) and holds the booking.
+            Booking::In { at, word } => Headroom {
+                remaining: packed::left_of::<u64, N>(l, word, c),
+                reset: packed::reset_of(l, at, now),
+            },
+            _ => Headroom {
+                remaining: self.remaining(key, now),
+                reset: self.retry_after(key, now, l.limit),
+            },
+        };
+        (self.decision(b), headroom)
+    }
+
+    fn try_acquire_burst(
         &self,
         now: u64,
         requests: &[(u64, u64)],
@@ -601,55 +1114,13 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         }
     }
 
-    /// Permits `key` could still take at `now`: `limit` minus the fullest
-    /// interval a booking would join (`limit` for a key with no slot; 0 if
-    /// it has no room and the policy refuses). Books nothing. Like
-    /// [`retry_after`](Self::retry_after), it assumes nothing else arrives:
-    /// a claim of another key in flight counts as room.
-    ///
-    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
-    /// insertion evicts), the answer is read before that eviction folds
-    /// its victim into the memory; in a small table the victim's cells may
-    /// be the key's, so the key may start from more: `remaining` is then
-    /// at least what it can take (an upper bound).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// use leaparray::KeyedGate;
-    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
-    /// assert_eq!(T.remaining(1, 0), 10);
-    /// let _ = T.try_acquire(1, 0, 4);
-    /// assert_eq!(T.remaining(1, 600), 6); // window 0 still counts at 600
-    /// ```
-    #[must_use]
-    pub fn remaining(&self, key: u64, now: u64) -> u64 {
+    fn remaining(&self, key: u64, now: u64) -> u64 {
         let l = &self.gate().layout;
         let c = l.window.div(now);
         remaining_from::<N>(l, self.find(self.locate(key), c), self.overflow(), c)
     }
 
-    /// Exact ticks from `now` until `n` permits for `key` would be
-    /// admitted if nothing else arrived: `Some(0)` if now; `None` if never
-    /// (`n > limit`). A key with no
-    /// room waits until the first slot of its probe becomes recyclable.
-    ///
-    /// Under [`Overflow::Evict`], for a key with no slot and no room (its
-    /// insertion evicts), the answer is read before that eviction folds
-    /// its victim into the memory; in a small table the victim's cells may
-    /// be the key's, so the key may start from more: `retry_after` is then
-    /// a lower bound (`Some(0)` and a refusal can follow each other).
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// use leaparray::KeyedGate;
-    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
-    /// let _ = T.try_acquire(1, 100, 10);
-    /// assert_eq!(T.retry_after(1, 700, 1), Some(300)); // at 1,000 window 0 slides out
-    /// assert_eq!(T.retry_after(2, 700, 1), Some(0));
-    /// assert_eq!(T.retry_after(1, 700, 11), None);
-    /// ```
-    #[must_use]
-    pub fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
+    fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
         if n == 0 {
             return Some(0);
         }
@@ -664,22 +1135,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
         })
     }
 
-    /// How the slots are occupied, what a dashboard shows: keys resident and recyclable at `now` (a
-    /// scan of every slot: `O(CAP)`), slots recycled and overflow decisions
-    /// since the table was built.
-    ///
-    /// ```
-    /// # use core::num::NonZeroU64;
-    /// use leaparray::KeyedGate;
-    /// static T: KeyedGate<2, 64> = KeyedGate::new(NonZeroU64::new(500).unwrap(), 10);
-    /// let _ = T.try_acquire(1, 0, 1);
-    /// let _ = T.try_acquire(2, 0, 1);
-    /// let s = T.occupancy(0);
-    /// assert_eq!((s.resident, s.recyclable, s.recycled, s.overflowed), (2, 0, 0, 0));
-    /// assert_eq!(T.occupancy(2_000).recyclable, 2); // idle for two intervals
-    /// ```
-    #[must_use]
-    pub fn occupancy(&self, now: u64) -> Occupancy {
+    fn occupancy(&self, now: u64) -> Occupancy {
         let g = self.gate();
         let c = g.layout.window.div(now);
         let mut s = Occupancy {
@@ -706,7 +1162,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// `try_acquire`, and the window it booked into: `Ok(Some(w))` booked
     /// in `w`, `Ok(None)` refused, `Err(())` overflowed.
     pub fn loom_acquire(&self, key: u64, now: u64, n: u64) -> Result<Option<u64>, ()> {
-        match self.book(key, now, n) {
+        match self.inner.book(key, now, n) {
             Booking::In { at, .. } => Ok(Some(at)),
             Booking::Refused | Booking::Counted | Booking::Nothing => Ok(None),
             Booking::Overflowed => Err(()),
@@ -715,15 +1171,17 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 
     /// The first slot of `key`'s probe.
     pub fn loom_home(&self, key: u64) -> usize {
-        self.locate(key).home()
+        self.inner.locate(key).home()
     }
 
     /// The slot index holding `key`'s gate word or a claim of it, for
     /// every slot that does.
     pub fn loom_slots_of(&self, key: u64) -> std::vec::Vec<usize> {
         (0..CAP)
-            .zip(self.table.iter())
-            .filter(|(_, s)| !s.is_free() && s.fingerprint() == self.locate(key).fingerprint())
+            .zip(self.inner.table.iter())
+            .filter(|(_, s)| {
+                !s.is_free() && s.fingerprint() == self.inner.locate(key).fingerprint()
+            })
             .map(|(i, _)| i)
             .collect()
     }

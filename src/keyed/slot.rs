@@ -78,7 +78,7 @@ use core::num::NonZeroU64;
 use crossbeam_utils::CachePadded;
 
 use super::hash::mix;
-use super::memory::{Memory, Shape, Word};
+use super::memory::{Memory, Shape, Word, Words};
 use super::table::{place_of, Event, Policy, Start, Value};
 #[cfg(doc)]
 use super::KeyedGate;
@@ -169,12 +169,12 @@ pub(super) const fn slot(half: u64, word: u64) -> u128 {
 }
 
 /// The home slot and the fingerprint of `key` under `seed` in a table of
-/// `CAP` slots: the home from the top bits of the key's mix (Lemire's
-/// multiply-shift: uniform over `0..CAP`, no division), the fingerprint
+/// `cap` slots: the home from the top bits of the key's mix (Lemire's
+/// multiply-shift: uniform over `0..cap`, no division), the fingerprint
 /// 56 bits of an odd multiple of the mix (so no function of the home).
 #[inline(always)]
-pub(super) fn locate<const CAP: usize>(seed: u64, key: u64) -> (usize, u64) {
-    let p = place_of(mix(key ^ seed), CAP);
+pub(super) fn locate(cap: usize, seed: u64, key: u64) -> (usize, u64) {
+    let p = place_of(mix(key ^ seed), cap);
     (p.home(), p.fingerprint())
 }
 
@@ -207,9 +207,9 @@ pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
 /// count for window `newest_of(w) - k` into window `newest - k` (`newest`:
 /// the word's newest window, or a later one the high water has reached:
 /// folding later is conservative, module docs, "Eviction").
-pub(super) fn fold_into<C: Word, const N: usize, const CAP: usize>(
+pub(super) fn fold_into<C: Word, W: Words<C>, const N: usize>(
     l: &Layout,
-    memory: &Memory<C, CAP>,
+    memory: &Memory<C, W>,
     shape: &Shape,
     fp: u64,
     w: u64,
@@ -232,9 +232,9 @@ pub(super) fn fold_into<C: Word, const N: usize, const CAP: usize>(
 /// back to `h - 2N + 1`; an estimate there starts the key at window `h`
 /// instead. `None`: no estimate in those `2N` windows, the key starts at
 /// [`fresh`].
-pub(super) fn seeded<C: Word, const N: usize, const CAP: usize>(
+pub(super) fn seeded<C: Word, W: Words<C>, const N: usize>(
     l: &Layout,
-    memory: &Memory<C, CAP>,
+    memory: &Memory<C, W>,
     shape: &Shape,
     fp: u64,
     c: u64,
@@ -303,7 +303,7 @@ pub(super) const fn max_limit_of<const N: usize>() -> u64 {
     }
 }
 
-/// Slots in a probe of a table of `CAP` slots.
+/// Slots in a probe of a table of `cap` slots.
 pub(super) const fn probe_len(cap: usize) -> usize {
     if cap < PROBE {
         cap
@@ -318,12 +318,13 @@ pub(super) const fn grace<const N: usize>() -> u64 {
     N as u64
 }
 
-/// The `i`-th slot of the probe starting at `home`.
+/// The `i`-th slot of the probe starting at `home`, in a table of `cap`
+/// slots.
 #[inline(always)]
-pub(super) fn at<const CAP: usize>(home: usize, i: usize) -> usize {
+pub(super) fn at(cap: usize, home: usize, i: usize) -> usize {
     let j = home + i;
-    if j >= CAP {
-        j - CAP
+    if j >= cap {
+        j - cap
     } else {
         j
     }
@@ -431,7 +432,7 @@ pub(super) fn retry_after_from<const N: usize, I: Iterator<Item = u64>>(
 /// A [`KeyedGate`]'s policy for its slot table: the gate words' layout,
 /// the overflow policy, and the memory of evicted keys with the table-wide
 /// counters (module docs).
-pub(super) struct GatePolicy<const N: usize, const CAP: usize> {
+pub(super) struct GatePolicy<const N: usize, W> {
     pub(super) layout: Layout,
     /// The seed keys are mixed with.
     pub(super) seed: u64,
@@ -442,7 +443,7 @@ pub(super) struct GatePolicy<const N: usize, const CAP: usize> {
     /// of their own, away from what every decision reads.
     pub(super) shared: CachePadded<Shared>,
     /// The memory of evicted keys (`memory.rs`).
-    pub(super) memory: Memory<AtomicU64, CAP>,
+    pub(super) memory: Memory<AtomicU64, W>,
 }
 
 /// A [`KeyedGate`]'s table-wide counters.
@@ -461,7 +462,7 @@ pub(super) struct Shared {
     pub(super) remembered: AtomicU64,
 }
 
-impl<const N: usize, const CAP: usize> GatePolicy<N, CAP> {
+impl<const N: usize, W: Words<AtomicU64>> GatePolicy<N, W> {
     /// The word a key with fingerprint `fp` inserted now by a caller in
     /// window `c` starts from: its estimate if the memory holds one
     /// (reading the high water after whatever the caller read of the
@@ -476,8 +477,7 @@ impl<const N: usize, const CAP: usize> GatePolicy<N, CAP> {
                 .memory
                 .may_estimate(&self.shape, c.max(hw), 2 * N as u64)
         {
-            if let Some(w) = seeded::<_, N, CAP>(&self.layout, &self.memory, &self.shape, fp, c, hw)
-            {
+            if let Some(w) = seeded::<_, _, N>(&self.layout, &self.memory, &self.shape, fp, c, hw) {
                 return (w, true);
             }
         }
@@ -486,7 +486,7 @@ impl<const N: usize, const CAP: usize> GatePolicy<N, CAP> {
 }
 
 /// The context is the caller's window; the rank `value_of`'s.
-impl<const N: usize, const CAP: usize> Policy for GatePolicy<N, CAP> {
+impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
     type Context = u64;
     type Rank = (u64, u64);
 
@@ -521,7 +521,7 @@ impl<const N: usize, const CAP: usize> Policy for GatePolicy<N, CAP> {
         let l = &self.layout;
         let newest = packed::newest_of(l, w, c);
         self.shared.high_water.fetch_max(c.max(newest), AcqRel);
-        fold_into::<_, N, CAP>(l, &self.memory, &self.shape, fp, w, newest);
+        fold_into::<_, _, N>(l, &self.memory, &self.shape, fp, w, newest);
     }
 
     fn start(&self, fp: u64, c: u64) -> Start {
