@@ -422,3 +422,16 @@ impl Ledger {
             .unwrap_or(0)
     }
 }
+
+/// `INFO replication`'s `field` on `server`.
+pub fn replication(server: &Server, field: &str) -> String {
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut server.con())
+        .unwrap();
+    rep.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
