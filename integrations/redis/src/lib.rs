@@ -40,6 +40,7 @@ mod fault;
 mod gate;
 mod restart;
 mod script;
+mod sentinel;
 
 pub use config::{Config, FaultPolicy, Mode, OnEviction};
 pub use gate::{Decision, RedisGate, Stats};
