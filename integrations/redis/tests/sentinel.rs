@@ -153,10 +153,11 @@ fn full_window(server: &Server, name: &str) -> u64 {
 /// interval.
 fn judge(test: &str, merged: &BTreeMap<u64, u64>, resumed_after: u64) {
     // The run: from its first admission to the end of its last admission's
-    // interval (demand is above the limit throughout: a whole run admits
-    // the limit per interval, availability 1).
+    // interval or, if later, the window before the workers' end (demand is
+    // above the limit throughout: a whole run admits the limit per
+    // interval, availability 1).
     let first = *merged.keys().next().expect("no admission");
-    let last = *merged.keys().last().unwrap() + N - 1;
+    let last = (*merged.keys().last().unwrap() + N - 1).max(now_window() - 2);
     let loads: Vec<u64> = (first.saturating_sub(N - 1)..=last)
         .map(|s| {
             (s..s + N)
