@@ -172,3 +172,39 @@ fn a_failback_to_the_same_process_is_a_restart() {
     );
     assert!(worst <= limit, "over the limit: {:?}", ledger.0);
 }
+
+/// A replica that takes writes (`replica-read-only no`, writes kept
+/// locally, never replicated): the check's writes would succeed there, so
+/// only the role refuses it. A process opened on it is never connected
+/// and admits nothing.
+#[test]
+fn a_writable_replica_never_passes_the_check() {
+    let _g = serial();
+    let x = Server::start_with(&["--repl-diskless-sync", "no"]);
+    let y = Server::start_with(&[
+        "--replica-read-only",
+        "no",
+        "--replicaof",
+        "127.0.0.1",
+        &x.port.to_string(),
+    ]);
+    wait("y replicates x", || {
+        replication(&y, "master_link_status") == "up"
+    });
+    let g = RedisGate::<2>::open(quick(Config::new(
+        y.url(),
+        "writable",
+        Duration::from_secs(1),
+        10,
+    )))
+    .unwrap();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(300) {
+        assert!(
+            !g.is_connected(),
+            "a process opened on a writable replica passed the check"
+        );
+        assert_eq!(g.try_acquire(1), Decision::Unavailable);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
