@@ -37,9 +37,13 @@
 //! each against its own counts, until Sentinel reconfigures X
 //! (`sentinel::planned_failover_with_a_process_starting_during_the_switch`
 //! passes the limit). A process moves within one heartbeat plus its round
-//! trips to Sentinel and to Y after Sentinel names Y, which the restart
-//! fence covers with the default timings (as for a restart: module
-//! `restart`, "What is and is not guaranteed"). If no sentinel answers
+//! trips to Sentinel and to Y after Sentinel names Y (a few ms past the
+//! heartbeat on a LAN; each round trip at most `timeout`); its bookings at
+//! X until then are in its ledger and written back under Y's epoch. The
+//! fleet stays within the limit when every live process moves within the
+//! restart fence that the first one to reach Y starts (`restart_grace`,
+//! 500 ms), as for a restart (module `restart`, "What is and is not
+//! guaranteed"). If no sentinel answers
 //! the heartbeat's question, the process stays on its master (with every
 //! sentinel down no failover happens; a process cut off from the
 //! sentinels but not from a deposed master is the README's split brain).
