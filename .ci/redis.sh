@@ -5,17 +5,23 @@
 # FLUSHALL, SIGSTOP, maxmemory, an evicting policy, a caller's clock ahead;
 # tests/restart_regressions.rs: ACL users, request errors, the fence; and
 # the Redis Cluster tests of tests/cluster.rs and cluster_regressions.rs:
-# 3 masters, + 1 replica each, made with redis-cli --cluster create), so
-# this script only makes sure redis-server (and redis-cli, which comes with
-# it) is installed.
+# 3 masters, + 1 replica each, made with redis-cli --cluster create;
+# tests/replication.rs: a master and its replica, roles swapped with
+# REPLICAOF; tests/sentinel.rs: a master, its replica and one sentinel,
+# `redis-server <conf> --sentinel`, quorum 1, each test its own), so this
+# script only makes sure redis-server (with redis-cli) and redis-sentinel
+# are installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null \
+  || ! command -v redis-sentinel >/dev/null; then
   apt-get update
-  apt-get install -y redis-server
-  # Debian starts a system instance on 6379; the tests use their own ports.
+  apt-get install -y redis-server redis-sentinel
+  # Debian starts system instances on 6379 and 26379 where systemd runs;
+  # the tests use their own ports.
 fi
 redis-server --version
+redis-sentinel --version
 started=$(date +%s)
 # `cargo test -p leaparray-redis`, its test binaries in three groups side
 # by side: they spend their time waiting on Redis (restarts, leases, cluster

@@ -40,6 +40,7 @@
 //!
 //! [`Config::seeds`]: crate::Config::seeds
 
+use crate::sentinel::{self, Sentinels};
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -61,6 +62,9 @@ pub(crate) struct Route {
     learned: Mutex<Vec<ConnectionInfo>>,
     /// A redirection came: learn the nodes again at the next connection.
     stale: AtomicBool,
+    /// A Sentinel URL's sentinels (then `base` is the master's template:
+    /// database and credentials; see the module `sentinel`).
+    sentinel: Option<Sentinels>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -81,7 +85,12 @@ fn host_of(info: &ConnectionInfo) -> Option<&str> {
 
 impl Route {
     pub fn new(url: &str, seeds: &[String]) -> RedisResult<Self> {
-        let base = url.into_connection_info()?;
+        let (base, sentinel) = if url.starts_with(sentinel::SCHEME) {
+            let (s, template) = sentinel::parse(url)?;
+            (template, Some(s))
+        } else {
+            (url.into_connection_info()?, None)
+        };
         let seeds = seeds
             .iter()
             .map(|s| s.as_str().into_connection_info())
@@ -92,7 +101,18 @@ impl Route {
             owner: Mutex::new(None),
             learned: Mutex::new(Vec::new()),
             stale: AtomicBool::new(true),
+            sentinel,
         })
+    }
+
+    /// The sentinels of a Sentinel URL.
+    pub fn sentinel(&self) -> Option<&Sentinels> {
+        self.sentinel.as_ref()
+    }
+
+    /// The node a connection last passed its check at, if any.
+    pub fn owner(&self) -> Option<ConnectionInfo> {
+        lock(&self.owner).clone()
     }
 
     /// The URL's connection info at `host:port` (a node named by `MOVED`

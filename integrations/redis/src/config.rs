@@ -109,11 +109,28 @@ pub enum OnEviction {
 pub struct Config {
     /// Redis URL (`redis://host:port/db`): a standalone Redis, or any node
     /// of a Redis Cluster (the gate follows the limit's slot to the master
-    /// serving it).
+    /// serving it); or Redis Sentinel's sentinels and the master's name,
+    /// `redis+sentinel://[[user]:password@]host:port[,host:port...]/master[/db]`
+    /// (port 26379 if left out; the credentials and database are the
+    /// master's): the gate asks the sentinels for the master, books only
+    /// on a master, and follows a failover (asking again at every
+    /// heartbeat and after a failure).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::{Config, RedisGate};
+    /// let url = "redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster";
+    /// let gate = RedisGate::<4>::open(Config::new(url, "api", Duration::from_millis(250), 100))?;
+    /// // No sentinel answers on ports 1 and 2: offline, the fault policy decides.
+    /// assert!(!gate.is_connected());
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
     pub url: String,
     /// More nodes of the same cluster (URLs), tried when neither the
     /// slot's known owner nor the URL's node can be reached. Empty by
-    /// default; the nodes learned from the cluster are tried too.
+    /// default; the nodes learned from the cluster are tried too. Not with
+    /// a Sentinel URL, which names every sentinel itself (`open` returns
+    /// [`crate::Error::Config`]).
     pub seeds: Vec<String>,
     /// The limit's name: its keys are `{name}`, `{name}:epoch`,
     /// `{name}:fence`, `{name}:restored` (one hash tag: one Cluster slot).
@@ -309,6 +326,11 @@ impl Config {
         }
         if self.timeout.is_zero() || self.heartbeat.is_zero() || self.max_backoff.is_zero() {
             return bad("timeout, heartbeat and max_backoff must be above zero");
+        }
+        if self.url.starts_with(crate::sentinel::SCHEME) && !self.seeds.is_empty() {
+            return bad(
+                "seeds are for Redis Cluster: a redis+sentinel:// URL lists every sentinel itself",
+            );
         }
         if self.restart_grace < self.heartbeat + self.max_backoff + self.timeout {
             return bad("restart_grace must be at least heartbeat + max_backoff + timeout (else the restart fence can end before live processes write their bookings back)");

@@ -12,7 +12,9 @@ use leaparray::clock::{Clock, MonotonicClock, Unit};
 use leaparray::Gate;
 use redis::{Connection, ConnectionInfo, RedisError, RedisResult};
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -134,6 +136,8 @@ struct Lease {
 struct Conn {
     con: Connection,
     at: ConnectionInfo,
+    /// The pool's generation when it was made (see [`Inner::put`]).
+    generation: u64,
 }
 
 impl std::ops::Deref for Conn {
@@ -158,6 +162,9 @@ struct Inner<const N: usize> {
     window_us: u64,
     /// Idle connections; a decision takes one, and puts it back unless it failed.
     pool: Mutex<Vec<Conn>>,
+    /// Bumped whenever the pool is dropped (offline, `MOVED`, Sentinel
+    /// names another master): a connection made before is not pooled again.
+    generation: AtomicU64,
     /// A connection works and this process's bookings are in Redis's epoch.
     up: AtomicBool,
     /// The epoch this process's bookings are in. Read-locked by a booking
@@ -276,6 +283,7 @@ impl<const N: usize> RedisGate<N> {
             route,
             window_us,
             pool: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
             up: AtomicBool::new(false),
             epoch: RwLock::new(String::new()),
             lease: Mutex::new(Lease::default()),
@@ -506,14 +514,29 @@ impl<const N: usize> Inner<N> {
     /// its `MOVED`, so without a vouch (a needless fence); the keeper tries
     /// the owner again at its next beat.
     fn reach(&self, scan: bool) -> RedisResult<Conn> {
+        // ORDERING: read before the owner, with Acquire: a generation
+        // bumped (Release, `drop_pool`) after the keeper set a new owner
+        // comes with that owner, so a connection pooled under it is the
+        // new owner's; one made from the owner read before is not pooled.
+        let generation = self.generation.load(Acquire);
+        if let Some(sentinels) = self.route.sentinel() {
+            // Sentinel: the decision path goes to the master a check
+            // passed at; the keeper (and `open`) asks the sentinels. A
+            // replica fails the check (module `sentinel`).
+            if let (false, Some(owner)) = (scan, self.route.owner()) {
+                return self.open_at(owner, generation);
+            }
+            let (host, port) = sentinels.ask(self.cfg.timeout)?;
+            return self.open_at(self.route.at(&host, port), generation);
+        }
         let first = self.route.first();
-        let e = match self.open_at(first.clone()) {
+        let e = match self.open_at(first.clone(), generation) {
             Ok(c) => return Ok(c),
             Err(e) => e,
         };
         if scan && fault::classify(&e) != Failure::Migrating && lock(&self.evicting).is_none() {
             for info in self.route.others(&first) {
-                if let Ok(c) = self.open_at(info) {
+                if let Ok(c) = self.open_at(info, generation) {
                     return Ok(c);
                 }
             }
@@ -523,7 +546,7 @@ impl<const N: usize> Inner<N> {
 
     /// A checked connection to `info`, or to the node its `MOVED` replies
     /// name (at most [`MAX_HOPS`]); that node becomes the slot's owner.
-    fn open_at(&self, mut info: ConnectionInfo) -> RedisResult<Conn> {
+    fn open_at(&self, mut info: ConnectionInfo, generation: u64) -> RedisResult<Conn> {
         for _ in 0..MAX_HOPS {
             let mut c = self.connect(&info)?;
             match self.beat(&mut c, true) {
@@ -534,7 +557,11 @@ impl<const N: usize> Inner<N> {
                         self.keeper_round_trips.fetch_add(1, Relaxed);
                     }
                     self.route.owned_by(info.clone());
-                    return Ok(Conn { con: c, at: info });
+                    return Ok(Conn {
+                        con: c,
+                        at: info,
+                        generation,
+                    });
                 }
                 Err(e) => match self.moved(&e, &mut c, &info) {
                     Some(to) => info = to,
@@ -565,7 +592,7 @@ impl<const N: usize> Inner<N> {
         // owner carries it.
         self.vouch(con);
         self.route.redirected(to.clone());
-        lock(&self.pool).clear();
+        self.drop_pool();
         Some(to)
     }
 
@@ -628,8 +655,22 @@ impl<const N: usize> Inner<N> {
         }
     }
 
+    /// Pools `c`, unless the pool was dropped since `c` was made: a
+    /// decision that held a connection to the old master while the keeper
+    /// moved to the new one (Sentinel) or while a `MOVED` came must not
+    /// put it back, where later decisions would book on the old master.
     fn put(&self, c: Conn) {
-        lock(&self.pool).push(c);
+        let mut pool = lock(&self.pool);
+        if c.generation == self.generation.load(Acquire) {
+            pool.push(c);
+        }
+    }
+
+    /// Drops every pooled connection, and those in use when they come back.
+    fn drop_pool(&self) {
+        let mut pool = lock(&self.pool);
+        self.generation.fetch_add(1, Release);
+        pool.clear();
     }
 
     /// A call on `con` failed: what it means is [`fault::classify`]'s.
@@ -657,7 +698,7 @@ impl<const N: usize> Inner<N> {
     /// A call failed: drop every connection, let the keeper reconnect.
     fn broken(&self) {
         self.up.store(false, Relaxed);
-        lock(&self.pool).clear();
+        self.drop_pool();
         self.wake.notify_all();
     }
 
@@ -1090,6 +1131,15 @@ impl<const N: usize> Inner<N> {
             self.return_ended_lease();
             if self.up.load(Relaxed) {
                 pause = self.cfg.heartbeat;
+                if let Some(master) = self.sentinel_moved() {
+                    // The decisions' fresh connections go there from now
+                    // on (before the pool's generation moves: `reach`),
+                    // and the keeper reconnects now, asking Sentinel.
+                    self.route.owned_by(master);
+                    self.broken();
+                    pause = Duration::ZERO;
+                    continue;
+                }
                 // The pool can be empty while up: a request error drops
                 // only its connection (`failed`). Then the keeper makes a
                 // checked one (`reach` beats), so an idle process keeps its
@@ -1130,6 +1180,27 @@ impl<const N: usize> Inner<N> {
                 }
             }
         }
+    }
+
+    /// Sentinel only: whether the sentinels name another master than the
+    /// one this process is connected to (a failover: the old master can
+    /// stay a writable master for seconds after it; see the module
+    /// `sentinel`); the master it names. No answer: stay.
+    fn sentinel_moved(&self) -> Option<ConnectionInfo> {
+        let (Some(sentinels), Some(owner)) = (self.route.sentinel(), self.route.owner()) else {
+            return None;
+        };
+        let (host, port) = sentinels.ask(self.cfg.timeout).ok()?;
+        let named = self.route.at(&host, port);
+        if named.addr == owner.addr {
+            return None;
+        }
+        log::warn!(
+            "leaparray-redis {}: Sentinel names {host}:{port} as the master of {}: moving there",
+            self.cfg.name,
+            sentinels.master
+        );
+        Some(named)
     }
 
     /// Gives back the ended leases queued by decisions.

@@ -11,9 +11,12 @@
 //!   window's end.
 //! * Faults: a [`FaultPolicy`] while Redis is away, reconnection with
 //!   backoff in a keeper thread, and after Redis restarts (empty, from a
-//!   snapshot or AOF, or a replica promoted: a new `run_id`), every
-//!   process writes its own bookings back before fresh ones are admitted
-//!   (the protocol is argued in the module `restart`, `src/restart.rs`).
+//!   snapshot or AOF, a replica promoted, a failback: a new `run_id` or
+//!   replication id), every process writes its own bookings back before
+//!   fresh ones are admitted (the protocol is argued in the module
+//!   `restart`, `src/restart.rs`); nothing is booked on a replica.
+//! * Redis Sentinel: a `redis+sentinel://` URL ([`Config::url`]); the
+//!   gate follows the master the sentinels name (module `sentinel`).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -40,6 +43,7 @@ mod fault;
 mod gate;
 mod restart;
 mod script;
+mod sentinel;
 
 pub use config::{Config, FaultPolicy, Mode, OnEviction};
 pub use gate::{Decision, RedisGate, Stats};

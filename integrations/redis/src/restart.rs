@@ -6,16 +6,26 @@
 //! Every process keeps its own bookings per window in a
 //! map by window id (the *ledger*: what it booked in Redis, less what it gave
 //! back, plus what its fault policy admitted locally). Redis holds an
-//! *epoch* token (`{name}:epoch`, never expiring) and the `run_id` of the
-//! redis-server process that made it (`{name}:run`), and every call names
-//! the epoch its caller knows. The script, atomically:
+//! *epoch* token (`{name}:epoch`, never expiring) and the identity of the
+//! redis-server process that made it (`{name}:run`: its `run_id` and its
+//! replication id), and every call names the epoch its caller knows. The
+//! script, atomically:
 //!
+//! 0. refuses every check on a server that is not a master (`INFO
+//!    replication` `role`; `READONLY`: the process goes offline and
+//!    reconnects), so nothing is checked or booked on a replica;
 //! 1. if the epoch key is missing (Redis is empty: a first start, a
-//!    restart without persistence, `FLUSHALL`), or, on the first call of a
-//!    fresh connection, if `{name}:run` is not this redis-server's
-//!    `run_id` (`INFO server`: new at every start, its own on a promoted
-//!    replica), creates a new epoch and a *fence* key that expires after
-//!    the restart grace;
+//!    restart without persistence, `FLUSHALL`), or, on a check (the first
+//!    call of a fresh connection, and every heartbeat), if `{name}:run` is
+//!    not this server's identity, creates a new epoch and a *fence* key
+//!    that expires after the restart grace. The `run_id` (`INFO server`)
+//!    is new at every start and a promoted replica's own; the replication
+//!    id (`INFO replication` `master_replid`) is new whenever the process
+//!    becomes a master (a promotion: also a failback to the same process,
+//!    whose data, taken from its master while it was a replica, can miss
+//!    bookings it had taken before: `replication::
+//!    a_failback_to_the_same_process_is_a_restart`) and stays while it
+//!    remains one;
 //! 2. refuses any operation that names another epoch (*stale*): nothing is
 //!    booked;
 //! 3. refuses fresh bookings while the fence exists.
@@ -28,15 +38,22 @@
 //! holds the write lock from reading the ledger until it has adopted the
 //! new epoch.
 //!
-//! The rule for a restart that kept data: a restart or a failover always
-//! breaks every connection, and every new connection's first call is that
-//! check, before any booking on it; so the first process to reach the new
-//! redis-server (a new process too) makes the new epoch. What the
-//! persisted data holds stays counted (bookings of the snapshot counted
-//! again by the write-back: refused more, never over). Cost: `INFO
-//! server`, `INFO cluster` and `INFO memory` inside the script per new
-//! connection (on a cluster also `INFO replication` and `CLUSTER MYID`);
-//! nothing per decision (a booking reads neither `{name}:run` nor `INFO`).
+//! The rule for a restart that kept data: a restart breaks every
+//! connection, and every new connection's first call is that check,
+//! before any booking on it; so the first process to reach the new
+//! redis-server (a new process too) makes the new epoch. A demotion need
+//! not break connections (`REPLICAOF` keeps them; Sentinel turns an old
+//! master into a replica seconds after a failover), but a booking on a
+//! replica fails (`READONLY`) and so does the next heartbeat's check, so a
+//! process drops its connections within one heartbeat of a demotion; a
+//! demotion and a promotion back both within one heartbeat, with no
+//! decision of the process in between, are not seen. What the persisted
+//! data holds stays counted (bookings of the snapshot counted again by the
+//! write-back: refused more, never over). Cost: `INFO replication`, `INFO
+//! server` and `INFO cluster` inside the script per check (each new
+//! connection and each heartbeat), `INFO memory` per new connection (on a
+//! cluster also `CLUSTER MYID`); nothing per decision (a booking reads
+//! neither `{name}:run` nor `INFO`).
 //!
 //! # Redis Cluster: migration or failover
 //!

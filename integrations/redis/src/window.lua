@@ -4,8 +4,8 @@
 -- KEYS[3] {name}:fence    string: exists while fresh bookings wait for restores
 -- KEYS[4] {name}:restored set: "<epoch>:<process>" of restores already applied
 -- KEYS[5] {name}:run      string: the identity of the redis-server process
---                         that created or adopted the epoch (see identity();
---                         never expires)
+--                         (and its term as a master) that created or adopted
+--                         the epoch (see identity(); never expires)
 -- ARGV: op, epoch, window_us, n_windows, grace_us, then per op (see below).
 -- Every reply starts {status, now_us, epoch}; status 0 done, 1 refused by
 -- the limit, 2 stale epoch (restore first), 3 fenced (restart grace).
@@ -34,17 +34,23 @@ local function info(section)
 end
 
 -- Who holds the limit's data: this redis-server process's run_id (new at
--- every start, its own on a promoted replica); on Redis Cluster also the
--- node's id and its replication id, "run node replid". Read only when an
--- epoch is made or a fresh connection checks (never by a booking).
+-- every start) and its replication id (new whenever the process becomes a
+-- master: a promotion, a failback to the same process; taken from its
+-- master while a replica), "run replid"; on Redis Cluster also the node's
+-- id, "run node replid". Read when an epoch is made and by every check
+-- (never by a booking). A server that is not a master (INFO replication)
+-- fails with READONLY: the limit is never checked or booked on a replica.
 -- Returns the identity, and INFO replication on a cluster (else nil).
 local function identity()
-  local run = string.match(info('server'), 'run_id:(%x+)') or ''
-  if not string.find(info('cluster'), 'cluster_enabled:1', 1, true) then
-    return run, nil
-  end
   local rep = info('replication')
+  if not string.find(rep, 'role:master', 1, true) then
+    error({err = 'READONLY leaparray-redis: this Redis is not a master (INFO replication role)'})
+  end
+  local run = string.match(info('server'), 'run_id:(%x+)') or ''
   local replid = string.match(rep, 'master_replid:(%x+)') or ''
+  if not string.find(info('cluster'), 'cluster_enabled:1', 1, true) then
+    return run .. ' ' .. replid, nil
+  end
   return run .. ' ' .. redis.call('CLUSTER', 'MYID') .. ' ' .. replid, rep
 end
 
@@ -144,26 +150,27 @@ if op == 'book' then
   end
   return {0, fmt(now), epoch, fmt(cur), take, room - take}
 elseif op == 'check' then
-  -- A heartbeat: is this still the caller's epoch? ARGV[6] '1' on a fresh
-  -- connection (ARGV[7]: identities "run node replid", separated by
-  -- commas, of masters that answered the caller MOVED): also, was the epoch made by this redis-server process? If
-  -- not, Redis restarted from persisted data (RDB, AOF) or a replica took
-  -- over: what it holds may miss bookings, so it is a restart (a new epoch,
-  -- the fence, every process writes back). On a cluster, data that came
-  -- whole from another master by MIGRATE is adopted instead (the epoch
-  -- stays). The reply's 7th element is the maxmemory-policy, the 8th 1 on
-  -- a cluster.
+  -- Is this still the caller's epoch, and was it made (or adopted) by this
+  -- redis-server process in its current term as a master? If not, Redis
+  -- restarted from persisted data (RDB, AOF), a replica took over, or the
+  -- process was demoted and promoted again (a failback): what it holds
+  -- may miss bookings, so it is a restart (a new epoch, the fence, every
+  -- process writes back). On a cluster, data that came whole from another
+  -- master by MIGRATE is adopted instead (the epoch stays): ARGV[7] holds
+  -- the identities "run node replid", separated by commas, of masters that
+  -- answered the caller MOVED. ARGV[6] '1' on a fresh connection: the
+  -- reply's 7th element is the maxmemory-policy, the 8th 1 on a cluster.
   local policy, cluster = '', 0
-  if ARGV[6] == '1' then
-    local me, rep = identity()
-    local stored = redis.call('GET', KEYS[5])
-    if stored ~= me then
-      if migrated(stored, me, rep, ARGV[7] or '') then
-        redis.call('SET', KEYS[5], me)
-      else
-        epoch = new_epoch(me)
-      end
+  local me, rep = identity()
+  local stored = redis.call('GET', KEYS[5])
+  if stored ~= me then
+    if migrated(stored, me, rep, ARGV[7] or '') then
+      redis.call('SET', KEYS[5], me)
+    else
+      epoch = new_epoch(me)
     end
+  end
+  if ARGV[6] == '1' then
     if rep then cluster = 1 end
     policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
   end

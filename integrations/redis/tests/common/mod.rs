@@ -422,3 +422,153 @@ impl Ledger {
             .unwrap_or(0)
     }
 }
+
+/// A `redis-sentinel` of the tests' own (`redis-server <conf> --sentinel`)
+/// on a free loopback port, watching one master as `name` with quorum 1;
+/// killed on drop (also when a test panics). Its periods are shortened
+/// with `SENTINEL DEBUG` (the same state machine, shorter waits): INFO
+/// every 100 ms (10 s by default), publish period 500 ms (2 s: an old
+/// master left a master is turned into a replica after 4 of them, 2 s
+/// here, 8 s by default); a master is down after 1 s without a reply.
+pub struct Sentinel {
+    pub port: u16,
+    pub name: String,
+    child: Option<Child>,
+    dir: std::path::PathBuf,
+}
+
+impl Sentinel {
+    pub fn start(master: &Server, name: &str) -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!(
+            "leaparray-redis-sentinel-{}-{port}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {}\n\
+                 sentinel monitor {name} 127.0.0.1 {} 1\n\
+                 sentinel down-after-milliseconds {name} 1000\n\
+                 sentinel failover-timeout {name} 2000\n",
+                dir.display(),
+                master.port
+            ),
+        )
+        .unwrap();
+        let child = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start redis-server --sentinel ({e}): install redis-server \
+                     (`apt-get install -y redis-server redis-sentinel`, as .ci/redis.sh does)"
+                )
+            });
+        let s = Sentinel {
+            port,
+            name: name.to_owned(),
+            child: Some(child),
+            dir,
+        };
+        let t = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "sentinel did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _: () = redis::cmd("SENTINEL")
+            .arg("DEBUG")
+            .arg(&["info-period", "100", "publish-period", "500"][..])
+            .query(&mut s.con())
+            .unwrap();
+        s
+    }
+
+    pub fn con(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// The gates' URL.
+    pub fn url(&self) -> String {
+        format!("redis+sentinel://127.0.0.1:{}/{}", self.port, self.name)
+    }
+
+    /// The port of the master Sentinel names.
+    pub fn master(&self) -> u16 {
+        let (_, port): (String, u16) = redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(&self.name)
+            .query(&mut self.con())
+            .unwrap();
+        port
+    }
+
+    /// Whether Sentinel sees `replica` as a replica it could promote (no
+    /// down flag, its link to the master up).
+    pub fn can_promote(&self, replica: &Server) -> bool {
+        let replicas: Vec<std::collections::HashMap<String, String>> = redis::cmd("SENTINEL")
+            .arg("REPLICAS")
+            .arg(&self.name)
+            .query(&mut self.con())
+            .unwrap();
+        replicas.iter().any(|r| {
+            r.get("port").map(String::as_str) == Some(&replica.port.to_string())
+                && r.get("flags").is_some_and(|f| f == "slave")
+                && r.get("master-link-status").map(String::as_str) == Some("ok")
+        })
+    }
+
+    /// `SENTINEL FAILOVER` (retried while Sentinel answers that no replica
+    /// can be promoted yet, up to 10 s).
+    pub fn failover(&self) {
+        let t = Instant::now();
+        loop {
+            let r: redis::RedisResult<()> = redis::cmd("SENTINEL")
+                .arg("FAILOVER")
+                .arg(&self.name)
+                .query(&mut self.con());
+            match r {
+                Ok(()) => return,
+                Err(e) if t.elapsed() < Duration::from_secs(10) => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("SENTINEL FAILOVER: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `INFO replication`'s `field` on `server`.
+pub fn replication(server: &Server, field: &str) -> String {
+    let rep: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut server.con())
+        .unwrap();
+    rep.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
