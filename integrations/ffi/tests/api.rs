@@ -420,6 +420,20 @@ fn shards_claims_and_exact_sums() {
     }
 }
 
+/// The two objects' pointers, for threads (C would pass them freely).
+#[derive(Clone, Copy)]
+struct Both(*mut leap_gate2_t, *mut leap_keyed64_t);
+
+// SAFETY: the objects are shared by design (`Gate` and `KeyedGate` are
+// `Sync`); the pointers stay valid while the scoped threads run.
+unsafe impl Send for Both {}
+
+impl Both {
+    fn get(self) -> (*mut leap_gate2_t, *mut leap_keyed64_t) {
+        (self.0, self.1)
+    }
+}
+
 /// Threads racing on one gate and one shared table: exactly the limit
 /// passes, per interval and per key.
 #[test]
@@ -431,13 +445,13 @@ fn racing_threads_exact() {
         assert_eq!(leap_gate2_init(g.ptr(), W, 500), LEAP_OK);
         assert_eq!(leap_keyed64_init(k.ptr(), W, 50), LEAP_OK);
     }
-    let (gp, kp) = (g.ptr() as usize, k.ptr() as usize);
+    let both = Both(g.ptr(), k.ptr());
     let per = if cfg!(miri) { 60 } else { 2_000 };
     let passes: Vec<(usize, usize)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 scope.spawn(move || {
-                    let (g, k) = (gp as *const leap_gate2_t, kp as *const leap_keyed64_t);
+                    let (g, k) = both.get();
                     let mut n = (0, 0);
                     for i in 0..per {
                         // SAFETY: both objects outlive the scope.
