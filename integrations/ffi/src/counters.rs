@@ -59,20 +59,29 @@ type Array = LeapArray<LEAP_WINDOWS, LEAP_COUNTERS>;
 type Shards = Sharded<LEAP_WINDOWS, LEAP_COUNTERS, LEAP_SHARDS>;
 type Writer = ShardWriter<'static, LEAP_WINDOWS, LEAP_COUNTERS>;
 
-storage!(leap_array_t, Array, LEAP_ARRAY_SIZE, LEAP_ARRAY_ALIGN, 30);
+storage!(
+    leap_array_t,
+    Array,
+    LEAP_ARRAY_SIZE,
+    LEAP_ARRAY_ALIGN,
+    30,
+    false
+);
 storage!(
     leap_shards_t,
     Shards,
     LEAP_SHARDS_SIZE,
     LEAP_SHARDS_ALIGN,
-    31
+    31,
+    false
 );
 storage!(
     leap_shard_writer_t,
     Writer,
     LEAP_SHARD_WRITER_SIZE,
     LEAP_SHARD_WRITER_ALIGN,
-    32
+    32,
+    true
 );
 
 fn added(r: Result<(), AddError>) -> leap_status_t {

@@ -46,12 +46,13 @@ pub struct leap_gate10_t {
 }
 
 macro_rules! storage {
-    ($s:ty, $v:ty, $size:expr, $align:expr, $tag:expr) => {
+    ($s:ty, $v:ty, $size:expr, $align:expr, $tag:expr, $exclusive:expr) => {
         // SAFETY: `repr(C)` bytes; the assertion below checks the sizes
         // and alignments `Storage` requires.
         unsafe impl Storage for $s {
             type Value = $v;
             const ALIGN: usize = $align;
+            const EXCLUSIVE: bool = $exclusive;
             const TAG: usize = tag($tag);
         }
         const _: () = assert!(
@@ -67,14 +68,29 @@ macro_rules! storage {
 }
 pub(crate) use storage;
 
-storage!(leap_gate2_t, Gate<2>, LEAP_GATE2_SIZE, LEAP_GATE2_ALIGN, 1);
-storage!(leap_gate4_t, Gate<4>, LEAP_GATE4_SIZE, LEAP_GATE4_ALIGN, 2);
+storage!(
+    leap_gate2_t,
+    Gate<2>,
+    LEAP_GATE2_SIZE,
+    LEAP_GATE2_ALIGN,
+    1,
+    false
+);
+storage!(
+    leap_gate4_t,
+    Gate<4>,
+    LEAP_GATE4_SIZE,
+    LEAP_GATE4_ALIGN,
+    2,
+    false
+);
 storage!(
     leap_gate10_t,
     Gate<10>,
     LEAP_GATE10_SIZE,
     LEAP_GATE10_ALIGN,
-    3
+    3,
+    false
 );
 
 /// The window and limit checks of every gate's init.

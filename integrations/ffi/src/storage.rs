@@ -104,6 +104,10 @@ pub(crate) unsafe trait Storage {
     type Value;
     /// The alignment the header names (`LEAP_..._ALIGN`).
     const ALIGN: usize;
+    /// Whether the value is used through `&mut` ([`exclusive`], [`take`]),
+    /// one caller at a time; else through `&` ([`shared`]). Never both:
+    /// each of those functions refuses the other kind at compile time.
+    const EXCLUSIVE: bool;
     /// This type's tag: `READY` is `TAG ^ address`. Distinct per type, its
     /// three low bits `0b100`: storage is aligned to at least 8, so READY's
     /// are too, and READY, `READY ^ IN_USE` and `READY ^ BUILDING` are never
@@ -224,6 +228,7 @@ pub(crate) unsafe fn shared<'a, S: Storage>(p: *const S) -> Result<&'a S::Value,
 where
     S::Value: Sync,
 {
+    const { assert!(!S::EXCLUSIVE, "an exclusive object used through `&`") };
     let slot = checked(p)?;
     // SAFETY: `slot` is checked, and points to the object's bytes.
     let state = unsafe { state(slot) };
@@ -235,8 +240,9 @@ where
     // SAFETY: READY at this address means init wrote a `T` here (tag and
     // address both match, and init writes READY only after the value), and
     // nothing writes the value again while it is READY: init refuses
-    // initialised storage, and the only `&mut` users are exclusive types,
-    // whose `S::Value` is a different type with a different tag. So a
+    // initialised storage, and `exclusive` and `take` are used only with
+    // exclusive types (`S::EXCLUSIVE`, checked at compile time in each),
+    // whose tags differ from every shared type's. So a
     // shared reference is valid; `T: Sync` lets other threads hold one at
     // the same time.
     Ok(unsafe { (*UnsafeCell::raw_get(ptr::addr_of!((*slot).value))).assume_init_ref() })
@@ -255,6 +261,7 @@ pub(crate) unsafe fn exclusive<S: Storage, R>(
 where
     S::Value: Send,
 {
+    const { assert!(S::EXCLUSIVE, "a shared object used through `&mut`") };
     let slot = checked(p.cast_const())?.cast_mut();
     let ready = ready::<S>(slot);
     // SAFETY: `slot` is checked, and points to the object's bytes.
@@ -270,7 +277,7 @@ where
     // `shared`), and our compare-and-swap from READY to IN_USE makes this
     // call the only one holding a reference to it until we store READY
     // again: every other call's compare-and-swap fails (IN_USE), `shared`
-    // is never used with this type, and init refuses it. `T: Send`: the
+    // refuses exclusive types at compile time, and init refuses it. `T: Send`: the
     // calls may come from different threads, one at a time.
     let value = unsafe { (*UnsafeCell::raw_get(ptr::addr_of!((*slot).value))).assume_init_mut() };
     let r = f(value);
@@ -289,6 +296,7 @@ pub(crate) unsafe fn take<S: Storage>(p: *mut S) -> Result<S::Value, leap_status
 where
     S::Value: Send,
 {
+    const { assert!(S::EXCLUSIVE, "a shared object moved out") };
     let slot = checked(p.cast_const())?.cast_mut();
     let ready = ready::<S>(slot);
     // SAFETY: `slot` is checked, and points to the object's bytes.
@@ -377,9 +385,9 @@ mod tests {
             assert_eq!(inner, Ok(Err(leap_status_t::LEAP_ERR_BUSY)));
             let took = exclusive(p, |g| g.try_acquire(1, 0, 3));
             assert_eq!(took, Ok(leaparray::Decision::Pass));
-            // A shared use of an exclusive type's storage is another type's tag.
+            // A shared type's use of this storage finds another type's tag.
             assert_eq!(
-                take(p.cast::<leap_gate2_t>()).err(),
+                shared(p.cast_const().cast::<leap_gate2_t>()).err(),
                 Some(leap_status_t::LEAP_ERR_UNINIT)
             );
         }
