@@ -1,0 +1,442 @@
+//! Objects in storage the C program provides: a state word, then the Rust
+//! value. Every `unsafe` block of the crate that touches an object is here.
+//!
+//! # The layout
+//!
+//! Each C storage type (`leap_gate2_t`, ...) is an array of bytes with the
+//! size and alignment the header names. The bytes hold a [`Slot<T>`]: a
+//! `repr(C)` struct of an [`AtomicUsize`] state word at offset 0 and the
+//! value, a `MaybeUninit<T>` in an `UnsafeCell`, after it. A compile-time
+//! assertion per type (`fits`) checks that `Slot<T>` fits the storage in
+//! size and alignment on the target being built, so the header's numbers
+//! hold on every target the crate compiles for.
+//!
+//! # The state word
+//!
+//! `tag ^ address` means "a `T` initialised at this address" (`READY`): the
+//! tag is a per-type constant, so storage of another type, storage that
+//! was never initialised (static storage is zero) and an object copied
+//! elsewhere with `memcpy` all read as not initialised. Two more values:
+//! `READY ^ IN_USE` while the single caller of an exclusive object (a
+//! single-writer table, a shard writer) runs, `READY ^ BUILDING` while
+//! `init` writes the value (or `take` moves it out). Any other value is
+//! "not initialised".
+//!
+//! # The protocol: init racing a use
+//!
+//! `init` claims the word with a compare-and-swap from the value it read to
+//! `BUILDING`, writes the value with `ptr::write` (no reference to the
+//! uninitialised bytes is ever made), then stores `READY` with `Release`.
+//! A use loads the word with `Acquire` and makes a reference to the value
+//! only if it reads `READY`:
+//!
+//! ```text
+//!  Thread 1: init(p)                         Thread 2: use(p)
+//!  ----------------------------------------  ----------------------------------------
+//!  state: load 0, CAS 0 -> BUILDING
+//!  ptr::write(value, T::new(..))
+//!                                            state: load BUILDING (Acquire):
+//!                                            -> LEAP_ERR_UNINIT, no reference made
+//!  state: store READY (Release)
+//!                                            state: load READY (Acquire): the write
+//!                                            of the value happens before; &T
+//! ```
+//!
+//! Two inits race on the compare-and-swap: one wins, the other finds
+//! `BUILDING` or `READY` (`LEAP_ERR_BUSY`, `LEAP_ERR_ALREADY_INIT`) and
+//! writes nothing. An initialised object is never written again by `init`,
+//! so no `&T` a concurrent caller holds is ever invalidated.
+//!
+//! # Exclusive objects
+//!
+//! A single-writer table and a shard writer are used through `&mut T`. A
+//! call swaps the word `READY -> IN_USE` (a compare-and-swap, `Acquire`),
+//! runs, and stores `READY` (`Release`): two calls can never hold `&mut T`
+//! at once. The second (another thread, or an interrupt handler that
+//! interrupted the owner mid-call) finds `IN_USE` and gets `LEAP_ERR_BUSY`
+//! at once: it never waits, so it cannot deadlock in a handler.
+//!
+//! # What the C program must do (the header says it too)
+//!
+//! - Pass storage whose bytes are initialised: static storage (zero), or
+//!   automatic and heap storage cleared with `= {0}` or `memset` before
+//!   `init`. The crate reads the state word before `init` to tell an
+//!   initialised object from one that is not; garbage left in the bytes is
+//!   read as "not initialised" unless it happens to equal `READY` (one
+//!   value in `2^64`, `2^32` on 32-bit targets), but bytes C never wrote
+//!   are indeterminate, which the Rust side cannot check.
+//! - Keep the storage alive and leave its bytes alone while it is
+//!   initialised (to use the storage again, zero it when no call on it
+//!   can run).
+//! - Keep a shards object alive while a writer claimed from it is.
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::ptr;
+
+use portable_atomic::AtomicUsize;
+use portable_atomic::Ordering::{Acquire, Relaxed, Release};
+
+use crate::status::leap_status_t;
+
+/// What C storage holds: the state word, then the value.
+#[repr(C)]
+pub(crate) struct Slot<T> {
+    state: AtomicUsize,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+/// `READY ^ IN_USE`: an exclusive object's one caller is running.
+const IN_USE: usize = 1;
+/// `READY ^ BUILDING`: `init` is writing the value, or `take` moving it.
+const BUILDING: usize = 2;
+
+/// A C storage type and the Rust value its bytes hold.
+///
+/// # Safety
+///
+/// `Self` is a `repr(C)` array of bytes with `ALIGN` its alignment, at
+/// least `Slot<Value>`'s size, and `ALIGN` at least `Slot<Value>`'s
+/// alignment (each implementation asserts it at compile time with
+/// [`fits`]).
+pub(crate) unsafe trait Storage {
+    /// The Rust value.
+    type Value;
+    /// The alignment the header names (`LEAP_..._ALIGN`).
+    const ALIGN: usize;
+    /// Whether the value is used through `&mut` ([`exclusive`], [`take`]),
+    /// one caller at a time; else through `&` ([`shared`]). Never both:
+    /// each of those functions refuses the other kind at compile time.
+    const EXCLUSIVE: bool;
+    /// This type's tag: `READY` is `TAG ^ address`. Distinct per type, its
+    /// three low bits `0b100`: storage is aligned to at least 8, so READY's
+    /// are too, and READY, `READY ^ IN_USE` and `READY ^ BUILDING` are never
+    /// 0 (zeroed storage) nor `!READY` (storage a value was taken from).
+    const TAG: usize;
+}
+
+/// Whether `Slot<T>` fits `size` bytes aligned to `align`: the compile-time
+/// check behind each [`Storage`] implementation.
+pub(crate) const fn fits<T>(size: usize, align: usize) -> bool {
+    core::mem::size_of::<Slot<T>>() <= size
+        && core::mem::align_of::<Slot<T>>() <= align
+        && size.is_multiple_of(align)
+        && align >= 8
+}
+
+/// The checks every call makes on its object pointer: not null, aligned
+/// as the header says.
+fn checked<S: Storage>(p: *const S) -> Result<*const Slot<S::Value>, leap_status_t> {
+    if p.is_null() {
+        return Err(leap_status_t::LEAP_ERR_NULL);
+    }
+    if !p.addr().is_multiple_of(S::ALIGN) {
+        return Err(leap_status_t::LEAP_ERR_MISALIGNED);
+    }
+    Ok(p.cast())
+}
+
+/// The state word of the slot at `slot`.
+///
+/// # Safety
+///
+/// `slot` comes from [`checked`] (not null, aligned for `Slot<S::Value>`)
+/// and points to `size_of::<S>()` bytes the caller may read and that are
+/// initialised (the module docs' contract with C), valid for `'a`.
+unsafe fn state<'a, T>(slot: *const Slot<T>) -> &'a AtomicUsize {
+    // SAFETY: `slot` is aligned for `Slot<T>`, so its first field, an
+    // `AtomicUsize` at offset 0 (`repr(C)`), is aligned; its bytes are
+    // readable and initialised (the caller's contract). An `AtomicUsize`
+    // has every bit pattern valid, and it is only ever accessed atomically
+    // by this crate (C leaves the bytes alone while the object is in use),
+    // so a shared reference to it is sound even while other threads use
+    // the same word. `addr_of!` takes the field's address without making a
+    // reference to the whole slot, whose value may be uninitialised.
+    unsafe { &*ptr::addr_of!((*slot).state) }
+}
+
+fn ready<S: Storage>(slot: *const Slot<S::Value>) -> usize {
+    S::TAG ^ slot.addr()
+}
+
+/// Checks the arguments with `check`, then writes `build`'s value into the
+/// storage at `p`: `LEAP_OK`, or why not (nothing written). The value is
+/// built in its own call, straight into the storage's `write`, so that
+/// the stack holds as few copies of it as the build profile allows.
+///
+/// # Safety
+///
+/// `p` is null, or points to `size_of::<S>()` bytes, initialised, that
+/// the C program gave this object (the module docs' contract).
+pub(crate) unsafe fn init<S: Storage, P>(
+    p: *mut S,
+    check: impl FnOnce() -> Result<P, leap_status_t>,
+    build: impl FnOnce(P) -> S::Value,
+) -> leap_status_t {
+    let slot = match checked(p.cast_const()) {
+        Ok(slot) => slot.cast_mut(),
+        Err(e) => return e,
+    };
+    let ready = ready::<S>(slot);
+    // SAFETY: `slot` is checked, and points to the object's bytes.
+    let state = unsafe { state(slot) };
+    let seen = state.load(Acquire);
+    if seen == ready || seen == ready ^ IN_USE {
+        return leap_status_t::LEAP_ERR_ALREADY_INIT;
+    }
+    if seen == ready ^ BUILDING {
+        return leap_status_t::LEAP_ERR_BUSY;
+    }
+    let parameters = match check() {
+        Ok(parameters) => parameters,
+        Err(e) => return e,
+    };
+    // ORDERING: Acquire: if another init or a `take` ran here before, its
+    // accesses to the value happen before our write.
+    if state
+        .compare_exchange(seen, ready ^ BUILDING, Acquire, Relaxed)
+        .is_err()
+    {
+        return leap_status_t::LEAP_ERR_BUSY;
+    }
+    // SAFETY: the value field is inside the object's bytes and aligned
+    // (`Slot` is `repr(C)`, `slot` aligned for it). We won the state word
+    // from a value that is not READY, so no caller holds a reference to the
+    // value (they make one only after reading READY) and no other init
+    // writes it (it would have to win the same word). `ptr::write` does not
+    // read or drop the old bytes, and `UnsafeCell::raw_get` makes no
+    // reference to them.
+    unsafe {
+        UnsafeCell::raw_get(ptr::addr_of!((*slot).value))
+            .cast::<S::Value>()
+            .write(build(parameters))
+    };
+    // ORDERING: Release pairs with the Acquire load of every use: the write
+    // above happens before any reference a use makes.
+    state.store(ready, Release);
+    leap_status_t::LEAP_OK
+}
+
+/// The value at `p`, shared: for objects any thread or handler may use at
+/// once (`T: Sync`).
+///
+/// # Safety
+///
+/// As for [`init`]; and the storage stays valid and untouched by C for
+/// `'a` (the call that uses the reference).
+pub(crate) unsafe fn shared<'a, S: Storage>(p: *const S) -> Result<&'a S::Value, leap_status_t>
+where
+    S::Value: Sync,
+{
+    const { assert!(!S::EXCLUSIVE, "an exclusive object used through `&`") };
+    let slot = checked(p)?;
+    // SAFETY: `slot` is checked, and points to the object's bytes.
+    let state = unsafe { state(slot) };
+    // ORDERING: Acquire pairs with init's Release store: the value's write
+    // happens before the reference below.
+    if state.load(Acquire) != ready::<S>(slot) {
+        return Err(leap_status_t::LEAP_ERR_UNINIT);
+    }
+    // SAFETY: READY at this address means init wrote a `T` here (tag and
+    // address both match, and init writes READY only after the value), and
+    // nothing writes the value again while it is READY: init refuses
+    // initialised storage, and `exclusive` and `take` are used only with
+    // exclusive types (`S::EXCLUSIVE`, checked at compile time in each),
+    // whose tags differ from every shared type's. So a
+    // shared reference is valid; `T: Sync` lets other threads hold one at
+    // the same time.
+    Ok(unsafe { (*UnsafeCell::raw_get(ptr::addr_of!((*slot).value))).assume_init_ref() })
+}
+
+/// Runs `f` on the value at `p`, exclusively: for objects with one caller
+/// at a time. `LEAP_ERR_BUSY` (and `f` not run) if a call is running on it.
+///
+/// # Safety
+///
+/// As for [`shared`].
+pub(crate) unsafe fn exclusive<S: Storage, R>(
+    p: *mut S,
+    f: impl FnOnce(&mut S::Value) -> R,
+) -> Result<R, leap_status_t>
+where
+    S::Value: Send,
+{
+    const { assert!(S::EXCLUSIVE, "a shared object used through `&mut`") };
+    let slot = checked(p.cast_const())?.cast_mut();
+    let ready = ready::<S>(slot);
+    // SAFETY: `slot` is checked, and points to the object's bytes.
+    let state = unsafe { state(slot) };
+    // ORDERING: Acquire pairs with the Release store that ended the last
+    // call (or init): its accesses to the value happen before ours.
+    match state.compare_exchange(ready, ready ^ IN_USE, Acquire, Relaxed) {
+        Ok(_) => {}
+        Err(seen) if seen == ready ^ IN_USE => return Err(leap_status_t::LEAP_ERR_BUSY),
+        Err(_) => return Err(leap_status_t::LEAP_ERR_UNINIT),
+    }
+    // SAFETY: READY at this address means init wrote a `T` here (see
+    // `shared`), and our compare-and-swap from READY to IN_USE makes this
+    // call the only one holding a reference to it until we store READY
+    // again: every other call's compare-and-swap fails (IN_USE), `shared`
+    // refuses exclusive types at compile time, and init refuses it. `T: Send`: the
+    // calls may come from different threads, one at a time.
+    let value = unsafe { (*UnsafeCell::raw_get(ptr::addr_of!((*slot).value))).assume_init_mut() };
+    let r = f(value);
+    // ORDERING: Release pairs with the next call's Acquire.
+    state.store(ready, Release);
+    Ok(r)
+}
+
+/// Moves the value out of the storage at `p` and marks it not initialised:
+/// `LEAP_ERR_BUSY` if a call is running on it.
+///
+/// # Safety
+///
+/// As for [`shared`].
+pub(crate) unsafe fn take<S: Storage>(p: *mut S) -> Result<S::Value, leap_status_t>
+where
+    S::Value: Send,
+{
+    const { assert!(S::EXCLUSIVE, "a shared object moved out") };
+    let slot = checked(p.cast_const())?.cast_mut();
+    let ready = ready::<S>(slot);
+    // SAFETY: `slot` is checked, and points to the object's bytes.
+    let state = unsafe { state(slot) };
+    match state.compare_exchange(ready, ready ^ BUILDING, Acquire, Relaxed) {
+        Ok(_) => {}
+        Err(seen) if seen == ready ^ IN_USE || seen == ready ^ BUILDING => {
+            return Err(leap_status_t::LEAP_ERR_BUSY)
+        }
+        Err(_) => return Err(leap_status_t::LEAP_ERR_UNINIT),
+    }
+    // SAFETY: as in `exclusive`, we hold the value alone (BUILDING refuses
+    // every other call); `ptr::read` moves it out, and the state stored
+    // next says the bytes hold no value, so it is never read or dropped
+    // again.
+    let value = unsafe {
+        UnsafeCell::raw_get(ptr::addr_of!((*slot).value))
+            .read()
+            .assume_init()
+    };
+    // ORDERING: Release pairs with a later init's Acquire. `!ready` is
+    // none of READY, IN_USE, BUILDING (their bit 2 is set: [`Storage::TAG`]).
+    state.store(!ready, Release);
+    Ok(value)
+}
+
+/// Writes `v` to `*out`: `LEAP_OK`, or `LEAP_ERR_NULL` / `LEAP_ERR_MISALIGNED`
+/// (nothing written).
+///
+/// # Safety
+///
+/// `out` is null or points to a `T` the caller may write (initialised or
+/// not: nothing is read).
+pub(crate) unsafe fn put<T>(out: *mut T, v: T) -> leap_status_t {
+    if out.is_null() {
+        return leap_status_t::LEAP_ERR_NULL;
+    }
+    if !out.addr().is_multiple_of(core::mem::align_of::<T>()) {
+        return leap_status_t::LEAP_ERR_MISALIGNED;
+    }
+    // SAFETY: not null, aligned, and writable (the caller's contract);
+    // `write` neither reads nor drops the old bytes.
+    unsafe { out.write(v) };
+    leap_status_t::LEAP_OK
+}
+
+/// `TAG` for the type numbered `id` (distinct ids, distinct tags; the
+/// three low bits `0b100`, as [`Storage::TAG`] requires).
+pub(crate) const fn tag(id: usize) -> usize {
+    (0x6c65_6170_7f00_0004_u64 as usize) ^ (id << 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{leap_gate2_t, leap_local64_t};
+    use leaparray::keyed::LocalKeyedGate;
+    use leaparray::Gate;
+    use std::boxed::Box;
+
+    fn zeroed<T>() -> Box<T> {
+        let layout = std::alloc::Layout::new::<T>();
+        // SAFETY: the storage types are byte arrays (not zero-sized): all
+        // zeros is a valid value, and `Box` frees with the same layout.
+        unsafe { Box::from_raw(std::alloc::alloc_zeroed(layout).cast::<T>()) }
+    }
+
+    fn window() -> core::num::NonZeroU64 {
+        core::num::NonZeroU64::new(50).unwrap()
+    }
+
+    /// An exclusive call while another runs on the same object gets
+    /// `LEAP_ERR_BUSY` and does not run (the second `&mut` is never made);
+    /// once the first is done, calls run again.
+    #[test]
+    fn exclusive_refuses_a_second_caller() {
+        let mut t = zeroed::<leap_local64_t>();
+        let p: *mut leap_local64_t = &mut *t;
+        // SAFETY: `p` is zeroed storage of its type, alive for the test.
+        unsafe {
+            assert_eq!(
+                init(p, || Ok(()), |()| LocalKeyedGate::<2, 64>::new(window(), 3)),
+                leap_status_t::LEAP_OK
+            );
+            let inner = exclusive(p, |_| exclusive(p, |_| unreachable!("a second &mut")));
+            assert_eq!(inner, Ok(Err(leap_status_t::LEAP_ERR_BUSY)));
+            let took = exclusive(p, |g| g.try_acquire(1, 0, 3));
+            assert_eq!(took, Ok(leaparray::Decision::Pass));
+            // A shared type's use of this storage finds another type's tag.
+            assert_eq!(
+                shared(p.cast_const().cast::<leap_gate2_t>()).err(),
+                Some(leap_status_t::LEAP_ERR_UNINIT)
+            );
+        }
+    }
+
+    /// Two inits of one storage: the one that builds second but claims the
+    /// word first wins; the other writes nothing and says `LEAP_ERR_BUSY`.
+    /// Then init refuses the initialised object.
+    #[test]
+    fn racing_inits_write_once() {
+        let mut g = zeroed::<leap_gate2_t>();
+        let p: *mut leap_gate2_t = &mut *g;
+        // SAFETY: `p` is zeroed storage of its type, alive for the test.
+        unsafe {
+            let outer = init(
+                p,
+                || {
+                    // Another init runs between this one's check and its claim.
+                    assert_eq!(
+                        init(p, || Ok(()), |()| Gate::<2>::new(window(), 7)),
+                        leap_status_t::LEAP_OK
+                    );
+                    Ok(())
+                },
+                |()| Gate::<2>::new(window(), 1),
+            );
+            assert_eq!(outer, leap_status_t::LEAP_ERR_BUSY);
+            assert_eq!(shared(p.cast_const()).map(|g| g.limit()), Ok(7));
+            assert_eq!(
+                init(p, || Ok(()), |()| Gate::<2>::new(window(), 1)),
+                leap_status_t::LEAP_ERR_ALREADY_INIT
+            );
+        }
+    }
+
+    /// Every state value the protocol writes differs from the others and
+    /// from zeroed storage, for every type's tag at any aligned address.
+    #[test]
+    fn state_values_are_distinct() {
+        for id in [1, 2, 3, 10, 11, 12, 20, 21, 22, 30, 31, 32] {
+            for addr in [0usize, 16, 0x2000_0000, usize::MAX & !15] {
+                let ready = tag(id) ^ addr;
+                let all = [ready, ready ^ IN_USE, ready ^ BUILDING, !ready, 0];
+                for (i, a) in all.iter().enumerate() {
+                    for b in &all[i + 1..] {
+                        assert_ne!(a, b, "tag {id}, address {addr:#x}");
+                    }
+                }
+            }
+        }
+    }
+}
