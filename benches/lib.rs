@@ -2,8 +2,11 @@
 //! scaling tool in `bin/scaling.rs`; see `README.md` here for how to run
 //! them and the figures of the last run. This library holds what more than
 //! one of them uses: the key generator and key sets of the keyed
-//! benchmarks, governor's keyed limiter as they set it up, and a helper
-//! that builds a large `KeyedGate` off the stack.
+//! benchmarks, governor's keyed limiter as they set it up, a helper
+//! that builds a large `KeyedGate` off the stack, and the one-word
+//! reference gate of `bin/gate_vs.rs` (`reference`).
+
+pub mod reference;
 
 use std::num::{NonZeroU32, NonZeroU64};
 use std::time::Duration;

@@ -11,7 +11,8 @@
 //! window, so windows roll over as in use; every call admitted), against
 //! governor 0.10's `check()` with a `FakeRelativeClock` and a quota it
 //! never reaches; refused: a gate of 10 and a governor of 10 per second,
-//! both used up. `cargo run --release -p leaparray-benches --bin
+//! both used up. `gate_wide_*`: the same with a limit of 1,000,000 (one
+//! 128-bit word). `cargo run --release -p leaparray-benches --bin
 //! gate_instructions -- WORKLOAD` runs one of `gate_admit`,
 //! `governor_admit`, `gate_refuse`, `governor_refuse`; `time` times the
 //! four instead (nanoseconds per call, the median of 31 rounds of
@@ -53,12 +54,20 @@ fn main() {
         .unwrap_or_default();
     let mut admitted = 0u64;
     match workload.as_str() {
-        "gate_admit" | "gate_refuse" => {
-            let refuse = workload == "gate_refuse";
-            let g = Gate::<2>::new(WINDOW, if refuse { 10 } else { 1_000 });
-            assert!(matches!(g.shape(), Shape::Word64 { .. }));
+        "gate_admit" | "gate_refuse" | "gate_wide_admit" | "gate_wide_refuse" => {
+            let refuse = workload.ends_with("refuse");
+            let g = if workload.starts_with("gate_wide") {
+                // Too large a limit for a 64-bit word (at most 1,023).
+                let g = Gate::<2>::new(WINDOW, 1_000_000);
+                assert!(matches!(g.shape(), Shape::Word128 { .. }));
+                g
+            } else {
+                let g = Gate::<2>::new(WINDOW, if refuse { 10 } else { 1_000 });
+                assert!(matches!(g.shape(), Shape::Word64 { .. }));
+                g
+            };
             if refuse {
-                assert_eq!(g.try_acquire(0, 10), Decision::Pass);
+                assert_eq!(g.try_acquire(0, g.limit()), Decision::Pass);
             }
             let mut now = 0u64;
             for _ in 0..CALLS {
@@ -89,7 +98,7 @@ fn main() {
             return;
         }
         other => {
-            eprintln!("workload {other:?}: one of gate_admit, governor_admit, gate_refuse, governor_refuse");
+            eprintln!("workload {other:?}: one of gate_admit, gate_wide_admit, governor_admit, gate_refuse, gate_wide_refuse, governor_refuse");
             std::process::exit(2);
         }
     }

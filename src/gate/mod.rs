@@ -86,7 +86,7 @@ use crate::gate::bucket_gate::BucketGate;
 use crate::gate::divide::Divisor;
 use crate::gate::packed::{Answer, Layout, Outcome, WordGate};
 #[cfg(target_pointer_width = "64")]
-use crate::gate::packed::{Fixed, Geometry};
+use crate::gate::packed::{Fixed, Geometry, WordCell};
 use crate::stats::event::Event;
 use crate::stats::metric::{Metric, ReadOnly};
 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
@@ -151,6 +151,10 @@ pub struct Gate<const N: usize> {
     /// in one compare.
     #[cfg(target_pointer_width = "64")]
     fast: [u64; 2],
+    /// The same for the 128-bit shape ([`Repr::Word128`]), which `book`
+    /// tests after the 64-bit word's.
+    #[cfg(target_pointer_width = "64")]
+    wide: [u64; 2],
     repr: Repr<N>,
     /// The id of a window some caller booked into, so that a caller in
     /// that same window finds its id with one multiply instead of a
@@ -288,17 +292,21 @@ impl<const N: usize> Gate<N> {
         /// A gate of this layout and state, its 64-bit word and memos new.
         fn assemble(layout: Layout, repr: Repr<N>) -> Self {
             #[cfg(target_pointer_width = "64")]
-            let fast = {
+            let (fast, wide) = {
                 // `acquire_started` needs `T + k <= 64`: windows of a
                 // multiple of 2^(65 - T) ticks (2^32 for `Gate<2>`) decide
                 // through `book_otherwise`, dividing.
                 let checkable = layout.id_bits + layout.window.get().trailing_zeros() <= 64;
-                let word64 = matches!(repr, Repr::Word64);
-                let limit = if word64 && checkable { layout.limit } else { 0 };
-                match layout.future {
+                let limit = if checkable { layout.limit } else { 0 };
+                let at = match layout.future {
                     0 => [limit, 0],
                     1 => [0, limit],
                     _ => [0, 0],
+                };
+                match repr {
+                    Repr::Word64 => (at, [0, 0]),
+                    Repr::Word128(_) => ([0, 0], at),
+                    Repr::Buckets(_) => ([0, 0], [0, 0]),
                 }
             };
             #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
@@ -315,6 +323,8 @@ impl<const N: usize> Gate<N> {
                 word: WordGate::new(atomic_u64(0)),
                 #[cfg(target_pointer_width = "64")]
                 fast,
+                #[cfg(target_pointer_width = "64")]
+                wide,
                 repr,
                 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
                 hint: atomic_u64(0),
@@ -725,11 +735,15 @@ impl<const N: usize> Gate<N> {
         {
             // `n = 0` wraps to `u64::MAX`, never below.
             let m = n.wrapping_sub(1);
+            let w = &self.word;
             if m < self.fast[1] {
-                return self.book_word(Fixed::<u64, N, 1>::new(l), now, n, prioritized);
+                return self.book_word(w, Fixed::<u64, N, 1>::new(l), now, n, prioritized);
             }
             if m < self.fast[0] {
-                return self.book_word(Fixed::<u64, N, 0>::new(l), now, n, prioritized);
+                return self.book_word(w, Fixed::<u64, N, 0>::new(l), now, n, prioritized);
+            }
+            if m < self.wide[1] | self.wide[0] {
+                return self.book_wide(now, n, prioritized);
             }
         }
         // (A word refuses `n > limit` itself.)
@@ -742,7 +756,25 @@ impl<const N: usize> Gate<N> {
         self.book_otherwise(now, n, prioritized)
     }
 
-    /// `book` on the 64-bit word: the caller's window from the hint when
+    /// `book` on the 128-bit word (limits too large for 64 bits), for
+    /// `1 <= n <= limit`: the same inline decision, in a function of its
+    /// own so that the 64-bit word's stays a leaf that saves no registers
+    /// (`now` and `n` first: the call needs no moves).
+    #[cfg(target_pointer_width = "64")]
+    #[inline(never)]
+    fn book_wide<R: Answer>(&self, now: u64, n: u64, prioritized: bool) -> R {
+        let l = &self.layout;
+        match &self.repr {
+            Repr::Word128(w) if self.wide[1] != 0 => {
+                self.book_word(w, Fixed::<u128, N, 1>::new(l), now, n, prioritized)
+            }
+            Repr::Word128(w) => self.book_word(w, Fixed::<u128, N, 0>::new(l), now, n, prioritized),
+            _ => self.book_otherwise(now, n, prioritized),
+        }
+    }
+
+    /// `book` on the word `w` (the 64-bit or 128-bit shape's, `g` its
+    /// geometry): the caller's window from the hint when
     /// `now` is in the hinted window (`now - h * window < window`, exact
     /// because the hinted window ends by `u64::MAX`), else by division,
     /// after which the hint moves to a window the word booked into. A
@@ -751,8 +783,14 @@ impl<const N: usize> Gate<N> {
     /// (`WordGate::acquire_started`).
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
-    fn book_word<G: Geometry, R: Answer>(&self, g: G, now: u64, n: u64, prioritized: bool) -> R {
-        let w = &self.word;
+    fn book_word<A: WordCell, G: Geometry, R: Answer>(
+        &self,
+        w: &WordGate<A>,
+        g: G,
+        now: u64,
+        n: u64,
+        prioritized: bool,
+    ) -> R {
         #[cfg(not(leaparray_loom))]
         {
             let d = g.window().get();
@@ -762,13 +800,13 @@ impl<const N: usize> Gate<N> {
                 if now.wrapping_sub(s) < d {
                     return w.acquire_started::<N, R>(g, s, self.start_mask, now, n);
                 }
-                return self.book_new_window(now, n, g, prioritized);
+                return self.book_new_window(now, n, w, g, prioritized);
             }
             let h = self.hint.load(Relaxed);
             if now.wrapping_sub(h.wrapping_mul(d)) < d {
                 return w.acquire::<N, R>(g, h, now, n, prioritized);
             }
-            self.book_new_window(now, n, g, prioritized)
+            self.book_new_window(now, n, w, g, prioritized)
         }
         // The models check the word: the hint, a memo of an exact
         // arithmetic fact, would only multiply their schedules.
@@ -781,16 +819,17 @@ impl<const N: usize> Gate<N> {
     #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     #[cold]
     #[inline(never)]
-    fn book_new_window<G: Geometry, R: Answer>(
+    fn book_new_window<A: WordCell, G: Geometry, R: Answer>(
         &self,
         now: u64,
         n: u64,
+        w: &WordGate<A>,
         g: G,
         prioritized: bool,
     ) -> R {
         let d = g.window();
         let c = d.div(now);
-        let outcome: Outcome = self.word.acquire::<N, Outcome>(g, c, now, n, prioritized);
+        let outcome: Outcome = w.acquire::<N, Outcome>(g, c, now, n, prioritized);
         // Only a window that ends by `u64::MAX` (see `hint`); only when the
         // word booked into the caller's window (a late caller's window
         // would send the callers after it to this path).
