@@ -8,14 +8,13 @@
 
 pub mod reference;
 
-use std::num::{NonZeroU32, NonZeroU64};
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use governor::clock::{Clock, FakeRelativeClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
-use leaparray::keyed::{KeyedError, Overflow};
 use leaparray::{Decision, KeyedGate};
 
 /// splitmix64's output function: a bijection, so distinct inputs give
@@ -132,36 +131,4 @@ pub fn warm_governor(lim: &KeyedGovernor, keys: &Keys) {
         assert!(lim.check_key(k).is_ok());
     }
     assert_eq!(lim.len(), keys.set.len());
-}
-
-/// `KeyedGate::try_new(window, limit)` with `Overflow::Refuse` (so the
-/// key set is the keys the table has room for, as in `benches/keyed.rs`)
-/// on the heap, for the `'static` life of the process, built without the
-/// caller's stack: a table of 2^21 slots is 96 MiB, more than a main thread's stack (8 MiB on
-/// Linux), and `try_new` returns it by value. It is built on a thread of
-/// its own whose stack (reserved, touched only as used) holds four
-/// tables, then moved into a `Box` and leaked.
-///
-/// # Errors
-///
-/// `try_new`'s: the limit does not fit a slot's word.
-///
-/// # Panics
-///
-/// If the thread cannot be started.
-pub fn leaked_keyed_gate<const N: usize, const CAP: usize>(
-    window: NonZeroU64,
-    limit: u64,
-) -> Result<&'static KeyedGate<N, CAP>, KeyedError> {
-    let stack = 4 * core::mem::size_of::<KeyedGate<N, CAP>>() + (1 << 20);
-    std::thread::Builder::new()
-        .name("keyed-gate-builder".into())
-        .stack_size(stack)
-        .spawn(move || {
-            KeyedGate::<N, CAP>::try_new(window, limit)
-                .map(|t| &*Box::leak(Box::new(t.with_overflow(Overflow::Refuse))))
-        })
-        .expect("start the thread that builds the table")
-        .join()
-        .expect("building the table does not panic")
 }

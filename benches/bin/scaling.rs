@@ -42,10 +42,11 @@ use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 // The core's names, in one place.
 use leaparray::gate::Shape;
+use leaparray::keyed::Overflow;
 use leaparray::shard::Sharded;
 use leaparray::{Decision, Gate, KeyedGate, LeapArray};
 use leaparray_benches::{
-    keyed_governor, leaked_keyed_gate, warm_gate, warm_governor, KeyedGovernor, Keys,
+    keyed_governor, warm_gate, warm_governor, KeyedGovernor, Keys,
 };
 use plotters::prelude::*;
 
@@ -71,6 +72,14 @@ const KEYED_1M_WINDOW: NonZeroU64 = NonZeroU64::new(500 * 4_096).unwrap();
 /// Slots of the keyed tables: load 0.24 and 0.48.
 const CAP_1K: usize = 4_096;
 const CAP_1M: usize = 1 << 21;
+
+/// The keyed tables, `Overflow::Refuse` (so a key set is the keys a table
+/// has room for, as in `benches/keyed.rs`), in `static`s: a table of 2^21
+/// slots is 96 MiB, built by the compiler, on no stack.
+static KEYED_1K: KeyedGate<2, CAP_1K> =
+    KeyedGate::new(KEYED_1K_WINDOW, KEYED_LIMIT).with_overflow(Overflow::Refuse);
+static KEYED_1M: KeyedGate<2, CAP_1M> =
+    KeyedGate::new(KEYED_1M_WINDOW, KEYED_LIMIT).with_overflow(Overflow::Refuse);
 
 /// The workloads, in the order of the table, the CSV and the chart.
 const WORKLOADS: [Workload; 9] = [
@@ -355,10 +364,7 @@ struct Fixtures {
 
 impl Fixtures {
     fn new() -> Result<Self, String> {
-        let keyed_1k = leaked_keyed_gate::<2, CAP_1K>(KEYED_1K_WINDOW, KEYED_LIMIT)
-            .map_err(|e| format!("KeyedGate<2, {CAP_1K}>: {e}"))?;
-        let keyed_1m = leaked_keyed_gate::<2, CAP_1M>(KEYED_1M_WINDOW, KEYED_LIMIT)
-            .map_err(|e| format!("KeyedGate<2, {CAP_1M}>: {e}"))?;
+        let (keyed_1k, keyed_1m) = (&KEYED_1K, &KEYED_1M);
         let keys_1k = Keys::new(keyed_1k, 1_000, 16, 2);
         let keys_1m = Keys::new(keyed_1m, 1_000_000, 22, 1);
         warm_gate(keyed_1k, &keys_1k, 1);

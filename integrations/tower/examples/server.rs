@@ -15,8 +15,8 @@
 //!   peer's IP address.
 //! - `--wait N` [`WAIT`]: wait mode with up to N waiting requests (for at
 //!   most one interval each); default: refuse.
-//! - `--capacity C` [`CAPACITY`]: slots of the per-key table: 1024, 4096
-//!   or 16384 (the default, `DEFAULT_CAPACITY`).
+//! - `--capacity C` [`CAPACITY`]: slots of the per-key table, any number
+//!   from 1 (16384 by default, `DEFAULT_CAPACITY`).
 //! - `--ledger` [`LEDGER=1`]: keep the books (below).
 //!
 //! # The ledger
@@ -83,10 +83,7 @@ fn config() -> Result<Config, String> {
                 _ => return Err(format!("--key {v:?}: header or ip")),
             },
             "--wait" => c.wait = Some(num()? as usize),
-            "--capacity" => match v {
-                "1024" | "4096" | "16384" => c.capacity = num()? as usize,
-                _ => return Err(format!("--capacity {v:?}: 1024, 4096 or 16384")),
-            },
+            "--capacity" => c.capacity = num()? as usize,
             "--ledger" => c.ledger = v == "1" || v == "true",
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -286,11 +283,7 @@ async fn main() {
         } else {
             Key::header(axum::http::HeaderName::from_static("x-api-key"))
         };
-        b = match c.capacity {
-            1024 => b.per_key_with_capacity::<1024>("per-key", c.per_key, per, key),
-            4096 => b.per_key_with_capacity::<4096>("per-key", c.per_key, per, key),
-            _ => b.per_key("per-key", c.per_key, per, key),
-        };
+        b = b.per_key_with_capacity("per-key", c.per_key, per, key, c.capacity);
     }
     if c.global > 0 {
         b = b.global("global", c.global, per);

@@ -9,10 +9,7 @@ use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderName, Request};
-use leaparray::export::{ExportError, Exposition};
-use leaparray::keyed::{Headroom, KeyHasher, Occupancy};
-use leaparray::Decision;
-use leaparray::KeyedGate;
+use leaparray::keyed::{HeapKeyedGate, KeyHasher, KeyedError};
 
 /// Windows per interval, in every gate of the crate: a limit "per second"
 /// is kept in 2 windows of 500 ms (a per-key limit of up to 32,767 per
@@ -43,7 +40,7 @@ pub const MAX_GLOBAL: usize = 4;
 /// use leaparray_tower::{DEFAULT_CAPACITY, WINDOWS};
 /// let bytes = std::mem::size_of::<KeyedGate<WINDOWS, DEFAULT_CAPACITY>>();
 /// assert_eq!(bytes / DEFAULT_CAPACITY, 48);
-/// assert!(bytes < 769 * 1024); // 768 KiB and the header
+/// assert!(bytes < 769 * 1024); // 768 KiB and the header (on the heap)
 /// ```
 pub const DEFAULT_CAPACITY: usize = 16_384;
 
@@ -524,6 +521,14 @@ pub enum ConfigError {
         /// The prefix asked for.
         bits: u8,
     },
+    /// A per-key table of no slots, or one that could not be allocated
+    /// (48 bytes a slot).
+    Capacity {
+        /// The per-key policy.
+        policy: String,
+        /// The capacity asked for.
+        capacity: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -547,6 +552,10 @@ impl fmt::Display for ConfigError {
             ConfigError::V6Prefix { bits } => write!(
                 f,
                 "an IPv6 prefix of {bits} bits: it must be 1 to 128, on Key::peer_ip or Key::forwarded_ip"
+            ),
+            ConfigError::Capacity { policy, capacity } => write!(
+                f,
+                "policy {policy:?}: a key table of {capacity} slots (at least 1, 48 bytes each, allocated at once)"
             ),
         }
     }
@@ -597,78 +606,22 @@ impl Policy {
     }
 }
 
-/// A `KeyedGate` of some capacity, behind one type.
-pub(crate) trait Table: Send + Sync + fmt::Debug {
-    fn occupancy(&self, now: u64) -> Occupancy;
-    fn export(&self, e: &mut Exposition, name: &str, now: u64) -> Result<(), ExportError>;
-    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision;
-    fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom);
-    fn remaining(&self, key: u64, now: u64) -> u64;
-    fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64>;
-}
-
-impl<const CAP: usize> Table for KeyedGate<WINDOWS, CAP> {
-    fn occupancy(&self, now: u64) -> Occupancy {
-        KeyedGate::occupancy(self, now)
-    }
-    fn export(&self, e: &mut Exposition, name: &str, now: u64) -> Result<(), ExportError> {
-        e.keyed(name, self, now).map(|_| ())
-    }
-    fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
-        KeyedGate::try_acquire(self, key, now, n)
-    }
-    fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
-        KeyedGate::try_acquire_headroom(self, key, now, n)
-    }
-    fn remaining(&self, key: u64, now: u64) -> u64 {
-        KeyedGate::remaining(self, key, now)
-    }
-    fn retry_after(&self, key: u64, now: u64, n: u64) -> Option<u64> {
-        KeyedGate::retry_after(self, key, now, n)
-    }
-}
-
-/// Builds the key table of capacity `CAP` (on the heap).
-pub(crate) type MakeTable = fn(NonZeroU64, &Policy) -> Result<Box<dyn Table>, ConfigError>;
-
-/// The stack of the thread a table is built on: the table's size four
-/// times over (`KeyedGate::try_new` returns it by value, and an
-/// unoptimized build moves it through several stack slots before it
-/// reaches its `Box`), and 1 MiB for everything else.
-const fn build_stack<const CAP: usize>() -> usize {
-    std::mem::size_of::<KeyedGate<WINDOWS, CAP>>()
-        .saturating_mul(4)
-        .saturating_add(1 << 20)
-}
-
-/// Builds the key table of capacity `CAP` on a short-lived thread whose
-/// stack is sized for it ([`build_stack`]): the table (`48 * CAP` bytes)
-/// never passes through the caller's stack, which may be a 2 MiB test
-/// thread or tokio worker. Where no thread can be spawned, it is built on
-/// the caller's stack (release builds move it straight into its `Box`).
-pub(crate) fn make_table<const CAP: usize>(
+/// The per-key table: `capacity` keys on the heap (built slot by slot,
+/// on no stack), for `policy`'s limit.
+pub(crate) fn make_table(
+    capacity: usize,
     window: NonZeroU64,
     policy: &Policy,
-) -> Result<Box<dyn Table>, ConfigError> {
-    let limit = policy.limit;
-    let build = move || -> Option<Box<dyn Table>> {
-        KeyedGate::<WINDOWS, CAP>::try_new(window, limit)
-            .ok()
-            .map(|t| Box::new(t) as Box<dyn Table>)
-    };
-    let built = match std::thread::Builder::new()
-        .name("leaparray-tower-table".into())
-        .stack_size(build_stack::<CAP>())
-        .spawn(build)
-    {
-        Ok(thread) => thread
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        Err(_) => build(),
-    };
-    built.ok_or_else(|| ConfigError::LimitTooLarge {
-        policy: policy.name.clone(),
-        max: KeyedGate::<WINDOWS, CAP>::max_limit(),
+) -> Result<HeapKeyedGate<WINDOWS>, ConfigError> {
+    HeapKeyedGate::try_new(capacity, window, policy.limit).map_err(|e| match e {
+        KeyedError::LimitTooLarge { max } => ConfigError::LimitTooLarge {
+            policy: policy.name.clone(),
+            max,
+        },
+        _ => ConfigError::Capacity {
+            policy: policy.name.clone(),
+            capacity,
+        },
     })
 }
 

@@ -11,12 +11,12 @@ use http::header::{HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use leaparray::clock::Clock;
 use leaparray::gate::Member;
-use leaparray::keyed::{Headroom, KeyHasher};
+use leaparray::keyed::{Headroom, HeapKeyedGate, KeyHasher};
 use leaparray::Decision;
 use leaparray::{Gate, GateSet};
 
 use crate::clock::LayerClock;
-use crate::config::{AdmittedFields, Key, Mode, Policy, Table, WINDOWS};
+use crate::config::{AdmittedFields, Key, Mode, Policy, WINDOWS};
 
 /// Ticks per second of the gates' clock: microseconds.
 pub(crate) const TICKS_PER_SECOND: u64 = 1_000_000;
@@ -46,7 +46,7 @@ pub(crate) fn seconds_up(ticks: u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct PerKey {
     pub(crate) policy: Policy,
-    pub(crate) table: Box<dyn Table>,
+    pub(crate) table: HeapKeyedGate<WINDOWS>,
     pub(crate) key: Key,
     pub(crate) hasher: KeyHasher,
     /// Decisions the table refused since the layer was built (a waiting
@@ -393,7 +393,7 @@ mod tests {
 
     fn shared_of(key: Policy, globals: Vec<Policy>) -> Shared {
         let per_key = PerKey {
-            table: make_table::<64>(window_of(&key), &key).unwrap(),
+            table: make_table(64, window_of(&key), &key).unwrap(),
             policy: key,
             key: Key::peer_ip(),
             hasher: KeyHasher::new(),
@@ -497,7 +497,7 @@ mod tests {
     fn an_admitted_t_is_the_gates_time_until_the_whole_quota_is_back() {
         let key_policy = policy("key", 3, 2_000);
         let per_key = PerKey {
-            table: make_table::<64>(window_of(&key_policy), &key_policy).unwrap(),
+            table: make_table(64, window_of(&key_policy), &key_policy).unwrap(),
             policy: key_policy,
             key: Key::peer_ip(),
             hasher: KeyHasher::new(),

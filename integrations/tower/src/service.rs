@@ -14,8 +14,7 @@ use tower::{Layer, Service};
 
 use crate::clock::LayerClock;
 use crate::config::{
-    make_table, AdmittedFields, ConfigError, Key, MakeTable, Mode, Policy, DEFAULT_CAPACITY,
-    MAX_GLOBAL,
+    make_table, AdmittedFields, ConfigError, Key, Mode, Policy, DEFAULT_CAPACITY, MAX_GLOBAL,
 };
 use crate::limits::{window_of, Fields, PerKey, Shared};
 
@@ -52,7 +51,7 @@ pub struct Admission {
 /// use std::time::Duration;
 /// use leaparray_tower::{Key, Mode, RateLimitLayer};
 /// let layer = RateLimitLayer::builder()
-///     .per_key_with_capacity::<1024>("ip", 10, Duration::from_secs(1), Key::peer_ip())
+///     .per_key_with_capacity("ip", 10, Duration::from_secs(1), Key::peer_ip(), 1024)
 ///     .global("second", 1_000, Duration::from_secs(1))
 ///     .global("minute", 30_000, Duration::from_secs(60))
 ///     .mode(Mode::Wait { max_waiting: 100, max_delay: Duration::from_secs(1) })
@@ -62,20 +61,12 @@ pub struct Admission {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Builder {
-    per_key: Option<(Policy, Key, PerKeyTable)>,
+    /// The per-key limit, its key and its table's capacity.
+    per_key: Option<(Policy, Key, usize)>,
     global: Vec<Policy>,
     mode: Mode,
     admission: bool,
     admitted: AdmittedFields,
-}
-
-#[derive(Clone, Copy)]
-struct PerKeyTable(MakeTable);
-
-impl std::fmt::Debug for PerKeyTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PerKeyTable")
-    }
 }
 
 impl Builder {
@@ -94,34 +85,40 @@ impl Builder {
     /// ```
     #[must_use]
     pub fn per_key(self, name: &str, limit: u64, per: Duration, key: Key) -> Self {
-        self.per_key_with_capacity::<DEFAULT_CAPACITY>(name, limit, per, key)
+        self.per_key_with_capacity(name, limit, per, key, DEFAULT_CAPACITY)
     }
 
-    /// [`per_key`](Self::per_key) with a table of `CAP` keys (48 bytes
-    /// each, the slot and the memory of evicted keys, on the heap: built on
-    /// a short-lived thread whose stack is sized for it, never on the
-    /// caller's stack).
+    /// [`per_key`](Self::per_key) with a table of `capacity` keys, any
+    /// number from 1 (48 bytes each, the slot and the memory of evicted
+    /// keys, allocated at once on the heap when the layer is built): from
+    /// configuration, sized to the clients you expect at once. 0, or a
+    /// table that cannot be allocated, is [`ConfigError::Capacity`].
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use leaparray_tower::{Key, RateLimitLayer};
-    /// let b = RateLimitLayer::builder().per_key_with_capacity::<64>("ip", 5, Duration::from_secs(1), Key::peer_ip());
+    /// # use leaparray_tower::{ConfigError, Key, RateLimitLayer};
+    /// let slots = 100_000; // e.g. from a configuration file
+    /// let s = Duration::from_secs(1);
+    /// let b = RateLimitLayer::builder().per_key_with_capacity("ip", 5, s, Key::peer_ip(), slots);
     /// assert!(b.build().is_ok());
+    /// let b = RateLimitLayer::builder().per_key_with_capacity("ip", 5, s, Key::peer_ip(), 0);
+    /// assert_eq!(b.build().unwrap_err(), ConfigError::Capacity { policy: "ip".into(), capacity: 0 });
     /// ```
     #[must_use]
-    pub fn per_key_with_capacity<const CAP: usize>(
+    pub fn per_key_with_capacity(
         mut self,
         name: &str,
         limit: u64,
         per: Duration,
         key: Key,
+        capacity: usize,
     ) -> Self {
         let policy = Policy {
             name: name.to_owned(),
             limit,
             per,
         };
-        self.per_key = Some((policy, key, PerKeyTable(make_table::<CAP>)));
+        self.per_key = Some((policy, key, capacity));
         self
     }
 
@@ -235,8 +232,8 @@ impl Builder {
             names.push(&p.name);
         }
         let per_key = match self.per_key {
-            Some((policy, key, PerKeyTable(make))) => Some(PerKey {
-                table: make(window_of(&policy), &policy)?,
+            Some((policy, key, capacity)) => Some(PerKey {
+                table: make_table(capacity, window_of(&policy), &policy)?,
                 policy,
                 key,
                 hasher: KeyHasher::new(),
@@ -393,7 +390,7 @@ impl RateLimitLayer {
     pub fn export(&self, e: &mut Exposition) -> Result<(), ExportError> {
         let now = self.shared.now();
         if let Some(pk) = &self.shared.per_key {
-            pk.table.export(e, &pk.policy.name, now)?;
+            e.keyed(&pk.policy.name, &pk.table, now)?;
             let refused = pk.refused.load(std::sync::atomic::Ordering::Relaxed);
             e.refused(&pk.policy.name, refused)?;
         }

@@ -95,11 +95,12 @@ async fn a_spoofed_forwarded_for_is_not_a_new_key() {
 #[tokio::test]
 async fn a_flood_shows_in_the_exposition() {
     let layer = RateLimitLayer::builder()
-        .per_key_with_capacity::<64>(
+        .per_key_with_capacity(
             "client",
             5,
             Duration::from_secs(60),
             Key::forwarded_ip(ProxyHeader::XForwardedFor, 1),
+            64,
         )
         .global("all", 1_000_000, Duration::from_secs(60))
         .build()
@@ -161,11 +162,12 @@ async fn a_flood_shows_in_the_exposition() {
 #[tokio::test]
 async fn the_tables_state_shows_in_the_exposition() {
     let layer = RateLimitLayer::builder()
-        .per_key_with_capacity::<64>(
+        .per_key_with_capacity(
             "client",
             2,
             Duration::from_secs(60),
             Key::forwarded_ip(ProxyHeader::XForwardedFor, 1),
+            64,
         )
         .build()
         .unwrap();

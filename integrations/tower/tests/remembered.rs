@@ -49,11 +49,12 @@ async fn sleep_until(layer: &RateLimitLayer, at: u64) {
 #[tokio::test]
 async fn a_remembered_key_is_told_when_its_remembered_permits_slide_out() {
     let layer = RateLimitLayer::builder()
-        .per_key_with_capacity::<1>(
+        .per_key_with_capacity(
             "client",
             2,
             Duration::from_secs(2),
             Key::forwarded_ip(ProxyHeader::XForwardedFor, 1),
+            1,
         )
         .build()
         .unwrap();
