@@ -45,9 +45,7 @@ use leaparray::gate::Shape;
 use leaparray::keyed::Overflow;
 use leaparray::shard::Sharded;
 use leaparray::{Decision, Gate, KeyedGate, LeapArray};
-use leaparray_benches::{
-    keyed_governor, warm_gate, warm_governor, KeyedGovernor, Keys,
-};
+use leaparray_benches::{keyed_governor, warm_gate, warm_governor, KeyedGovernor, Keys};
 use plotters::prelude::*;
 
 /// Decisions a thread makes between two looks at the phase flag (and, on

@@ -69,8 +69,10 @@ macro_rules! local_core {
 ///
 /// Memory: `CAP * 16` bytes of slots, `CAP * 32` bytes of the memory of
 /// evicted keys ([module docs](super), "Overflow") and 688 bytes on 64-bit
-/// targets, built by value (`const`): a large table belongs in a `static` behind
-/// the owner's lock, or on the heap (a `let` puts it on the stack).
+/// targets, built by value (`const`): a large table belongs in a `static`
+/// behind the owner's lock, or on the heap ([`boxed`](Self::boxed), or a
+/// [`HeapLocalKeyedGate`] of any capacity at run time, with the `alloc`
+/// feature); a `let` puts it on the stack.
 ///
 /// ```
 /// # use core::num::NonZeroU64;

@@ -77,6 +77,14 @@
 //! queue's thread) and every decision takes `&mut self`, so the compiler
 //! rules out a second writer.
 //!
+//! Both are built by value, `const`, for a `static`. With the `alloc`
+//! feature each also comes on the heap, built slot by slot so that no
+//! table passes through a stack whatever its size or the build profile,
+//! with its capacity chosen at run time: [`HeapKeyedGate`] and
+//! [`HeapLocalKeyedGate`] (or [`KeyedGate::boxed`] for a capacity fixed at
+//! compile time). They decide exactly as the tables of the same capacity
+//! built by value (one implementation; `tests/heap.rs` compares them).
+//!
 //! # Where a key lives
 //!
 //! A key's *home* is a slot picked by a seeded mix of the key; the key may
@@ -196,6 +204,10 @@
 //! going back).
 //!
 //! [`Gate`]: crate::Gate
+
+// The heap tables exist with `alloc` only; docs.rs and CI check every link
+// with every feature.
+#![cfg_attr(not(feature = "alloc"), allow(rustdoc::broken_intra_doc_links))]
 
 use core::fmt;
 

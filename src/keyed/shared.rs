@@ -153,8 +153,10 @@ macro_rules! keyed_core {
 /// Memory: `CAP * 16` bytes of slots, `CAP * 32` bytes of the memory of
 /// evicted keys ([module docs](crate::keyed), "Overflow") and at most
 /// 1,024 bytes (the memory's plane ids, the table-wide counters on cache
-/// lines of their own). Built by value:
-/// keep a large table in a `static` (a `let` puts it on the stack).
+/// lines of their own). Built by value: keep a large table in a `static`,
+/// or on the heap ([`boxed`](Self::boxed), or a [`HeapKeyedGate`] of any
+/// capacity at run time, with the `alloc` feature); a `let` puts it on the
+/// stack.
 ///
 /// ```
 /// # use core::num::NonZeroU64;

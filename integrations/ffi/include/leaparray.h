@@ -83,19 +83,19 @@
 #define LEAP_SHARDS 8
 
 // Bytes of a `leap_array_t`.
-#define LEAP_ARRAY_SIZE 416
+#define LEAP_ARRAY_SIZE 512
 
 // Alignment of a `leap_array_t`.
 #define LEAP_ARRAY_ALIGN 16
 
 // Bytes of a `leap_shards_t`.
-#define LEAP_SHARDS_SIZE 4352
+#define LEAP_SHARDS_SIZE 4608
 
 // Alignment of a `leap_shards_t`.
 #define LEAP_SHARDS_ALIGN 128
 
 // Bytes of a `leap_shard_writer_t`.
-#define LEAP_SHARD_WRITER_SIZE 96
+#define LEAP_SHARD_WRITER_SIZE 128
 
 // Alignment of a `leap_shard_writer_t`.
 #define LEAP_SHARD_WRITER_ALIGN 16
@@ -104,19 +104,19 @@
 #define LEAP_GATE_MAX_LIMIT 140737488355327
 
 // Bytes of a `leap_gate2_t`.
-#define LEAP_GATE2_SIZE 416
+#define LEAP_GATE2_SIZE 512
 
 // Alignment of a `leap_gate2_t`.
 #define LEAP_GATE2_ALIGN 16
 
 // Bytes of a `leap_gate4_t`.
-#define LEAP_GATE4_SIZE 624
+#define LEAP_GATE4_SIZE 768
 
 // Alignment of a `leap_gate4_t`.
 #define LEAP_GATE4_ALIGN 16
 
 // Bytes of a `leap_gate10_t`.
-#define LEAP_GATE10_SIZE 1248
+#define LEAP_GATE10_SIZE 1536
 
 // Alignment of a `leap_gate10_t`.
 #define LEAP_GATE10_ALIGN 16
@@ -126,37 +126,37 @@
 #define LEAP_KEYED_MAX_LIMIT 32767
 
 // Bytes of a `leap_keyed64_t`.
-#define LEAP_KEYED64_SIZE 4096
+#define LEAP_KEYED64_SIZE 5120
 
 // Alignment of a `leap_keyed64_t`.
 #define LEAP_KEYED64_ALIGN 128
 
 // Bytes of a `leap_local64_t`.
-#define LEAP_LOCAL64_SIZE 3776
+#define LEAP_LOCAL64_SIZE 5120
 
 // Alignment of a `leap_local64_t`.
 #define LEAP_LOCAL64_ALIGN 16
 
 // Bytes of a `leap_keyed1k_t`.
-#define LEAP_KEYED1K_SIZE 50176
+#define LEAP_KEYED1K_SIZE 51200
 
 // Alignment of a `leap_keyed1k_t`.
 #define LEAP_KEYED1K_ALIGN 128
 
 // Bytes of a `leap_local1k_t`.
-#define LEAP_LOCAL1K_SIZE 49856
+#define LEAP_LOCAL1K_SIZE 51200
 
 // Alignment of a `leap_local1k_t`.
 #define LEAP_LOCAL1K_ALIGN 16
 
 // Bytes of a `leap_keyed16k_t`.
-#define LEAP_KEYED16K_SIZE 787456
+#define LEAP_KEYED16K_SIZE 788480
 
 // Alignment of a `leap_keyed16k_t`.
 #define LEAP_KEYED16K_ALIGN 128
 
 // Bytes of a `leap_local16k_t`.
-#define LEAP_LOCAL16K_SIZE 787136
+#define LEAP_LOCAL16K_SIZE 788480
 
 // Alignment of a `leap_local16k_t`.
 #define LEAP_LOCAL16K_ALIGN 16

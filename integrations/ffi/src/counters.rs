@@ -19,15 +19,15 @@ pub const LEAP_COUNTERS: usize = 4;
 pub const LEAP_SHARDS: usize = 8;
 
 /// Bytes of a `leap_array_t`.
-pub const LEAP_ARRAY_SIZE: usize = 416;
+pub const LEAP_ARRAY_SIZE: usize = 512;
 /// Alignment of a `leap_array_t`.
 pub const LEAP_ARRAY_ALIGN: usize = 16;
 /// Bytes of a `leap_shards_t`.
-pub const LEAP_SHARDS_SIZE: usize = 4352;
+pub const LEAP_SHARDS_SIZE: usize = 4608;
 /// Alignment of a `leap_shards_t`.
 pub const LEAP_SHARDS_ALIGN: usize = 128;
 /// Bytes of a `leap_shard_writer_t`.
-pub const LEAP_SHARD_WRITER_SIZE: usize = 96;
+pub const LEAP_SHARD_WRITER_SIZE: usize = 128;
 /// Alignment of a `leap_shard_writer_t`.
 pub const LEAP_SHARD_WRITER_ALIGN: usize = 16;
 

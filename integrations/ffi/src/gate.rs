@@ -12,15 +12,15 @@ pub const LEAP_GATE_MAX_LIMIT: u64 = 140_737_488_355_327;
 const _: () = assert!(LEAP_GATE_MAX_LIMIT == leaparray::MAX_COUNT);
 
 /// Bytes of a `leap_gate2_t`.
-pub const LEAP_GATE2_SIZE: usize = 416;
+pub const LEAP_GATE2_SIZE: usize = 512;
 /// Alignment of a `leap_gate2_t`.
 pub const LEAP_GATE2_ALIGN: usize = 16;
 /// Bytes of a `leap_gate4_t`.
-pub const LEAP_GATE4_SIZE: usize = 624;
+pub const LEAP_GATE4_SIZE: usize = 768;
 /// Alignment of a `leap_gate4_t`.
 pub const LEAP_GATE4_ALIGN: usize = 16;
 /// Bytes of a `leap_gate10_t`.
-pub const LEAP_GATE10_SIZE: usize = 1248;
+pub const LEAP_GATE10_SIZE: usize = 1536;
 /// Alignment of a `leap_gate10_t`.
 pub const LEAP_GATE10_ALIGN: usize = 16;
 

@@ -29,11 +29,11 @@ pub struct leap_request_t {
 }
 
 /// Bytes of a `leap_keyed64_t`.
-pub const LEAP_KEYED64_SIZE: usize = 4096;
+pub const LEAP_KEYED64_SIZE: usize = 5120;
 /// Alignment of a `leap_keyed64_t`.
 pub const LEAP_KEYED64_ALIGN: usize = 128;
 /// Bytes of a `leap_local64_t`.
-pub const LEAP_LOCAL64_SIZE: usize = 3776;
+pub const LEAP_LOCAL64_SIZE: usize = 5120;
 /// Alignment of a `leap_local64_t`.
 pub const LEAP_LOCAL64_ALIGN: usize = 16;
 
@@ -54,11 +54,11 @@ pub struct leap_local64_t {
 }
 
 /// Bytes of a `leap_keyed1k_t`.
-pub const LEAP_KEYED1K_SIZE: usize = 50176;
+pub const LEAP_KEYED1K_SIZE: usize = 51200;
 /// Alignment of a `leap_keyed1k_t`.
 pub const LEAP_KEYED1K_ALIGN: usize = 128;
 /// Bytes of a `leap_local1k_t`.
-pub const LEAP_LOCAL1K_SIZE: usize = 49856;
+pub const LEAP_LOCAL1K_SIZE: usize = 51200;
 /// Alignment of a `leap_local1k_t`.
 pub const LEAP_LOCAL1K_ALIGN: usize = 16;
 
@@ -79,11 +79,11 @@ pub struct leap_local1k_t {
 }
 
 /// Bytes of a `leap_keyed16k_t`.
-pub const LEAP_KEYED16K_SIZE: usize = 787456;
+pub const LEAP_KEYED16K_SIZE: usize = 788480;
 /// Alignment of a `leap_keyed16k_t`.
 pub const LEAP_KEYED16K_ALIGN: usize = 128;
 /// Bytes of a `leap_local16k_t`.
-pub const LEAP_LOCAL16K_SIZE: usize = 787136;
+pub const LEAP_LOCAL16K_SIZE: usize = 788480;
 /// Alignment of a `leap_local16k_t`.
 pub const LEAP_LOCAL16K_ALIGN: usize = 16;
 

@@ -11,6 +11,11 @@
 //! size and alignment on the target being built, so the header's numbers
 //! hold on every target the crate compiles for.
 //!
+//! The sizes leave room (about a fifth for the gates and counters, 2 KiB
+//! for a keyed table's header beside its 48 bytes a slot) so that the
+//! core can change its types without changing the ABI; the assertion
+//! fails the build if it ever outgrows them.
+//!
 //! # The state word
 //!
 //! `tag ^ address` means "a `T` initialised at this address" (`READY`): the
