@@ -19,11 +19,17 @@
 //! ```
 
 pub(crate) mod borrow;
+pub(crate) mod cluster;
+pub(crate) mod counts;
 pub(crate) mod event;
 pub(crate) mod metric;
 pub(crate) mod node;
+pub(crate) mod origin;
 
 pub use crate::stats::borrow::WaitingError;
+pub use crate::stats::cluster::{ClusterNode, OriginEntry};
+pub use crate::stats::counts::{Counts, OriginStats};
 pub use crate::stats::event::Event;
 pub use crate::stats::metric::{Access, Metric, MetricWindow, ReadOnly, Writable};
 pub use crate::stats::node::{ConcurrencyGuard, StatisticNode};
+pub use crate::stats::origin::{Origin, OriginNode};
