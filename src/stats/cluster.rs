@@ -717,3 +717,83 @@ impl defmt::Format for OriginEntry<'_> {
         );
     }
 }
+
+#[cfg(all(test, not(leaparray_loom)))]
+mod tests {
+    use super::*;
+
+    const A: Origin = Origin::named("appA");
+    const B: Origin = Origin::named("appB");
+
+    /// The module's race table, step by step on one thread: A pinned and
+    /// recording while B evicts A from the only slot and comes for its
+    /// node.
+    #[test]
+    fn a_record_into_a_node_changing_hands_lands_once() {
+        let cn = ClusterNode::<1>::millis();
+        cn.add_pass(Some(A), 0, 2).unwrap();
+        // Thread 1: pins A's node (generation 1).
+        let pin = cn.pin(Some(A), 0);
+        assert!(pin.is_some());
+        // Thread 2: B evicts A; A's node is pinned, so B's pass goes to
+        // "other" and the node is closed.
+        cn.add_pass(Some(B), 0, 1).unwrap();
+        assert_eq!(cn.other().second().pass(0), 1);
+        assert_eq!(cn.origin(B, 0), None);
+        // Thread 1: its add lands in A's node, then it unpins: the last pin
+        // of a closed node folds it into "other".
+        cn.node_of(pin).add_pass(0, 4).unwrap();
+        cn.total().add_pass(0, 4).unwrap();
+        assert_eq!(cn.others(0).pass, 1 + 2 + 4);
+        cn.unpin(pin, 0);
+        assert_eq!(cn.other().second().pass(0), 7);
+        // B again: takes the emptied node.
+        cn.add_pass(Some(B), 0, 8).unwrap();
+        assert_eq!(cn.origin(B, 0).unwrap().second.pass, 8);
+        assert_eq!(cn.others(0).pass, 7);
+        assert_eq!(cn.total().second().pass(0), 15);
+    }
+
+    /// A late recorder of an evicted origin (its generation read before
+    /// the eviction) never records into the node's next origin.
+    #[test]
+    fn a_late_recorder_of_an_evicted_origin_goes_to_other() {
+        let cn = ClusterNode::<1>::millis();
+        cn.add_pass(Some(A), 0, 1).unwrap();
+        let (pos, old) = cn.locate(A, 0).unwrap();
+        cn.add_pass(Some(B), 0, 1).unwrap(); // evicts A, folds, B takes the node
+        let node = &cn.nodes()[pos];
+        assert!(!node.pin(old, A, cn.other(), 0));
+        assert_eq!(cn.origin(B, 0).unwrap().second.pass, 1);
+        assert_eq!(cn.others(0).pass, 1);
+    }
+
+    /// Entries in flight hold their node: a fold waits for the last exit,
+    /// and the exits' RT lands in the node before it is folded.
+    #[test]
+    fn an_evicted_origin_with_entries_in_flight_is_folded_at_its_last_exit() {
+        let cn = ClusterNode::<1>::millis();
+        let e1 = cn.enter(Some(A), 0, 1);
+        let e2 = cn.enter(Some(A), 0, 1);
+        cn.add_pass(Some(B), 10, 1).unwrap(); // evicts A: closed, 2 pins
+        assert_eq!(cn.others(10).pass, 3);
+        e1.exit(20, false);
+        assert_eq!(cn.other().second().pass(20), 1); // not folded yet
+        e2.exit(30, true);
+        let o = Counts::of(cn.other().second(), 30);
+        assert_eq!(
+            (o.pass, o.success, o.exception, o.rt, o.min_rt),
+            (3, 2, 1, 50, Some(20))
+        );
+        assert_eq!(cn.other().concurrency(), 0);
+        assert_eq!(cn.total().concurrency(), 0);
+        cn.add_pass(Some(B), 40, 1).unwrap();
+        assert_eq!(
+            cn.origin(B, 40).unwrap().second,
+            Counts {
+                pass: 1,
+                ..Counts::default()
+            }
+        );
+    }
+}
