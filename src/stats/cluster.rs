@@ -72,7 +72,12 @@
 //! - Older, `open` with pins: close it (the last unpin folds), record into
 //!   "other"; older and `closed` or `folding`: record into "other".
 //!
-//! Eviction itself ([`Policy::fold`]) does nothing: the fold happens when
+//! So a record that meets its own origin's node being taken (the few
+//! steps of a first recorder noting its origin, or a fold) counts in
+//! "other" rather than wait: an origin's first records under contention
+//! may be attributed to "other", never lost.
+//!
+//! Eviction itself (the policy's `fold`) does nothing: the fold happens when
 //! the slot's next resident first records, or when the last pin of a
 //! closed node goes. Until then the evicted origin's counts stay in its
 //! node, which a reader counts as "other" (its generation is not its
@@ -186,7 +191,7 @@ type Pin<'a> = Option<(&'a OriginNode, u64)>;
 /// CN.add_pass(None, 0, 10).unwrap();
 /// // Two nodes: one of the three origins was evicted into "other".
 /// let resident: u64 = CN.origins(0).map(|o| o.second.pass).sum();
-/// assert_eq!(resident + CN.others(0).pass, 16);
+/// assert_eq!(resident + CN.others(0).second.pass, 16);
 /// assert_eq!(CN.total().second().pass(0), 16);
 /// ```
 pub struct ClusterNode<const CAP: usize> {
@@ -524,27 +529,37 @@ impl<const CAP: usize> ClusterNode<CAP> {
 
     /// "Other" as a reader counts it at `now`: the node of other origins
     /// plus every origin node whose generation is not its slot's (an
-    /// evicted origin not folded yet). With [`origins`](Self::origins),
-    /// the partition of [`total`](Self::total) (module docs, "What a
-    /// reader sees"); the minimum RT is the least of them.
+    /// evicted origin not folded yet), as one row with no origin. With
+    /// [`origins`](Self::origins), the partition of
+    /// [`total`](Self::total) (module docs, "What a reader sees"); the
+    /// minimum RT is the least of them, the peak the highest.
     ///
     /// ```
     /// use leaparray::stats::{ClusterNode, Origin};
     /// let cn = ClusterNode::<1>::millis();
     /// cn.add_pass(Some(Origin::named("a")), 0, 1).unwrap();
     /// cn.add_pass(Some(Origin::named("b")), 0, 2).unwrap(); // evicts a
-    /// assert_eq!(cn.others(0).pass, 1);
+    /// assert_eq!((cn.others(0).origin, cn.others(0).second.pass), (None, 1));
     /// assert_eq!(cn.origin(Origin::named("b"), 0).unwrap().second.pass, 2);
     /// ```
     #[must_use]
-    pub fn others(&self, now: u64) -> Counts {
-        let mut c = Counts::of(self.other().second(), now);
+    pub fn others(&self, now: u64) -> OriginStats {
+        let of = |n: &StatisticNode| OriginStats {
+            origin: None,
+            second: Counts::of(n.second(), now),
+            minute: Counts::of(n.minute(), now),
+            concurrency: n.concurrency(),
+        };
+        let mut c = of(self.other());
         for (pos, slot) in self.table.iter().enumerate() {
             let node = &self.nodes()[pos];
             let s = node.state.load(Ordering::Acquire);
             let resident = slot.value().map(gen_of) == Some(state_gen(s));
             if !resident && phase(s) != DONE {
-                c = c.plus(Counts::of(node.stats.second(), now));
+                let n = of(&node.stats);
+                c.second = c.second.plus(n.second);
+                c.minute = c.minute.plus(n.minute);
+                c.concurrency = c.concurrency.saturating_add(n.concurrency);
             }
         }
         c
@@ -560,7 +575,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
             return None;
         }
         let out = OriginStats {
-            origin: Origin::from_hash(node.origin.load(Ordering::Relaxed)),
+            origin: Some(Origin::from_hash(node.origin.load(Ordering::Relaxed))),
             second: Counts::of(node.stats.second(), now),
             minute: Counts::of(node.stats.minute(), now),
             concurrency: node.stats.concurrency(),
@@ -744,13 +759,13 @@ mod tests {
         // of a closed node folds it into "other".
         cn.node_of(pin).add_pass(0, 4).unwrap();
         cn.total().add_pass(0, 4).unwrap();
-        assert_eq!(cn.others(0).pass, 1 + 2 + 4);
+        assert_eq!(cn.others(0).second.pass, 1 + 2 + 4);
         cn.unpin(pin, 0);
         assert_eq!(cn.other().second().pass(0), 7);
         // B again: takes the emptied node.
         cn.add_pass(Some(B), 0, 8).unwrap();
         assert_eq!(cn.origin(B, 0).unwrap().second.pass, 8);
-        assert_eq!(cn.others(0).pass, 7);
+        assert_eq!(cn.others(0).second.pass, 7);
         assert_eq!(cn.total().second().pass(0), 15);
     }
 
@@ -765,7 +780,7 @@ mod tests {
         let node = &cn.nodes()[pos];
         assert!(!node.pin(old, A, cn.other(), 0));
         assert_eq!(cn.origin(B, 0).unwrap().second.pass, 1);
-        assert_eq!(cn.others(0).pass, 1);
+        assert_eq!(cn.others(0).second.pass, 1);
     }
 
     /// Entries in flight hold their node: a fold waits for the last exit,
@@ -776,7 +791,7 @@ mod tests {
         let e1 = cn.enter(Some(A), 0, 1);
         let e2 = cn.enter(Some(A), 0, 1);
         cn.add_pass(Some(B), 10, 1).unwrap(); // evicts A: closed, 2 pins
-        assert_eq!(cn.others(10).pass, 3);
+        assert_eq!(cn.others(10).second.pass, 3);
         e1.exit(20, false);
         assert_eq!(cn.other().second().pass(20), 1); // not folded yet
         e2.exit(30, true);

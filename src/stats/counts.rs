@@ -10,7 +10,7 @@ use crate::stats::origin::Origin;
 /// use leaparray::stats::{ClusterNode, Counts};
 /// let cn = ClusterNode::<1>::millis();
 /// cn.add_pass(None, 0, 3).unwrap();
-/// assert_eq!(cn.others(0), Counts { pass: 3, ..Counts::default() });
+/// assert_eq!(cn.others(0).second, Counts { pass: 3, ..Counts::default() });
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -83,20 +83,21 @@ impl Counts {
     }
 }
 
-/// What one origin's node held when read ([`ClusterNode::origin`]).
+/// What one origin's node held when read ([`ClusterNode::origin`](crate::stats::ClusterNode::origin)), or
+/// what other origins hold together ([`ClusterNode::others`](crate::stats::ClusterNode::others)).
 ///
 /// ```
 /// use leaparray::stats::{ClusterNode, Origin};
 /// let cn = ClusterNode::<4>::millis();
 /// cn.add_pass(Some(Origin::named("a")), 0, 1).unwrap();
 /// let s = cn.origin(Origin::named("a"), 0).unwrap();
-/// assert_eq!((s.origin, s.second.pass, s.minute.pass), (Origin::named("a"), 1, 1));
+/// assert_eq!((s.origin, s.second.pass, s.minute.pass), (Some(Origin::named("a")), 1, 1));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct OriginStats {
-    /// The origin.
-    pub origin: Origin,
+    /// The origin; `None` for other origins.
+    pub origin: Option<Origin>,
     /// Its second-level counts.
     pub second: Counts,
     /// Its minute-level counts.

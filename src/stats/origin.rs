@@ -16,7 +16,7 @@ use crate::sync::{atomic_u64, AtomicU64, Ordering};
 /// [`named`](Origin::named) hashes a name with a fixed function (FNV-1a,
 /// then a finalizer), usable in `const` rules. Callers that choose their
 /// own origin names can aim them at one table probe: hash those with a
-/// secret key ([`keyed::KeyHasher`](crate::keyed::KeyHasher)) and use
+/// secret key (`keyed::KeyHasher`, feature `std`) and use
 /// [`from_hash`](Origin::from_hash).
 ///
 /// ```
@@ -115,10 +115,10 @@ pub(crate) const fn pins(s: u64) -> u64 {
     s & MAX_PINS
 }
 
-/// One origin's statistics in a [`ClusterNode`]: a [`StatisticNode`] and
+/// One origin's statistics in a [`ClusterNode`](crate::stats::ClusterNode): a [`StatisticNode`] and
 /// the state that lets it change origins (module docs). Built only to be
-/// handed to [`ClusterNode::with_nodes`]; read it through the cluster
-/// node ([`ClusterNode::origin`], [`ClusterNode::origins`]).
+/// handed to [`ClusterNode::with_nodes`](crate::stats::ClusterNode::with_nodes); read it through the cluster
+/// node ([`ClusterNode::origin`](crate::stats::ClusterNode::origin), [`ClusterNode::origins`](crate::stats::ClusterNode::origins)).
 ///
 /// ```
 /// use leaparray::stats::{OriginNode, StatisticNode};
