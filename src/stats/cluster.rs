@@ -614,6 +614,50 @@ impl<const CAP: usize> defmt::Format for ClusterNode<CAP> {
     }
 }
 
+mod sealed {
+    /// Only [`ClusterNode`](super::ClusterNode)s are [`Cluster`](super::Cluster)s.
+    pub trait Sealed {}
+}
+
+impl<const CAP: usize> sealed::Sealed for ClusterNode<CAP> {}
+
+/// A [`ClusterNode`] of any capacity, as a
+/// [`DefaultNode`](crate::stats::DefaultNode) and a flow rule reach it
+/// (`&'static dyn Cluster` in a `static`). Sealed.
+///
+/// ```
+/// use leaparray::stats::{Cluster, ClusterNode};
+/// static CN: ClusterNode<8> = ClusterNode::millis();
+/// static ANY: &dyn Cluster = &CN;
+/// ANY.enter(None, 0, 1).exit(5, false);
+/// assert_eq!(ANY.total().total_success(5), 1);
+/// ```
+pub trait Cluster: Sync + sealed::Sealed {
+    /// [`ClusterNode::total`].
+    fn total(&self) -> &StatisticNode;
+    /// [`ClusterNode::enter`].
+    fn enter(&self, origin: Option<Origin>, now: u64, n: u64) -> OriginEntry<'_>;
+    /// [`ClusterNode::add_block`].
+    fn add_block(&self, origin: Option<Origin>, now: u64, n: u64) -> Result<(), AddError>;
+    /// [`ClusterNode::origin`].
+    fn origin(&self, origin: Origin, now: u64) -> Option<OriginStats>;
+}
+
+impl<const CAP: usize> Cluster for ClusterNode<CAP> {
+    fn total(&self) -> &StatisticNode {
+        ClusterNode::total(self)
+    }
+    fn enter(&self, origin: Option<Origin>, now: u64, n: u64) -> OriginEntry<'_> {
+        ClusterNode::enter(self, origin, now, n)
+    }
+    fn add_block(&self, origin: Option<Origin>, now: u64, n: u64) -> Result<(), AddError> {
+        ClusterNode::add_block(self, origin, now, n)
+    }
+    fn origin(&self, origin: Origin, now: u64) -> Option<OriginStats> {
+        ClusterNode::origin(self, origin, now)
+    }
+}
+
 /// An entry in flight through a [`ClusterNode`] ([`ClusterNode::enter`]):
 /// its origin's node stays pinned until [`exit`](Self::exit). Dropped
 /// without `exit`, it leaves as an exit with no completion (concurrency

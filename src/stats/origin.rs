@@ -8,7 +8,7 @@ use core::fmt;
 
 use crate::keyed::{Policy, Start, Value};
 use crate::stats::node::StatisticNode;
-use crate::sync::{atomic_u64, AtomicU64, Ordering};
+use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 
 /// A caller of a resource, Sentinel's `origin` (the name given to
 /// `ContextUtil.enter(name, origin)`): a 64-bit hash of its name.
@@ -134,20 +134,22 @@ pub struct OriginNode {
 }
 
 impl OriginNode {
-    /// A node with the windows of `stats` (which must be empty), holding no
-    /// origin.
-    ///
-    /// ```
-    /// use leaparray::stats::{OriginNode, StatisticNode};
-    /// static N: OriginNode = OriginNode::new(StatisticNode::millis());
-    /// # let _ = &N;
-    /// ```
-    #[must_use]
-    pub const fn new(stats: StatisticNode) -> OriginNode {
-        OriginNode {
-            state: atomic_u64(state(0, DONE, 0)),
-            origin: atomic_u64(0),
-            stats,
+    const_fn_unless_loom! {
+        /// A node with the windows of `stats` (which must be empty), holding no
+        /// origin.
+        ///
+        /// ```
+        /// use leaparray::stats::{OriginNode, StatisticNode};
+        /// static N: OriginNode = OriginNode::new(StatisticNode::millis());
+        /// # let _ = &N;
+        /// ```
+        #[must_use]
+        pub fn new(stats: StatisticNode) -> OriginNode {
+            OriginNode {
+                state: atomic_u64(state(0, DONE, 0)),
+                origin: atomic_u64(0),
+                stats,
+            }
         }
     }
 }
