@@ -145,8 +145,9 @@
 //!
 //! A record the totals refuse as `Stale` (a caller whose clock is behind
 //! the resource's newest window by a whole metric) may still count in its
-//! origin's node; a fold moves the windows live at the folder's `now` and
-//! later, and leaves older ones to retire.
+//! origin's node. A fold moves every window the node's buckets hold; one
+//! that "other" has already retired (it holds a newer window at that
+//! index) is retired in the totals too, as every record reaches both.
 //!
 //! # Bounds
 //!
@@ -749,7 +750,8 @@ impl OriginEntry<'_> {
 
 impl Drop for OriginEntry<'_> {
     fn drop(&mut self) {
-        // No time: a fold it triggers moves the windows live at its start.
+        // No time: the start only names which windows a fold reads ids
+        // near; it moves every window the node holds.
         let start = self.start;
         self.leave(start);
     }
@@ -854,5 +856,20 @@ mod tests {
                 ..Counts::default()
             }
         );
+    }
+
+    /// A fold by an exit whose clock is far behind the node's newest
+    /// window (an entry dropped without exit unpins at its start) still
+    /// moves every window the node holds.
+    #[test]
+    fn a_fold_with_an_old_clock_moves_every_window() {
+        let cn = ClusterNode::<1>::millis();
+        let entry = cn.enter(Some(A), 0, 1);
+        cn.add_pass(Some(A), 100_000, 5).unwrap();
+        cn.add_pass(Some(B), 100_000, 1).unwrap(); // evicts A: closed, 1 pin
+        drop(entry); // the last pin: folds with `now` = 0
+        cn.add_pass(Some(B), 100_000, 2).unwrap();
+        assert_eq!(cn.origin(B, 100_000).unwrap().minute.pass, 2);
+        assert_eq!(cn.others(100_000).minute.pass, 1 + 5);
     }
 }

@@ -214,22 +214,19 @@ impl<const N: usize, A: Access> Metric<N, A> {
         self.borrowed.sub(now, future, n)
     }
 
-    /// Moves every count of the windows this metric holds from `near`'s
-    /// oldest live window to `N` windows past it into `to` (the same
-    /// window in `to`: events added, minimum RT and peak concurrency as
-    /// candidates), and empties them here. Windows older than that are no
-    /// longer live at `near` and are left to retire. Borrowed passes are
-    /// not moved (a metric drained this way never lends).
+    /// Moves every count of every window this metric's buckets hold (ids
+    /// read as the ones nearest `near`) into `to` (the same window in
+    /// `to`: events added, minimum RT and peak concurrency as candidates),
+    /// and empties them here. Borrowed passes are not moved (a metric
+    /// drained this way never lends).
     ///
     /// The caller must be this metric's only writer for the whole call
-    /// (an origin node's fold, `stats/origin.rs`): each window is emptied
+    /// (an origin node's fold, `stats/cluster.rs`): each window is emptied
     /// by its single writer's stores. A concurrent reader may see a window
     /// in both metrics, or in neither, until the call returns.
     pub(crate) fn drain_into(&self, to: &Metric<N, Writable>, near: u64) {
         let window = self.window();
-        let current = near / window;
-        let first = current.saturating_sub(N as u64 - 1);
-        for id in first..=current.saturating_add(N as u64) {
+        for id in self.counts.0.held(near) {
             let Some(w) = self.counts.0.read_window(id) else {
                 continue;
             };
