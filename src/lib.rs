@@ -47,7 +47,7 @@
 //! | [`array`](mod@array) | what the array's methods take and give: [`Window`](array::Window), [`ReadOnlyArray`](array::ReadOnlyArray), [`SpanError`](array::SpanError), the counter widths | `array/`: `bucket.rs` (a bucket and its protocol), `word.rs` (stamp and cell encodings), `view.rs`, `window.rs` |
 //! | [`gate`] | one limit, or several at once: [`Gate`] and its shapes, [`GateSet`], prioritized requests ([`PriorityDecision`](gate::PriorityDecision)) | `gate/`: `packed/` (the one-word gate: `layout.rs`, `decide.rs`, `read.rs`), `bucket_gate.rs`, `set.rs`, `shape.rs`, `decision.rs`, `divide.rs` (dividing by a window) |
 //! | [`keyed`] | a limit per key in fixed memory: [`KeyedGate`], the single-owner table, hashing keys | `keyed/`: `table/` (the slot table: `value.rs`, `policy.rs`), `slot.rs` (the gate policy), `shared.rs`, `local.rs`, `memory.rs` (the memory of evicted keys), `hash.rs` |
-//! | [`stats`] | Sentinel's statistics: [`Metric`](stats::Metric), [`StatisticNode`](stats::StatisticNode), [`Event`](stats::Event) | `stats/`: `metric.rs`, `node.rs`, `event.rs`, `borrow.rs` (permits borrowed from future windows) |
+//! | [`stats`] | Sentinel's statistics: [`Metric`](stats::Metric), [`StatisticNode`](stats::StatisticNode), [`Event`](stats::Event); a resource's [`ClusterNode`](stats::ClusterNode) with its origins in fixed memory; the call tree ([`EntranceNode`](stats::EntranceNode), [`DefaultNode`](stats::DefaultNode)); flow rules by caller and chain ([`FlowRule`](stats::FlowRule)), [`AuthorityRule`](stats::AuthorityRule) | `stats/`: `metric.rs`, `node.rs`, `event.rs`, `borrow.rs` (permits borrowed from future windows), `cluster.rs` (the cluster node and its protocol), `origin.rs` (an origin and its node's state), `counts.rs` (what a reader gets), `context.rs` (the call tree), `rules.rs` (flow and authority rules) |
 //! | [`breaker`], [`system`] | guards: a circuit breaker; Sentinel's adaptive rule | `breaker/`: `config.rs`, `word.rs`, `state.rs`, `report.rs`, `protocol.md`; `system.rs` |
 //! | [`shard`] | one array per core or queue, read as one | `shard.rs` |
 //! | [`clock`] | producing `now` (every operation takes it) | `clock.rs` |
@@ -71,6 +71,10 @@
 //! | `OccupiableBucketLeapArray.addWaiting(t, n)` / `currentWaiting()` | `add_waiting(now, t, n)` / `waiting(now)` |
 //! | `StatisticNode.tryOccupyNext(now, n, threshold)` | `try_occupy_next(now, n, limit, timeout)` |
 //! | `StatisticNode` | [`stats::StatisticNode`] |
+//! | `ClusterNode`, its `getOrCreateOriginNode(origin)` / `getOriginCountMap()` | [`stats::ClusterNode`]: records take an [`Origin`](stats::Origin); `origin(o, now)` / `origins(now)`, and `others(now)` for evicted origins |
+//! | `EntranceNode` / `DefaultNode` (NodeSelectorSlot's tree), `entry` / `exit` | [`stats::EntranceNode`] / [`stats::DefaultNode`] as `static`s; [`DefaultNode::entry`](stats::DefaultNode::entry) / [`Entry::exit`](stats::Entry::exit) |
+//! | `FlowRule` with `limitApp` / `strategy`, `FlowRuleChecker.selectNodeByRequesterAndStrategy` | [`stats::FlowRule`] ([`LimitApp`](stats::LimitApp), [`Strategy`](stats::Strategy)), [`FlowRule::select`](stats::FlowRule::select); [`stats::FlowRules::check`] |
+//! | `AuthorityRule` (white / black list) | [`stats::AuthorityRule`] |
 //! | `DefaultController.canPass(node, n, prioritized)` | [`Gate::try_acquire`]`(now, n)`, a [`Decision`]; [`Gate::try_acquire_prioritized`]`(now, n)`, a [`gate::PriorityDecision`] |
 //! | `SystemRuleManager.checkBbr` | [`system::AdaptiveRule`] |
 //! | `ExceptionCircuitBreaker` / `ResponseTimeCircuitBreaker` | [`breaker::CircuitBreaker`] |

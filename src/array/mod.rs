@@ -371,6 +371,12 @@ impl<const N: usize, const C: usize, W: Width> LeapArray<N, C, W> {
             .fold(id, u64::max)
     }
 
+    /// The window each bucket holds (none for an empty bucket), read as
+    /// the one nearest `near` (`Bucket::held_near`).
+    pub(crate) fn held(&self, near: u64) -> impl Iterator<Item = u64> + '_ {
+        self.buckets.iter().filter_map(move |b| b.held_near(near))
+    }
+
     /// Window ids live at `now`, oldest first.
     pub(crate) fn live(&self, now: u64) -> core::ops::RangeInclusive<u64> {
         let current = now / self.window;

@@ -214,6 +214,47 @@ impl<const N: usize, A: Access> Metric<N, A> {
         self.borrowed.sub(now, future, n)
     }
 
+    /// Moves every count of every window this metric's buckets hold (ids
+    /// read as the ones nearest `near`) into `to` (the same window in
+    /// `to`: events added, minimum RT and peak concurrency as candidates),
+    /// and empties them here. Borrowed passes are not moved (a metric
+    /// drained this way never lends).
+    ///
+    /// The caller must be this metric's only writer for the whole call
+    /// (an origin node's fold, `stats/cluster.rs`): each window is emptied
+    /// by its single writer's stores. A concurrent reader may see a window
+    /// in both metrics, or in neither, until the call returns.
+    pub(crate) fn drain_into(&self, to: &Metric<N, Writable>, near: u64) {
+        let window = self.window();
+        for id in self.counts.0.held(near) {
+            let Some(w) = self.counts.0.read_window(id) else {
+                continue;
+            };
+            let t = id.saturating_mul(window);
+            for e in Event::ALL {
+                let c = w.counts[e.index()];
+                if c > 0 {
+                    // `Stale`: `to` holds a newer window at that index, so
+                    // this one is retired there (and in its resource's
+                    // totals, which every record also reaches).
+                    let _ = to.counts.0.add(t, e.index(), c);
+                }
+            }
+            for extreme in [MIN_RT, MAX_CONCURRENCY] {
+                if w.counts[extreme] > 0 {
+                    let _ = to.counts.0.update_max(t, extreme, w.counts[extreme]);
+                }
+            }
+            if let Ok(cells) = self.counts.0.enter_single_writer(id) {
+                for cell in cells.cells {
+                    // ORDERING: the only writer; released again by the
+                    // fold's store of its node's state (`stats/origin.rs`).
+                    cell.store(cells.tag, crate::sync::Ordering::Release);
+                }
+            }
+        }
+    }
+
     /// The window length in ticks.
     ///
     /// ```

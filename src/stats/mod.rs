@@ -19,11 +19,23 @@
 //! ```
 
 pub(crate) mod borrow;
+pub(crate) mod cluster;
+pub(crate) mod context;
+pub(crate) mod counts;
 pub(crate) mod event;
 pub(crate) mod metric;
 pub(crate) mod node;
+pub(crate) mod origin;
+pub(crate) mod rules;
 
 pub use crate::stats::borrow::WaitingError;
+pub use crate::stats::cluster::{Cluster, ClusterNode, OriginEntry};
+pub use crate::stats::context::{DefaultNode, EntranceNode, Entry, Parent};
+pub use crate::stats::counts::{Counts, OriginStats};
 pub use crate::stats::event::Event;
 pub use crate::stats::metric::{Access, Metric, MetricWindow, ReadOnly, Writable};
 pub use crate::stats::node::{ConcurrencyGuard, StatisticNode};
+pub use crate::stats::origin::{Origin, OriginNode};
+pub use crate::stats::rules::{
+    AuthorityRule, AuthorityStrategy, FlowRule, FlowRules, LimitApp, Selected, Strategy,
+};

@@ -79,6 +79,15 @@ impl<const SECOND: usize, const MINUTE: usize> StatisticNode<SECOND, MINUTE> {
         }
     }
 
+    /// Moves every count of every window this node holds into `to` and
+    /// empties them here ([`Metric::drain_into`]): the fold of an origin's
+    /// node. The caller must be this node's only writer for the whole
+    /// call.
+    pub(crate) fn drain_into(&self, to: &Self, near: u64) {
+        self.second.drain_into(&to.second, near);
+        self.minute.drain_into(&to.minute, near);
+    }
+
     /// The second-level metric.
     ///
     /// ```
