@@ -1,23 +1,20 @@
-//! The flood of issue 31 against a `KeyedGate<2, 4096>` (limit 10 per
-//! interval of two windows): legitimate newcomers admitted, established
-//! keys' limit kept and over-limit admissions (a ledger kept apart from
-//! the table), as the flood of one-shot keys grows from 5 to 40 times the
-//! table's slots per window, with `Overflow::Evict` and `Overflow::Refuse`.
-//!
-//! Then the cost per decision (one thread, wall clock, a rough figure: the
-//! benchmarks in `benches/` are the measurements): keys within their
-//! table's room, and a flood of new keys, per policy.
+//! Floods of keys against a `KeyedGate<2, 4096>` (limit 10 per interval of
+//! two windows): the share of their requests legitimate newcomers and
+//! established keys keep, and admissions over a key's limit (a ledger kept
+//! apart from the table), for the floods of `benches/flood/README.md`:
+//! one-shot keys spread over each window from 5 to 200 times the table's
+//! slots, floods packed into the first tenth of each window, flood keys
+//! that ask for their whole limit, and established callers whose clock
+//! lags. `Overflow::Evict` (the default) beside `Overflow::Refuse`.
 //!
 //! ```text
-//! cargo run --release --manifest-path examples/Cargo.toml --example flood
+//! cargo run --release -p leaparray-examples --example flood            # the tables
+//! cargo run --release -p leaparray-examples --example flood -- --curve # and the curve to 200x
 //! ```
 
 use core::num::NonZeroU64;
-use std::hint::black_box;
-use std::time::Instant;
 
-use leaparray::keyed::Overflow;
-use leaparray::KeyedGate;
+use leaparray::keyed::{HeapKeyedGate, Overflow};
 
 #[path = "../tests/common/flood.rs"]
 mod flood;
@@ -25,49 +22,62 @@ use flood::{Outcome, Traffic, LIMIT, WINDOW};
 
 const CAP: usize = 4096;
 
+fn table(policy: Overflow) -> HeapKeyedGate<2> {
+    HeapKeyedGate::new(CAP, NonZeroU64::new(WINDOW).unwrap(), LIMIT).with_overflow(policy)
+}
+
+fn row(what: &str, policy: Overflow, t: Traffic) {
+    let o = flood::run(table(policy), t, 1);
+    assert_eq!(o.ledger.0, o.ledger.1, "the ledger holds every pass");
+    println!(
+        "| {what} | {policy:?} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
+        Outcome::pct(o.newcomers),
+        Outcome::pct(o.established),
+        Outcome::pct(o.flood),
+        o.over_limit,
+        o.evicted,
+        o.remembered
+    );
+}
+
 fn main() {
-    println!("KeyedGate<2, {CAP}>, limit {LIMIT} per 2 windows; seed 1; 6 measured windows after 2 calm + 2 flood warm-up");
-    println!("| flood / window | policy | newcomers admitted % | established kept % | flood admitted % | over-limit | evicted | remembered |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for x in [5usize, 10, 20, 40] {
-        for policy in [Overflow::Evict, Overflow::Refuse] {
-            let table: Box<KeyedGate<2, CAP>> = Box::new(
-                KeyedGate::new(NonZeroU64::new(WINDOW).unwrap(), LIMIT).with_overflow(policy),
-            );
-            let o = flood::run(&table, Traffic::issue(x), 1);
-            assert_eq!(o.ledger.0, o.ledger.1, "the ledger holds every pass");
-            println!(
-                "| {x}x | {policy:?} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
-                Outcome::pct(o.newcomers),
-                Outcome::pct(o.established),
-                Outcome::pct(o.flood),
-                o.over_limit,
-                o.evicted,
-                o.remembered
-            );
-        }
-    }
+    let curve = std::env::args().any(|a| a == "--curve");
+    println!("KeyedGate<2, {CAP}>, limit {LIMIT} per 2 windows; 50 established keys, 200 newcomers a window; seed 1; 6 measured windows after 2 calm + 2 flood warm-up");
     println!();
-    println!("| cost per decision (ns) | policy | 2,048 resident keys, round robin | a new key each decision (flood) |");
-    println!("|---|---|---|---|");
-    for policy in [Overflow::Evict, Overflow::Refuse] {
-        let table: Box<KeyedGate<2, CAP>> = Box::new(
-            KeyedGate::new(NonZeroU64::new(WINDOW).unwrap(), u64::from(u16::MAX >> 1))
-                .with_overflow(policy),
-        );
-        const ROUNDS: u64 = 4_000_000;
-        let t0 = Instant::now();
-        for i in 0..ROUNDS {
-            let key = (i % 2_048).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let _ = black_box(table.try_acquire(key, i / 1_000, 1));
+    println!("| flood per window | policy | newcomers admitted % | established kept % | flood admitted % | over the limit | evicted | remembered |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for x in [20, 40, 100] {
+        row(&format!("{x}x uniform"), Overflow::Evict, Traffic::harder(x));
+    }
+    for x in [20, 40] {
+        let t = Traffic {
+            flood_head: 10,
+            ..Traffic::harder(x)
+        };
+        row(&format!("{x}x, first 10% of each window"), Overflow::Evict, t);
+    }
+    for x in [2, 4] {
+        let t = Traffic {
+            flood_n: LIMIT,
+            ..Traffic::harder(x)
+        };
+        row(&format!("{x}x, each asking {LIMIT}"), Overflow::Evict, t);
+    }
+    for (x, lag) in [(5, 1), (5, 2), (20, 1), (20, 2)] {
+        let t = Traffic {
+            lag,
+            ..Traffic::harder(x)
+        };
+        row(&format!("{x}x, established lagging {lag}"), Overflow::Evict, t);
+    }
+    if curve {
+        println!();
+        println!("| flood per window (uniform) | policy | newcomers admitted % | established kept % | flood admitted % | over the limit | evicted | remembered |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for x in [5, 10, 20, 40, 60, 80, 100, 150, 200] {
+            for policy in [Overflow::Evict, Overflow::Refuse] {
+                row(&format!("{x}x"), policy, Traffic::harder(x));
+            }
         }
-        let resident = t0.elapsed().as_nanos() as f64 / ROUNDS as f64;
-        let t0 = Instant::now();
-        for i in 0..ROUNDS {
-            let key = (i + (1 << 40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let _ = black_box(table.try_acquire(key, 4_000 + i / 1_000, 1));
-        }
-        let flood = t0.elapsed().as_nanos() as f64 / ROUNDS as f64;
-        println!("| | {policy:?} | {resident:.1} | {flood:.1} |");
     }
 }

@@ -377,6 +377,19 @@ pub trait KeyedTable {
     fn occupancy(&self, now: u64) -> Occupancy;
 }
 
+/// A shared reference to a table is one too.
+impl<T: KeyedTable + ?Sized> KeyedTable for &T {
+    fn limit(&self) -> u64 {
+        (**self).limit()
+    }
+    fn capacity(&self) -> usize {
+        (**self).capacity()
+    }
+    fn occupancy(&self, now: u64) -> Occupancy {
+        (**self).occupancy(now)
+    }
+}
+
 /// Each table's inherent methods, as a [`KeyedTable`].
 macro_rules! keyed_table {
     ($([$($gen:tt)*] $ty:ty),* $(,)?) => {$(
