@@ -47,14 +47,22 @@ fn main() {
     println!("| flood per window | policy | newcomers admitted % | established kept % | flood admitted % | over the limit | evicted | remembered |");
     println!("|---|---|---|---|---|---|---|---|");
     for x in [20, 40, 100] {
-        row(&format!("{x}x uniform"), Overflow::Evict, Traffic::harder(x));
+        row(
+            &format!("{x}x uniform"),
+            Overflow::Evict,
+            Traffic::harder(x),
+        );
     }
     for x in [20, 40] {
         let t = Traffic {
             flood_head: 10,
             ..Traffic::harder(x)
         };
-        row(&format!("{x}x, first 10% of each window"), Overflow::Evict, t);
+        row(
+            &format!("{x}x, first 10% of each window"),
+            Overflow::Evict,
+            t,
+        );
     }
     for x in [2, 4] {
         let t = Traffic {
@@ -68,7 +76,11 @@ fn main() {
             lag,
             ..Traffic::harder(x)
         };
-        row(&format!("{x}x, established lagging {lag}"), Overflow::Evict, t);
+        row(
+            &format!("{x}x, established lagging {lag}"),
+            Overflow::Evict,
+            t,
+        );
     }
     if curve {
         println!();

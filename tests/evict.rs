@@ -295,3 +295,46 @@ fn a_policy_changed_after_evictions_still_remembers_the_evicted() {
         }
     }
 }
+
+/// A key refused for what the memory remembers of other keys, not for its
+/// own bookings, books nothing; evicted after that refusal, it comes back
+/// with what it had: a refusal never locks a key out further. (A key whose
+/// estimates summed above the limit used to start with the whole limit in
+/// the newest window, and fold it back when evicted.)
+#[test]
+fn a_refused_key_evicted_again_comes_back_no_fuller() {
+    let mut checked = 0;
+    for k in 5..20_000u64 {
+        // One slot: every new key evicts the key before it. Eight keys book
+        // their limit in window 0, twelve keys a permit each in window 1.
+        let t = KeyedGate::<2, 1>::new(nz(1_000), 10);
+        let mut l = LocalKeyedGate::<2, 1>::new(nz(1_000), 10);
+        let heavy = (100..108).map(|key| (key, 0, 10));
+        for (key, now, n) in heavy.chain((200..212).map(|key| (key, 1_000, 1))) {
+            if t.remaining(key, now) >= n {
+                assert_eq!(t.try_acquire(key, now, n), Decision::Pass);
+                assert_eq!(l.try_acquire(key, now, n), Decision::Pass);
+            }
+        }
+        // A key full in window 1 (its estimates of windows 0 and 1 fill the
+        // interval) with room in window 2: refused at 1,500, then evicted.
+        let before = t.remaining(k, 2_500);
+        if t.remaining(k, 1_500) != 0 || before == 0 || before == 10 {
+            continue;
+        }
+        assert_eq!(l.remaining(k, 2_500), before);
+        assert_eq!(t.try_acquire(k, 1_500, 1), Decision::Block);
+        assert_eq!(l.try_acquire(k, 1_500, 1), Decision::Block);
+        // Any other key evicts it (one with room, so that it books).
+        let e = (1_000_000..).find(|&e| t.remaining(e, 1_600) > 0).unwrap();
+        assert_eq!(t.try_acquire(e, 1_600, 1), Decision::Pass);
+        assert_eq!(l.try_acquire(e, 1_600, 1), Decision::Pass);
+        assert_eq!(t.remaining(k, 2_500), before, "key {k}: {t:?}");
+        assert_eq!(l.remaining(k, 2_500), before, "key {k}");
+        checked += 1;
+    }
+    assert!(
+        checked >= 10,
+        "{checked} keys full in window 1 with room in window 2"
+    );
+}

@@ -321,7 +321,7 @@ fn bad_requests_are_decided_not_panics() {
 
 /// The memory the docs state: `48 * CAP` bytes (16 of slots, 32 of the
 /// memory of evicted keys) plus at most 1,024 bytes for a `KeyedGate`,
-/// 688 for a `LocalKeyedGate` on 64-bit targets.
+/// 496 for a `LocalKeyedGate` on 64-bit targets.
 #[test]
 fn the_tables_take_the_memory_their_docs_state() {
     fn over<T>(cap: usize) -> usize {
@@ -336,6 +336,6 @@ fn the_tables_take_the_memory_their_docs_state() {
     ] {
         assert!(owned <= 700, "LocalKeyedGate: {owned}");
         #[cfg(target_pointer_width = "64")]
-        assert_eq!(owned, 688, "LocalKeyedGate: the docs say 688");
+        assert_eq!(owned, 496, "LocalKeyedGate: the docs say 496");
     }
 }

@@ -13,8 +13,8 @@ use alloc::boxed::Box;
 
 use super::memory::{Memory, Shape, Words, MAX_PLANES, WORDS_PER_SLOT};
 use super::slot::{
-    at, bumped, demand_of, fold_into, fp_of, fresh, half_of, layout_of, locate, max_limit_of,
-    probe_len, recyclable, remaining_from, retry_after_from, seeded, value_of, DEFAULT_SEED, USED,
+    at, bumped, demand_of, fold_into, fp_of, half_of, layout_of, locate, max_limit_of, probe_len,
+    recyclable, remaining_from, retry_after_from, start, value_of, DEFAULT_SEED, USED,
 };
 #[cfg(feature = "alloc")]
 use super::HEAP_LOCAL_TOO_LARGE;
@@ -68,7 +68,7 @@ macro_rules! local_core {
 /// Windows and times as for a [`Gate`](crate::Gate).
 ///
 /// Memory: `CAP * 16` bytes of slots, `CAP * 32` bytes of the memory of
-/// evicted keys ([module docs](super), "Overflow") and 688 bytes on 64-bit
+/// evicted keys ([module docs](super), "Overflow") and 496 bytes on 64-bit
 /// targets, built by value (`const`): a large table belongs in a `static`
 /// behind the owner's lock, or on the heap ([`boxed`](Self::boxed), or a
 /// [`HeapLocalKeyedGate`] of any capacity at run time, with the `alloc`
@@ -1191,32 +1191,19 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
     }
 
     /// The word a key with fingerprint `fp` inserted by a caller in window
-    /// `c` starts from (as a `KeyedGate`'s settler gives it), counting an
-    /// estimate as remembered.
+    /// `c` starts from (as a `KeyedGate`'s settler gives it: `slot.rs`'s
+    /// [`start`]), counting an estimate as remembered.
     fn start_word(&mut self, fp: u64, c: u64) -> u64 {
-        match self.estimated(fp, c) {
-            Some(w) => {
-                self.remembered += 1;
-                w
-            }
-            None => fresh::<N>(&self.layout, c, self.high_water),
-        }
+        let (w, remembered) = self.estimated(fp, c);
+        self.remembered += u64::from(remembered);
+        w
     }
 
-    /// The estimate a key with fingerprint `fp` would start from, if the
-    /// memory has one (whatever the policy is now: it may have evicted
-    /// under an earlier one).
-    fn estimated(&self, fp: u64, c: u64) -> Option<u64> {
-        if !self.shape.remembers() {
-            return None;
-        }
-        if !self
-            .memory
-            .may_estimate(&self.shape, c.max(self.high_water), 2 * N as u64)
-        {
-            return None;
-        }
-        seeded::<_, _, N>(
+    /// The word a key with fingerprint `fp` would start from, and whether
+    /// the memory estimated it (whatever the policy is now: it may have
+    /// evicted under an earlier one).
+    fn estimated(&self, fp: u64, c: u64) -> (u64, bool) {
+        start::<_, _, N>(
             &self.layout,
             &self.memory,
             &self.shape,
@@ -1236,7 +1223,10 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
             Found::Room(_) => true,
             Found::Full => self.evicts(),
         };
-        (self.estimated(fp, c), found)
+        match self.estimated(fp, c) {
+            (w, true) => (Some(w), true),
+            _ => (None, found),
+        }
     }
 
     fn remaining(&self, key: u64, now: u64) -> u64 {

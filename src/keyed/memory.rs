@@ -83,16 +83,38 @@
 use crate::sync::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
 
 /// Cells a key has in a plane (count-min's rows).
-pub(super) const ROWS: usize = 3;
+pub(super) const ROWS: usize = 2;
 
-/// One-byte cells per word (the top 16 bits are the tag).
-const CELLS: usize = 6;
+/// Bits of a cell: a code of 0 to 7 (`Shape::ladder`).
+const CELL_BITS: u32 = 3;
+
+/// The largest code: reads as the limit.
+const TOP: u64 = (1 << CELL_BITS) - 1;
+
+/// Cells per word (the top 16 bits are the tag).
+const CELLS: usize = (48 / CELL_BITS) as usize;
 
 /// Memory words per slot: the sketch is `4 * CAP` words.
 pub(super) const WORDS_PER_SLOT: usize = 4;
 
-/// The most planes a memory has (`2N` for `N <= 31`).
-pub(super) const MAX_PLANES: usize = 62;
+/// The most planes a memory has (`N <= 31`).
+pub(super) const MAX_PLANES: usize = 31;
+
+const fn min(a: u64, b: u64) -> u64 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+const fn max(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
 
 /// A 64-bit cell of the memory: an atomic for a shared table, a
 /// [`Cell`](core::cell::Cell) for a local one. The fold and the estimate
@@ -154,8 +176,9 @@ pub(super) struct Shape {
     pub(super) planes: u64,
     /// Words per plane.
     words: usize,
-    /// `q`: the count one unit of a cell stands for.
-    q: u64,
+    /// What each code of a cell reads as: `ladder[c]`, non-decreasing,
+    /// from 0 to the limit (a saturated read).
+    ladder: [u64; 1 << CELL_BITS],
     /// The limit (a saturated read).
     limit: u64,
 }
@@ -165,22 +188,39 @@ impl Shape {
     /// `limit`.
     pub(super) const fn of(n: usize, cap: usize, limit: u64) -> Shape {
         let total = WORDS_PER_SLOT * cap;
-        let planes = if total >= 4 * n && 2 * n <= MAX_PLANES {
-            2 * n
-        } else if total >= n && n <= MAX_PLANES {
-            n
-        } else {
-            0
-        };
+        let planes = if total >= n && n <= MAX_PLANES { n } else { 0 };
+        // 0 to 4 exactly, then a quarter and a half of the limit, then the
+        // limit; never above it.
+        let l = limit;
+        let ladder = [
+            0,
+            min(1, l),
+            min(2, l),
+            min(3, l),
+            min(4, l),
+            min(max(5, l.div_ceil(4)), l),
+            min(max(6, l.div_ceil(2)), l),
+            l,
+        ];
         Shape {
             planes: planes as u64,
             words: match total.checked_div(planes) {
                 Some(words) => words,
                 None => 0,
             },
-            q: limit / 255 + 1,
+            ladder,
             limit,
         }
+    }
+
+    /// The least code that reads as `x` or more.
+    #[inline]
+    fn code_of(&self, x: u64) -> u64 {
+        let mut c = 0;
+        while c < TOP && self.ladder[c as usize] < x {
+            c += 1;
+        }
+        c
     }
 
     /// Whether the memory can hold anything.
@@ -199,7 +239,10 @@ impl Shape {
         while r < ROWS {
             let h = super::hash::mix(fp ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1)));
             let i = ((u128::from(h) * n) >> 64) as usize;
-            out[r] = (plane * self.words + i / CELLS, (i % CELLS) as u32 * 8);
+            out[r] = (
+                plane * self.words + i / CELLS,
+                (i % CELLS) as u32 * CELL_BITS,
+            );
             r += 1;
         }
         (plane, out)
@@ -268,17 +311,17 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
             // A later window owns the plane.
             return;
         }
-        let val = x.div_ceil(s.q).min(255);
+        let val = s.code_of(x);
         for (i, at) in cells {
             let cell = self.word(i);
             let mut cur = cell.get();
             loop {
                 let new = if tag_of(cur) == tag(w) {
-                    let old = (cur >> at) & 0xff;
+                    let old = (cur >> at) & TOP;
                     if old >= val {
                         break;
                     }
-                    (cur & !(0xff << at)) | (val << at)
+                    (cur & !(TOP << at)) | (val << at)
                 } else {
                     // An older window's word, or a later one's: the plane
                     // id tells (module docs: reread after the word).
@@ -349,12 +392,12 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
         for (r, (_, at)) in cells.iter().enumerate() {
             let v = read[r];
             let cell = if tag_of(v) == tag(w) {
-                (v >> at) & 0xff
+                (v >> at) & TOP
             } else {
                 0
             };
             least = least.min(cell);
         }
-        (least * s.q).min(s.limit)
+        s.ladder[least as usize]
     }
 }

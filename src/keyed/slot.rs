@@ -199,7 +199,8 @@ pub(super) fn bumped(l: &Layout, half: u64, old: u64, c: u64, n: u64) -> u64 {
 pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
     let w = word(s);
     let d = packed::ahead_of(l, w, c).unwrap_or(0).min(8);
-    (demand_of(key_of(s)) >> d, packed::newest_of(l, w, c))
+    let demand = demand_of(key_of(s));
+    (((demand >> d) << 8) | demand, packed::newest_of(l, w, c))
 }
 
 /// Folds the gate word `w` of the key with fingerprint `fp`, evicted by a
@@ -223,43 +224,52 @@ pub(super) fn fold_into<C: Word, W: Words<C>, const N: usize>(
 }
 
 /// The gate word a key with fingerprint `fp`, inserted by a caller in
-/// window `c` with the table's high water `high_water`, starts with when
-/// the memory has an estimate for it: newest window `h = max(c, high
-/// water)`, each window `h - k` holding the estimate of that window (all
-/// the limit in window `h` if they sum above it). The windows `h - 2N + 1
-/// ..= h - N` are read too: a key that starts at [`fresh`] (newest window
-/// `h - N`) books a late caller into window `h - N`, whose intervals reach
-/// back to `h - 2N + 1`; an estimate there starts the key at window `h`
-/// instead. `None`: no estimate in those `2N` windows, the key starts at
-/// [`fresh`].
-pub(super) fn seeded<C: Word, W: Words<C>, const N: usize>(
+/// window `c` with the table's high water `high_water`, starts with, and
+/// whether the memory of evicted keys estimated a count for it in a
+/// window it holds.
+///
+/// With no estimate in the `2N` windows ending at `h = max(c, high
+/// water)`, the key starts at [`fresh`] (newest window `h - N`): a late
+/// caller books into window `h - N`, whose intervals reach back to `h - 2N
+/// + 1`. Otherwise it starts at newest window `h`, each window `h - k`
+/// (`k < N`) holding the memory's estimate of it, capped newest first so
+/// that they sum to the limit at most: a window keeps its estimate while
+/// the windows after it leave room (an interval that holds a capped
+/// window holds every window after it, whose estimates already fill it).
+/// A booking then lands at `h` or later, and the intervals it joins hold
+/// no window before `h - N + 1`. The memory keeps `N` planes, so an
+/// estimate of a window `N` or more before the newest one folded reads as
+/// the limit (`memory.rs`): under a flood every key starts at `h`.
+pub(super) fn start<C: Word, W: Words<C>, const N: usize>(
     l: &Layout,
     memory: &Memory<C, W>,
     shape: &Shape,
     fp: u64,
     c: u64,
     high_water: u64,
-) -> Option<u64> {
+) -> (u64, bool) {
     let h = c.max(high_water);
-    let mut est = [0u64; 64];
-    let (mut live, mut any) = (0u64, false);
-    for (k, e) in est.iter_mut().enumerate().take(2 * N) {
-        if let Some(window) = h.checked_sub(k as u64) {
-            *e = memory.estimate(shape, fp, window);
-            any |= *e != 0;
-            if k < N {
-                live = live.saturating_add(*e);
-            }
+    if !shape.remembers() || !memory.may_estimate(shape, h, 2 * N as u64) {
+        return (fresh::<N>(l, c, high_water), false);
+    }
+    let mut est = [0u64; 62];
+    let (mut room, mut live, mut any) = (l.limit, false, false);
+    for (k, kept) in est.iter_mut().enumerate().take(2 * N) {
+        let Some(window) = h.checked_sub(k as u64) else {
+            break;
+        };
+        let e = memory.estimate(shape, fp, window);
+        any |= e != 0;
+        if k < N {
+            *kept = e.min(room);
+            room -= *kept;
+            live |= e != 0;
         }
     }
     if !any {
-        return None;
+        return (fresh::<N>(l, c, high_water), false);
     }
-    Some(if live > l.limit {
-        packed::word_with::<u64>(l, h, |k| if k == 0 { l.limit } else { 0 })
-    } else {
-        packed::word_with::<u64>(l, h, |k| est[k as usize])
-    })
+    (packed::word_with::<u64>(l, h, |k| est[k as usize]), live)
 }
 
 // The rules a slot follows, shared by `KeyedGate` and `LocalKeyedGate`
@@ -464,24 +474,14 @@ pub(super) struct Shared {
 
 impl<const N: usize, W: Words<AtomicU64>> GatePolicy<N, W> {
     /// The word a key with fingerprint `fp` inserted now by a caller in
-    /// window `c` starts from: its estimate if the memory holds one
-    /// (reading the high water after whatever the caller read of the
-    /// probe), else [`fresh`]. And whether it was an estimate. The memory
-    /// is read whatever the policy is now: a table that evicted under
-    /// [`Overflow::Evict`] and then changed its policy still seeds the keys
-    /// it evicted.
+    /// window `c` starts from ([`start`], reading the high water after
+    /// whatever the caller read of the probe), and whether the memory
+    /// estimated it. The memory is read whatever the policy is now: a table
+    /// that evicted under [`Overflow::Evict`] and then changed its policy
+    /// still seeds the keys it evicted.
     pub(super) fn start_word(&self, fp: u64, c: u64) -> (u64, bool) {
         let hw = self.shared.high_water.load(Acquire);
-        if self.shape.remembers()
-            && self
-                .memory
-                .may_estimate(&self.shape, c.max(hw), 2 * N as u64)
-        {
-            if let Some(w) = seeded::<_, _, N>(&self.layout, &self.memory, &self.shape, fp, c, hw) {
-                return (w, true);
-            }
-        }
-        (fresh::<N>(&self.layout, c, hw), false)
+        start::<_, _, N>(&self.layout, &self.memory, &self.shape, fp, c, hw)
     }
 }
 

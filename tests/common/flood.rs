@@ -56,7 +56,6 @@ impl Table for HeapLocalKeyedGate<2> {
     }
 }
 
-
 /// The traffic: how many of each kind, how they arrive, how many windows.
 #[derive(Clone, Copy, Debug)]
 pub struct Traffic {
