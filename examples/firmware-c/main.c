@@ -446,7 +446,7 @@ static bool check_gate(uint64_t end)
     }
     /* The check is only worth something if the gate was saturated. */
     if (peak != LIMIT) {
-        say("gate: peak %U, never at its limit", peak);
+        say("gate: peak %U, not exactly its limit (saturated, never over)", peak);
         good = false;
     }
     say("gate: peak %U of %u (by caller's own window %U), count %U in %U ..= %U, retry after %U",
