@@ -8,6 +8,9 @@
 void board_write(const char *s);
 /* Exits QEMU: status 0 if `ok`, 1 otherwise. */
 void board_exit(int ok) __attribute__((noreturn));
+/* The most stack used since reset, in bytes (the free RAM is painted at
+ * reset; the highest word changed since bounds the stack's depth). */
+uint32_t board_stack_used(void);
 
 #define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t *)0xE000E014u)

@@ -289,8 +289,9 @@ int main(void)
     if ((s = leap_keyed64_init(&per_source, WINDOW, KEY_LIMIT)) != LEAP_OK) {
         fail("leap_keyed64_init", s);
     }
-    say("ring of %u windows of %u ticks; gate %u per %u windows; per-source table: %u slots, %u per source per %u windows",
-        LEAP_WINDOWS, WINDOW, LIMIT, GATE_WINDOWS, KEY_SLOTS, KEY_LIMIT, GATE_WINDOWS);
+    say("ring of %u windows of %u ticks; gate %u per %u windows; per-source table: %u slots, %u per source per %u windows; stack used by the inits %u bytes",
+        LEAP_WINDOWS, WINDOW, LIMIT, GATE_WINDOWS, KEY_SLOTS, KEY_LIMIT, GATE_WINDOWS,
+        board_stack_used());
 
     SYST_RVR = 40000u - 1u;
     SYST_CVR = 0;
@@ -357,8 +358,8 @@ int main(void)
     ok &= check_ring(end);
     ok &= check_gate(end);
     ok &= check_sources(end);
-    say("ticks %U, main adds %u (%u stale), handler stale %u, reads %u", end, adds, stale,
-        isr_stale, reads);
+    say("ticks %U, main adds %u (%u stale), handler stale %u, reads %u; stack used %u bytes", end,
+        adds, stale, isr_stale, reads, board_stack_used());
     if (ok && adds > 0) {
         say("FIRMWARE OK: every held window equals its ledgers; the gate never exceeded its limit, "
             "and its count agrees; no source of the per-source table exceeded its limit in any "

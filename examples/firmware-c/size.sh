@@ -33,9 +33,10 @@ for line in lines:
         who = "libgcc"
     else:
         who = "C program"
-    kind = "RAM" if section in (".data", ".bss") else "flash"
+    kind = {".data": "RAM", ".bss": "RAM", ".rodata": "constants"}.get(section, "code")
     sizes[(who, kind)] = sizes.get((who, kind), 0) + size
 for who in ("C program", "leaparray-ffi library", "libgcc"):
-    print(f"{who}: {sizes.get((who, 'flash'), 0)} bytes of flash (code and constants), "
-          f"{sizes.get((who, 'RAM'), 0)} bytes of static RAM")
+    code, constants, ram = (sizes.get((who, k), 0) for k in ("code", "constants", "RAM"))
+    print(f"{who}: {code + constants} bytes of flash ({code} code, {constants} constants), "
+          f"{ram} bytes of static RAM")
 PY

@@ -8,6 +8,8 @@
 extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _stack_top;
 extern int main(void);
 
+#define STACK_PAINT 0xA5A5A5A5u
+
 /* Semihosting: a `bkpt 0xAB` with the operation in r0 and its argument in r1. */
 static uint32_t semihost(uint32_t op, uint32_t arg)
 {
@@ -40,7 +42,22 @@ void reset_handler(void)
     for (uint32_t *dst = &_sbss; dst < &_ebss;) {
         *dst++ = 0;
     }
+    /* Paint the free RAM below this frame, for board_stack_used. */
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (uint32_t *dst = &_ebss; dst < sp - 16;) {
+        *dst++ = STACK_PAINT;
+    }
     board_exit(main() == 0);
+}
+
+uint32_t board_stack_used(void)
+{
+    const uint32_t *p = &_ebss;
+    while (p < &_stack_top && *p == STACK_PAINT) {
+        p++;
+    }
+    return (uint32_t)((uintptr_t)&_stack_top - (uintptr_t)p);
 }
 
 static void fault_handler(void)
