@@ -632,7 +632,7 @@ int main(int argc, char **argv)
 			printf("  %-14s %8.2f %10.1f %7.1f%%   | %8.2f  %s", mode_name[m], med, ns,
 			       100 * pass_share[p][m], mpps(&c), verdict);
 			if (m != M_NONE)
-				printf("; +%.1f ns/packet over none", ns - base);
+				printf("; %+.1f ns/packet against none", ns - base);
 			printf("\n");
 		}
 	}
