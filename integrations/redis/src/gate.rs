@@ -354,9 +354,8 @@ impl<const N: usize> RedisGate<N> {
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
     /// the windows the callers name, as long as every two callers' clocks
-    /// differ by less than `N - 1` windows (the hash expires `2N` windows
-    /// of Redis time after its latest booking; see the README's "The
-    /// clock" and the module `restart`). A time above [`crate::MAX_CALLER_TIME_US`] is
+    /// differ by less than `N - 1` windows (see the README's "The clock"
+    /// and the module `restart`). A time above [`crate::MAX_CALLER_TIME_US`] is
     /// [`Decision::Refused`] without a call to Redis. Its ledger of bookings
     /// (written back after a Redis restart) keeps every window booked in the
     /// last `2N` windows of this process's monotonic time, whichever clock
@@ -1080,12 +1079,15 @@ impl<const N: usize> Inner<N> {
         Ok(r.cluster)
     }
 
-    /// A fresh connection's `maxmemory-policy`: anything but `noeviction`
-    /// (or no answer) can evict the limit's keys. [`OnEviction::Refuse`]:
-    /// the connection is refused (an error: the process stays offline and
-    /// the fault policy decides); [`OnEviction::Warn`]: a `log` warning.
+    /// The `maxmemory-policy` a check read (every check: it can change at
+    /// run time): an `allkeys-*` policy can evict the limit's keys (no key
+    /// of a limit has a TTL, so `volatile-*` cannot; an evicted key is
+    /// seen as an empty Redis is: the module `restart`, "Eviction").
+    /// [`OnEviction::Refuse`]: the check fails (the process goes offline
+    /// within one heartbeat, stays offline and the fault policy decides);
+    /// [`OnEviction::Warn`]: a `log` warning.
     fn eviction(&self, policy: &str) -> RedisResult<()> {
-        if policy.is_empty() || policy == "noeviction" {
+        if !policy.starts_with("allkeys-") {
             *lock(&self.evicting) = None;
             return Ok(());
         }

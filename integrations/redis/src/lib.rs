@@ -93,7 +93,7 @@ pub enum Error {
     /// The Redis URL is invalid.
     Redis(redis::RedisError),
     /// Redis's `maxmemory-policy` (the value) can evict the limit's keys
-    /// (anything but `noeviction`), and [`Config::on_evicting`] is
+    /// (`allkeys-*`), and [`Config::on_evicting`] is
     /// [`OnEviction::Refuse`] (the default).
     Evicting(String),
     /// The Redis user lacks a permission the limit needs (Redis's `NOPERM`;

@@ -25,10 +25,7 @@ fn redis_now(con: &mut redis::Connection) -> u64 {
 }
 
 fn hgetall(con: &mut redis::Connection, name: &str) -> BTreeMap<u64, i64> {
-    redis::cmd("HGETALL")
-        .arg(format!("{{{name}}}"))
-        .query(con)
-        .unwrap()
+    common::counts(con, name)
 }
 
 /// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
