@@ -124,7 +124,7 @@ fn an_idle_process_keeps_its_heartbeat_after_a_request_error_dropped_its_connect
 
 /// The ACL the README documents for a limit's user.
 const DOCUMENTED_ACL: &str =
-    "+evalsha +script|load +time +info +get +set +exists +hmget +hget +hset +hincrby +hlen +hkeys +hdel +pexpire +sadd";
+    "+evalsha +script|load +time +info +get +set +exists +hmget +hget +hset +hincrby +hlen +hkeys +hdel +del +sadd";
 
 /// A user without `INFO` (the common `+@all -@dangerous` profile: `INFO`
 /// is `@dangerous`) cannot make the new-connection check: `open` returns
