@@ -207,7 +207,7 @@ struct Inner<const N: usize> {
     keeper_round_trips: AtomicU64,
     faulted: AtomicU64,
     timeouts: AtomicU64,
-    /// The latest round trip measured (µs; 0: none yet): a `PING` at
+    /// The latest round trip measured (µs; 0: none yet): a `TIME` at
     /// `open`, then every heartbeat's check.
     round_trip_us: AtomicU64,
 }
@@ -441,7 +441,7 @@ impl<const N: usize> RedisGate<N> {
         }
     }
 
-    /// The latest round trip to Redis this process measured: a `PING` at
+    /// The latest round trip to Redis this process measured: a `TIME` at
     /// [`RedisGate::open`], then each heartbeat's check (a script call);
     /// `None` before any. [`Config::timeout`] should be at least twice
     /// it (README, "Slow links").
@@ -753,13 +753,13 @@ impl<const N: usize> Inner<N> {
         }
     }
 
-    /// A `PING` on `con` within `timeout`: the round trip (also the latest
-    /// measured).
+    /// A `TIME` (a command the README's ACL grants, unlike `PING`) on
+    /// `con` within `timeout`: the round trip (also the latest measured).
     fn ping(&self, con: &mut Connection, timeout: Duration) -> RedisResult<Duration> {
         con.set_read_timeout(Some(timeout))?;
         con.set_write_timeout(Some(timeout))?;
         let t = Instant::now();
-        let r = redis::cmd("PING").query::<()>(con);
+        let r = redis::cmd("TIME").query::<(u64, u64)>(con);
         let rtt = t.elapsed();
         con.set_read_timeout(Some(self.cfg.timeout))?;
         con.set_write_timeout(Some(self.cfg.timeout))?;
@@ -769,7 +769,7 @@ impl<const N: usize> Inner<N> {
     }
 
     /// `open`'s first connection ran out of the timeout: the round trip
-    /// measured with 4 x the timeout, the least of 3 `PING`s (a server
+    /// measured with 4 x the timeout, the least of 3 `TIME`s (a server
     /// busy for a moment delays one, a slow link every one); `None` if it
     /// could not be measured (Redis down or hung, a Sentinel URL whose
     /// master is not known yet).

@@ -101,7 +101,7 @@ pub enum Error {
     /// category `@dangerous` holds): grant the ACL the README lists
     /// ("Redis user").
     Permission(String),
-    /// `open` measured a round trip to Redis (the least of 3 `PING`s) not
+    /// `open` measured a round trip to Redis (the least of 3 `TIME`s) not
     /// shorter than [`Config::timeout`]: every call would run out of it.
     /// Set the timeout to at least twice the round trip (README, "Slow
     /// links").
