@@ -8,7 +8,10 @@
 # 3 masters, + 1 replica each, made with redis-cli --cluster create;
 # tests/replication.rs: a master and its replica, roles swapped with
 # REPLICAOF; tests/sentinel.rs: a master, its replica and one sentinel,
-# `redis-server <conf> --sentinel`, quorum 1, each test its own), so this
+# `redis-server <conf> --sentinel`, quorum 1, each test its own;
+# tests/eviction.rs: the maxmemory-policy switched at run time with
+# another writer; tests/slow_link.rs: a proxy of the test's own on
+# loopback adding 50 ms each way), so this
 # script only makes sure redis-server (with redis-cli) and redis-sentinel
 # are installed.
 set -euo pipefail
