@@ -45,7 +45,9 @@ if printf '%s\n' "$targets" | grep -vE '^(unittests src/lib\.rs|unittests src/bi
   echo "leaparray-redis: a test target (above) that no group runs"; exit 1
 fi
 group1="cluster_regressions"
-group2="cluster cluster_operations"
+# tests/eviction.rs and slow_link.rs (8 s each) here: the third group
+# is the longest without them.
+group2="cluster cluster_operations eviction slow_link"
 alone="faults"
 group3=""
 for t in $(printf '%s\n' "$targets" | sed -n 's|^tests/\(.*\)\.rs$|\1|p'); do
