@@ -8,7 +8,10 @@
 # 3 masters, + 1 replica each, made with redis-cli --cluster create;
 # tests/replication.rs: a master and its replica, roles swapped with
 # REPLICAOF; tests/sentinel.rs: a master, its replica and one sentinel,
-# `redis-server <conf> --sentinel`, quorum 1, each test its own), so this
+# `redis-server <conf> --sentinel`, quorum 1, each test its own;
+# tests/eviction.rs: the maxmemory-policy switched at run time with
+# another writer; tests/slow_link.rs: a proxy of the test's own on
+# loopback adding 50 ms each way), so this
 # script only makes sure redis-server (with redis-cli) and redis-sentinel
 # are installed.
 set -euo pipefail
@@ -42,7 +45,9 @@ if printf '%s\n' "$targets" | grep -vE '^(unittests src/lib\.rs|unittests src/bi
   echo "leaparray-redis: a test target (above) that no group runs"; exit 1
 fi
 group1="cluster_regressions"
-group2="cluster cluster_operations"
+# tests/eviction.rs and slow_link.rs (8 s each) here: the third group
+# is the longest without them.
+group2="cluster cluster_operations eviction slow_link"
 alone="faults"
 group3=""
 for t in $(printf '%s\n' "$targets" | sed -n 's|^tests/\(.*\)\.rs$|\1|p'); do

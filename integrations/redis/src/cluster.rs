@@ -27,9 +27,8 @@
 //!   migrating) are retried at the owner after a pause, within the same
 //!   bound, then the fault policy decides; never a refusal.
 //!
-//! Why `ASK` is not followed with `ASKING`: the script names five keys,
-//! some of which exist only for a while after a restart (`{name}:fence`,
-//! `{name}:restored`); an importing node answers a multi-key command whose
+//! Why `ASK` is not followed with `ASKING`: the script names four keys,
+//! one of which exists only after a restart (`{name}:restored`); an importing node answers a multi-key command whose
 //! keys it does not all hold with `TRYAGAIN`, even after `ASKING`. So
 //! following `ASK` would give `TRYAGAIN` from the importing node instead
 //! of from the migrating one: the same wait, one more connection. Waiting

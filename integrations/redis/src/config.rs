@@ -63,16 +63,19 @@ pub enum FaultPolicy {
     },
 }
 
-/// What [`RedisGate::open`](crate::RedisGate::open) and every new
-/// connection do when Redis's `maxmemory-policy` (read with `INFO memory`,
-/// which managed Redis allows where it blocks `CONFIG`) is not
-/// `noeviction`: an evicted key of the limit lets the fleet pass it.
+/// What [`RedisGate::open`](crate::RedisGate::open) and every check do
+/// when Redis's `maxmemory-policy` (read with `INFO memory`, which managed
+/// Redis allows where it blocks `CONFIG`) is an `allkeys-*` policy, which can evict the limit's keys (no key of a
+/// limit has a TTL, so `volatile-*` cannot): each eviction is a restart
+/// (the fence: refusals for `restart_grace`). Read at every check (each
+/// new connection and each heartbeat): a policy set at run time counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnEviction {
     /// Refuse (the default): `open` returns
     /// [`Error::Evicting`](crate::Error::Evicting) if it reaches Redis;
-    /// otherwise every connection to that Redis is refused (the process
-    /// stays offline, the fault policy decides) and `log::error!` says why.
+    /// otherwise every check on that Redis fails (a connected process goes
+    /// offline at its next heartbeat and stays offline, the fault policy
+    /// decides) and `log::error!` says why.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -133,7 +136,7 @@ pub struct Config {
     /// [`crate::Error::Config`]).
     pub seeds: Vec<String>,
     /// The limit's name: its keys are `{name}`, `{name}:epoch`,
-    /// `{name}:fence`, `{name}:restored` (one hash tag: one Cluster slot).
+    /// `{name}:restored`, `{name}:run` (one hash tag: one Cluster slot).
     pub name: String,
     /// The length of a window (at least 1 µs; Redis time is in µs).
     pub window: Duration,

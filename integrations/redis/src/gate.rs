@@ -83,6 +83,12 @@ impl Decision {
 
 /// Counters of one [`RedisGate`] since it was opened.
 ///
+/// A decision Redis did not decide is never silent: it is counted in
+/// `faulted` (and a call that ran out of [`Config::timeout`] in
+/// `timeouts`), and the keeper thread logs them (`log::warn!`, at most
+/// once per interval of `N` windows), with the latest measured round trip
+/// ([`RedisGate::round_trip`]).
+///
 /// ```
 /// let s = leaparray_redis::Stats::default();
 /// assert_eq!(s.round_trips_per_decision(), 0.0);
@@ -98,13 +104,20 @@ pub struct Stats {
     /// Script calls made by the keeper thread (heartbeats, returns of
     /// ended leases, reconnections).
     pub keeper_round_trips: u64,
+    /// Decisions the fault policy decided ([`Decision::Unavailable`] and
+    /// [`Decision::AdmittedLocally`]): Redis could not be reached, did not
+    /// answer within [`Config::timeout`], or could not book (`OOM`, ...).
+    pub faulted: u64,
+    /// Redis calls (the decisions' and the keeper's) and connection
+    /// attempts that ran out of [`Config::timeout`].
+    pub timeouts: u64,
 }
 
 impl Stats {
     /// All round trips (decisions' and the keeper's) per decision.
     ///
     /// ```
-    /// let s = leaparray_redis::Stats { decisions: 100, admitted: 90, round_trips: 3, keeper_round_trips: 1 };
+    /// let s = leaparray_redis::Stats { decisions: 100, admitted: 90, round_trips: 3, keeper_round_trips: 1, ..Default::default() };
     /// assert_eq!(s.round_trips_per_decision(), 0.04);
     /// ```
     #[must_use]
@@ -192,6 +205,11 @@ struct Inner<const N: usize> {
     admitted: AtomicU64,
     round_trips: AtomicU64,
     keeper_round_trips: AtomicU64,
+    faulted: AtomicU64,
+    timeouts: AtomicU64,
+    /// The latest round trip measured (µs; 0: none yet): a `TIME` at
+    /// `open`, then every heartbeat's check.
+    round_trip_us: AtomicU64,
 }
 
 /// One sliding-window limit shared by every process that opens it: `limit`
@@ -301,18 +319,28 @@ impl<const N: usize> RedisGate<N> {
             admitted: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
             keeper_round_trips: AtomicU64::new(0),
+            faulted: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
+            round_trip_us: AtomicU64::new(0),
         });
         // A first connection now (bounded by the timeout), so that an
         // evicting maxmemory-policy or a missing permission is an error of
         // `open`; if Redis cannot be reached, the keeper connects later
         // (and checks both).
         match inner.reach(true) {
-            Ok(con) => {
+            Ok(mut con) => {
+                let rtt = inner.ping(&mut con, inner.cfg.timeout).ok();
                 inner.put(con);
                 inner.up.store(true, Relaxed);
+                inner.slow_link(rtt)?;
             }
             Err(e) if e.code() == Some("NOPERM") => {
                 return Err(Error::Permission(e.detail().unwrap_or("").to_owned()));
+            }
+            Err(e) if e.is_timeout() => {
+                inner.timeouts.fetch_add(1, Relaxed);
+                let rtt = inner.probe();
+                inner.slow_link(rtt)?;
             }
             Err(_) => {
                 if let Some(policy) = lock(&inner.evicting).clone() {
@@ -354,9 +382,8 @@ impl<const N: usize> RedisGate<N> {
     /// clocks are synchronized: a caller whose clock runs ahead by `s`
     /// books `s` early; every interval still holds at most the limit, in
     /// the windows the callers name, as long as every two callers' clocks
-    /// differ by less than `N - 1` windows (the hash expires `2N` windows
-    /// of Redis time after its latest booking; see the README's "The
-    /// clock" and the module `restart`). A time above [`crate::MAX_CALLER_TIME_US`] is
+    /// differ by less than `N - 1` windows (see the README's "The clock"
+    /// and the module `restart`). A time above [`crate::MAX_CALLER_TIME_US`] is
     /// [`Decision::Refused`] without a call to Redis. Its ledger of bookings
     /// (written back after a Redis restart) keeps every window booked in the
     /// last `2N` windows of this process's monotonic time, whichever clock
@@ -409,6 +436,28 @@ impl<const N: usize> RedisGate<N> {
             admitted: i.admitted.load(Relaxed),
             round_trips: i.round_trips.load(Relaxed),
             keeper_round_trips: i.keeper_round_trips.load(Relaxed),
+            faulted: i.faulted.load(Relaxed),
+            timeouts: i.timeouts.load(Relaxed),
+        }
+    }
+
+    /// The latest round trip to Redis this process measured: a `TIME` at
+    /// [`RedisGate::open`], then each heartbeat's check (a script call);
+    /// `None` before any. [`Config::timeout`] should be at least twice
+    /// it (README, "Slow links").
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use leaparray_redis::{Config, RedisGate};
+    /// let gate = RedisGate::<2>::open(Config::new("redis://127.0.0.1:1/", "r", Duration::from_secs(1), 10))?;
+    /// assert_eq!(gate.round_trip(), None); // nothing answers on port 1
+    /// # Ok::<(), leaparray_redis::Error>(())
+    /// ```
+    #[must_use]
+    pub fn round_trip(&self) -> Option<Duration> {
+        match self.inner.round_trip_us.load(Relaxed) {
+            0 => None,
+            us => Some(Duration::from_micros(us)),
         }
     }
 
@@ -486,6 +535,7 @@ impl<const N: usize> Inner<N> {
     /// unless the slot is migrating or Redis could not write (the
     /// connection was fine).
     fn unreached(&self, e: &RedisError) {
+        self.timed_out(e);
         if !matches!(fault::classify(e), Failure::Migrating | Failure::Unbooked) {
             self.broken();
         }
@@ -681,6 +731,7 @@ impl<const N: usize> Inner<N> {
     /// connection and is refused (if it was the last, the keeper makes a
     /// checked one at its next heartbeat).
     fn failed(&self, e: &redis::RedisError, n: u64, con: Conn) -> Decision {
+        self.timed_out(e);
         match fault::classify(e) {
             Failure::Offline | Failure::Moved => {
                 drop(con);
@@ -693,6 +744,91 @@ impl<const N: usize> Inner<N> {
             }
             Failure::Request => Decision::Refused,
         }
+    }
+
+    /// Counts `e` if it is a timeout.
+    fn timed_out(&self, e: &RedisError) {
+        if e.is_timeout() {
+            self.timeouts.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A `TIME` (a command the README's ACL grants, unlike `PING`) on
+    /// `con` within `timeout`: the round trip (also the latest measured).
+    fn ping(&self, con: &mut Connection, timeout: Duration) -> RedisResult<Duration> {
+        con.set_read_timeout(Some(timeout))?;
+        con.set_write_timeout(Some(timeout))?;
+        let t = Instant::now();
+        let r = redis::cmd("TIME").query::<(u64, u64)>(con);
+        let rtt = t.elapsed();
+        con.set_read_timeout(Some(self.cfg.timeout))?;
+        con.set_write_timeout(Some(self.cfg.timeout))?;
+        r?;
+        self.round_trip_us.store(micros(rtt).max(1), Relaxed);
+        Ok(rtt)
+    }
+
+    /// `open`'s first connection ran out of the timeout: the round trip
+    /// measured with 4 x the timeout, the least of 3 `TIME`s (a server
+    /// busy for a moment delays one, a slow link every one); `None` if it
+    /// could not be measured (Redis down or hung, a Sentinel URL whose
+    /// master is not known yet).
+    fn probe(&self) -> Option<Duration> {
+        if self.route.sentinel().is_some() && self.route.owner().is_none() {
+            return None;
+        }
+        let long = self.cfg.timeout.saturating_mul(4);
+        let c = redis::Client::open(self.route.first()).ok()?;
+        let mut con = c.get_connection_with_timeout(long).ok()?;
+        (0..3).filter_map(|_| self.ping(&mut con, long).ok()).min()
+    }
+
+    /// What `open` does with the round trip it measured: at least the
+    /// timeout, every call would be lost ([`Error::SlowLink`]); more than
+    /// half of it, decisions are lost to its jitter (a `log::warn!`).
+    fn slow_link(&self, rtt: Option<Duration>) -> Result<(), Error> {
+        let (Some(rtt), timeout) = (rtt, self.cfg.timeout) else {
+            return Ok(());
+        };
+        if rtt >= timeout {
+            return Err(Error::SlowLink {
+                round_trip: rtt,
+                timeout,
+            });
+        }
+        if rtt.saturating_mul(2) > timeout {
+            log::warn!("leaparray-redis {}: a round trip to Redis took {rtt:?}, more than half the timeout ({timeout:?}): decisions will be lost to its jitter; set Config::timeout to at least 2 x the round trip", self.cfg.name);
+        }
+        Ok(())
+    }
+
+    /// The keeper's report: decisions the fault policy decided and calls
+    /// that timed out since the last one, at most once per interval.
+    fn report(&self, last: &mut (Instant, u64, u64)) {
+        let interval = self
+            .cfg
+            .window
+            .saturating_mul(u32::try_from(N).unwrap_or(u32::MAX));
+        if last.0.elapsed() < interval {
+            return;
+        }
+        let (faulted, timeouts) = (self.faulted.load(Relaxed), self.timeouts.load(Relaxed));
+        if faulted > last.1 || timeouts > last.2 {
+            let rtt = match self.round_trip_us.load(Relaxed) {
+                0 => "not measured".to_owned(),
+                us => format!("{:?}", Duration::from_micros(us)),
+            };
+            log::warn!(
+                "leaparray-redis {}: in the last {:?}, {} decisions were decided by the fault policy ({:?}) and {} Redis calls ran out of the timeout ({:?}; latest measured round trip {rtt}): Redis is unreachable or slower than the timeout (set Config::timeout to at least 2 x the round trip; README, \"Slow links\")",
+                self.cfg.name,
+                last.0.elapsed(),
+                faulted - last.1,
+                self.cfg.on_fault,
+                timeouts - last.2,
+                self.cfg.timeout,
+            );
+        }
+        *last = (Instant::now(), faulted, timeouts);
     }
 
     /// A call failed: drop every connection, let the keeper reconnect.
@@ -717,6 +853,7 @@ impl<const N: usize> Inner<N> {
     }
 
     fn fault(&self, n: u64) -> Decision {
+        self.faulted.fetch_add(1, Relaxed);
         let Some(g) = &self.fallback else {
             return Decision::Unavailable;
         };
@@ -1064,7 +1201,10 @@ impl<const N: usize> Inner<N> {
         } else {
             (String::new(), 0)
         };
+        let sent = Instant::now();
         let r = self.calls.check(con, &known, fresh, &vouch)?;
+        self.round_trip_us
+            .store(micros(sent.elapsed()).max(1), Relaxed);
         if fresh {
             self.vouches.used(mark);
         }
@@ -1080,12 +1220,15 @@ impl<const N: usize> Inner<N> {
         Ok(r.cluster)
     }
 
-    /// A fresh connection's `maxmemory-policy`: anything but `noeviction`
-    /// (or no answer) can evict the limit's keys. [`OnEviction::Refuse`]:
-    /// the connection is refused (an error: the process stays offline and
-    /// the fault policy decides); [`OnEviction::Warn`]: a `log` warning.
+    /// The `maxmemory-policy` a check read (every check: it can change at
+    /// run time): an `allkeys-*` policy can evict the limit's keys (no key
+    /// of a limit has a TTL, so `volatile-*` cannot; an evicted key is
+    /// seen as an empty Redis is: the module `restart`, "Eviction").
+    /// [`OnEviction::Refuse`]: the check fails (the process goes offline
+    /// within one heartbeat, stays offline and the fault policy decides);
+    /// [`OnEviction::Warn`]: a `log` warning.
     fn eviction(&self, policy: &str) -> RedisResult<()> {
-        if policy.is_empty() || policy == "noeviction" {
+        if !policy.starts_with("allkeys-") {
             *lock(&self.evicting) = None;
             return Ok(());
         }
@@ -1117,7 +1260,9 @@ impl<const N: usize> Inner<N> {
         let mut pause = Duration::ZERO;
         // A missing permission is logged once until a connection works.
         let mut said = false;
+        let mut reported = (Instant::now(), 0, 0);
         loop {
+            self.report(&mut reported);
             {
                 let stop = lock(&self.stop);
                 let (stop, _) = self
@@ -1148,7 +1293,10 @@ impl<const N: usize> Inner<N> {
                     match self.reach(true) {
                         Ok(con) => self.put(con),
                         Err(e) if fault::classify(&e) == Failure::Migrating => {}
-                        Err(_) => self.broken(),
+                        Err(e) => {
+                            self.timed_out(&e);
+                            self.broken();
+                        }
                     }
                     continue;
                 };
@@ -1158,7 +1306,10 @@ impl<const N: usize> Inner<N> {
                     Err(e) if self.moved(&e, &mut con.con, &con.at).is_some() => {}
                     // The slot is migrating: the connection is fine.
                     Err(e) if fault::classify(&e) == Failure::Migrating => self.put(con),
-                    Err(_) => self.broken(),
+                    Err(e) => {
+                        self.timed_out(&e);
+                        self.broken();
+                    }
                 }
             } else {
                 match self.reach(true) {
@@ -1170,6 +1321,7 @@ impl<const N: usize> Inner<N> {
                         pause = self.cfg.heartbeat;
                     }
                     Err(e) => {
+                        self.timed_out(&e);
                         if !said && e.code() == Some("NOPERM") {
                             said = true;
                             log::error!("leaparray-redis {}: the Redis user lacks a permission the limit needs ({e}): the process stays offline (the fault policy decides); grant the ACL of the README (\"Redis user\")", self.cfg.name);
@@ -1190,7 +1342,11 @@ impl<const N: usize> Inner<N> {
         let (Some(sentinels), Some(owner)) = (self.route.sentinel(), self.route.owner()) else {
             return None;
         };
-        let (host, port) = sentinels.ask(self.cfg.timeout).ok()?;
+        // A sentinel slower than the timeout is counted (`Stats::timeouts`).
+        let (host, port) = sentinels
+            .ask(self.cfg.timeout)
+            .map_err(|e| self.timed_out(&e))
+            .ok()?;
         let named = self.route.at(&host, port);
         if named.addr == owner.addr {
             return None;

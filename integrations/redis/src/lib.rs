@@ -93,7 +93,7 @@ pub enum Error {
     /// The Redis URL is invalid.
     Redis(redis::RedisError),
     /// Redis's `maxmemory-policy` (the value) can evict the limit's keys
-    /// (anything but `noeviction`), and [`Config::on_evicting`] is
+    /// (`allkeys-*`), and [`Config::on_evicting`] is
     /// [`OnEviction::Refuse`] (the default).
     Evicting(String),
     /// The Redis user lacks a permission the limit needs (Redis's `NOPERM`;
@@ -101,6 +101,16 @@ pub enum Error {
     /// category `@dangerous` holds): grant the ACL the README lists
     /// ("Redis user").
     Permission(String),
+    /// `open` measured a round trip to Redis (the least of 3 `TIME`s) not
+    /// shorter than [`Config::timeout`]: every call would run out of it.
+    /// Set the timeout to at least twice the round trip (README, "Slow
+    /// links").
+    SlowLink {
+        /// The round trip measured.
+        round_trip: std::time::Duration,
+        /// The configured timeout.
+        timeout: std::time::Duration,
+    },
 }
 
 impl std::fmt::Display for Error {
@@ -110,6 +120,7 @@ impl std::fmt::Display for Error {
             Error::Redis(e) => write!(f, "leaparray-redis: {e}"),
             Error::Evicting(p) => write!(f, "leaparray-redis: Redis's maxmemory-policy is {p}, which can evict the limit's keys; set noeviction (or Config::on_evicting(OnEviction::Warn))"),
             Error::Permission(what) => write!(f, "leaparray-redis: the Redis user lacks a permission the limit needs ({what}); grant the ACL of the README (\"Redis user\")"),
+            Error::SlowLink { round_trip, timeout } => write!(f, "leaparray-redis: a round trip to Redis takes {round_trip:?}, not less than the timeout ({timeout:?}): every decision would be lost; set Config::timeout to at least 2 x the round trip"),
         }
     }
 }
@@ -118,7 +129,10 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Redis(e) => Some(e),
-            Error::Config(_) | Error::Evicting(_) | Error::Permission(_) => None,
+            Error::Config(_)
+            | Error::Evicting(_)
+            | Error::Permission(_)
+            | Error::SlowLink { .. } => None,
         }
     }
 }

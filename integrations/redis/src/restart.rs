@@ -17,8 +17,10 @@
 //! 1. if the epoch key is missing (Redis is empty: a first start, a
 //!    restart without persistence, `FLUSHALL`), or, on a check (the first
 //!    call of a fresh connection, and every heartbeat), if `{name}:run` is
-//!    not this server's identity, creates a new epoch and a *fence* key
-//!    that expires after the restart grace. The `run_id` (`INFO server`)
+//!    not this server's identity, or if the counters hash does not name
+//!    the epoch (its counts were lost: "Eviction" below), creates a new
+//!    epoch and a *fence*: the Redis time at which the restart grace ends,
+//!    a field of the counters hash. The `run_id` (`INFO server`)
 //!    is new at every start and a promoted replica's own; the replication
 //!    id (`INFO replication` `master_replid`) is new whenever the process
 //!    becomes a master (a promotion: also a failback to the same process,
@@ -162,8 +164,7 @@
 //!   after its vouch expired (a timeout and the keeper's backoff on a
 //!   loaded machine), makes a new epoch if it reaches the new owner first: a fence, refusals for
 //!   `restart_grace`, never an admission over the limit. So does a
-//!   migration of an idle limit whose counters expired (`2N` windows
-//!   after its latest booking), a migration of a master's last slot (it
+//!   migration of a master's last slot (it
 //!   answers `MOVED` as the new owner's replica, above), and a migration
 //!   from a master restarted (a new `run_id`) or once a replica since it
 //!   recorded the epoch, when no process reached it in between.
@@ -189,6 +190,30 @@
 //! redis-server behind it (twemproxy, Envoy) hides the restart: connect
 //! to Redis itself (or through Sentinel, which reconnects).
 //!
+//! # Eviction
+//!
+//! No key of a limit has a TTL: under a `volatile-*` `maxmemory-policy`
+//! none is a candidate (Redis answers `OOM` when nothing else can go, a
+//! fault like `noeviction`'s). Under `allkeys-*` any can be evicted, and
+//! each eviction is seen at the next call that reads the key (a booking,
+//! a heartbeat's check) as what it is, lost data:
+//!
+//! * the counters hash `{name}` names the epoch its counts belong to (a
+//!   field `epoch`, written with the epoch): every call compares it with
+//!   `{name}:epoch` and makes a new epoch if they differ (the hash
+//!   evicted: the counts are gone; or the epoch key evicted);
+//! * the fence is a field of the same hash, so it cannot be evicted alone
+//!   (a fence key of its own, evicted, would end the fence early);
+//! * `{name}:run` evicted: the next check finds no identity, a new epoch;
+//! * `{name}:restored` evicted: a retried write-back can be applied twice
+//!   (counted twice: under, never over, the limit).
+//!
+//! So an eviction is a restart with nothing kept (the `FLUSHALL` row of
+//! the README's table): the fence, every live process writes back within
+//! it (`eviction::any_eviction_policy_set_at_run_time_keeps_the_limit`).
+//! The hash stays bounded without a TTL by pruning (at most `2 (4N + 1)`
+//! window fields); the restores' set is emptied at each new epoch.
+//!
 //! # How long a window matters
 //!
 //! One bound, used by the counters hash's expiry, the ledger, the fence's
@@ -204,8 +229,8 @@
 //! whichever clock named it (less than `N` when every caller uses `TIME`:
 //! `A = B`). Hence:
 //!
-//! * the counters hash expires `2N` windows after its latest booking or
-//!   restore (`2N - 1` needed; one of margin, as the ledger);
+//! * pruning deletes only fields more than `2N` windows away (below); the
+//!   counters hash itself never expires (module "Eviction");
 //! * the ledger keeps a window `2N` windows of local time ([`Ledger`]);
 //! * the fence is capped at `2N - 1` windows: it starts after every lost
 //!   booking, so past it no fresh booking shares an interval with one (a

@@ -29,8 +29,8 @@ pub(crate) struct Reply {
     pub booked: u64,
     /// `book` only: room left in the fullest interval holding the window.
     pub room: u64,
-    /// `check` of a fresh connection only: Redis's `maxmemory-policy`
-    /// (empty if `INFO` does not say).
+    /// `check` only: Redis's `maxmemory-policy` (empty if `INFO` does not
+    /// say).
     pub policy: Option<String>,
     /// `check` of a fresh connection only: Redis runs as a cluster.
     pub cluster: bool,
@@ -40,7 +40,7 @@ pub(crate) struct Reply {
 #[derive(Debug)]
 pub(crate) struct Calls {
     script: Script,
-    keys: [String; 5],
+    keys: [String; 4],
     window_us: u64,
     n_windows: u64,
     grace_us: u64,
@@ -53,7 +53,6 @@ impl Calls {
             keys: [
                 format!("{{{name}}}"),
                 format!("{{{name}}}:epoch"),
-                format!("{{{name}}}:fence"),
                 format!("{{{name}}}:restored"),
                 format!("{{{name}}}:run"),
             ],
@@ -106,10 +105,10 @@ impl Calls {
     }
 
     /// Is `epoch` still Redis's epoch? (creates a new one if Redis is
-    /// empty). With `fresh` (a new connection's first call): also makes a
-    /// new epoch if the epoch was made by another redis-server process (a
-    /// restart from persisted data, a failover), and reads the
-    /// `maxmemory-policy`. `vouch` (fresh only): identities ("run node
+    /// empty or the counters lost theirs). Also makes a new epoch if the
+    /// epoch was made by another redis-server process (a restart from
+    /// persisted data, a failover), and reads the `maxmemory-policy`.
+    /// `fresh`: a new connection's first call. `vouch` (fresh only): identities ("run node
     /// replid"), separated by commas, of masters that answered this process
     /// `MOVED` (see the module `restart`).
     pub fn check(

@@ -1,11 +1,18 @@
 -- leaparray-redis: one sliding window per limit, run atomically by Redis.
--- KEYS[1] {name}          hash: field = window id, value = permits booked
--- KEYS[2] {name}:epoch    string: this Redis's epoch token (never expires)
--- KEYS[3] {name}:fence    string: exists while fresh bookings wait for restores
--- KEYS[4] {name}:restored set: "<epoch>:<process>" of restores already applied
--- KEYS[5] {name}:run      string: the identity of the redis-server process
+-- KEYS[1] {name}          hash: field = window id, value = permits booked;
+--                         field 'epoch' = the epoch the counts belong to (a
+--                         hash without it lost its counts: evicted, deleted),
+--                         field 'fence' = Redis time (us) until which fresh
+--                         bookings wait for restores
+-- KEYS[2] {name}:epoch    string: this Redis's epoch token
+-- KEYS[3] {name}:restored set: "<epoch>:<process>" of restores already applied
+-- KEYS[4] {name}:run      string: the identity of the redis-server process
 --                         (and its term as a master) that created or adopted
---                         the epoch (see identity(); never expires)
+--                         the epoch (see identity())
+-- No key has a TTL: under a volatile-* maxmemory-policy none is a candidate
+-- for eviction, and under allkeys-* an evicted key is seen as an empty
+-- Redis is (a new epoch, the fence, every process writes back; argued in
+-- src/restart.rs, "Eviction"). Pruning bounds the hash.
 -- ARGV: op, epoch, window_us, n_windows, grace_us, then per op (see below).
 -- Every reply starts {status, now_us, epoch}; status 0 done, 1 refused by
 -- the limit, 2 stale epoch (restore first), 3 fenced (restart grace).
@@ -16,11 +23,6 @@ local op, known = ARGV[1], ARGV[2]
 local window, nw = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now
 local function fmt(x) return string.format('%.0f', x) end
--- The hash (and the restores' set) lives 2N windows of Redis time after its
--- latest write: a window matters for less than 2N - 1 windows after its
--- latest booking, whichever caller's clock (within the skew bound) named
--- it; argued in src/restart.rs ("How long a window matters").
-local ttl = math.ceil(2 * nw * window / 1000)
 
 -- INFO is in the ACL category @dangerous, which hardened users lack: the
 -- script then fails with NOPERM naming it (`open` returns
@@ -83,29 +85,33 @@ local function migrated(stored, me, rep, vouch)
   return string.match(rep, 'master_replid2:(%x+)') == srepl
 end
 
--- A new epoch; fresh bookings wait (the fence) for every process's write-back.
-local function new_epoch(me)
-  local t = redis.call('TIME')
-  local e = t[1] .. t[2]
-  redis.call('SET', KEYS[2], e)
-  redis.call('SET', KEYS[5], me)
-  local grace = tonumber(ARGV[5]) or 0
-  if grace > 0 then
-    redis.call('SET', KEYS[3], '1', 'PX', math.ceil(grace / 1000))
-  end
-  return e
-end
-
-local epoch = redis.call('GET', KEYS[2])
-if not epoch then
-  -- Empty: a first start, a restart without persistence, FLUSHALL.
-  epoch = new_epoch((identity()))
-end
-
 local function clock(arg)
   if arg ~= nil and arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- A new epoch; fresh bookings wait (the fence, a time in the counters
+-- hash, so that it is evicted only with the counts) for every process's
+-- write-back. The counts the hash holds stay counted; the restores of
+-- older epochs are forgotten.
+local function new_epoch(me)
+  local t = redis.call('TIME')
+  local e = t[1] .. t[2]
+  redis.call('SET', KEYS[2], e)
+  redis.call('SET', KEYS[4], me)
+  redis.call('DEL', KEYS[3])
+  local grace = tonumber(ARGV[5]) or 0
+  redis.call('HSET', KEYS[1], 'epoch', e, 'fence', fmt(clock(nil) + grace))
+  return e
+end
+
+local epoch = redis.call('GET', KEYS[2])
+if not epoch or redis.call('HGET', KEYS[1], 'epoch') ~= epoch then
+  -- Empty (a first start, a restart without persistence, FLUSHALL), or
+  -- the counts of this epoch are gone (the hash evicted under an allkeys-*
+  -- maxmemory-policy, or deleted): what a restart loses.
+  epoch = new_epoch((identity()))
 end
 
 if op == 'book' then
@@ -113,14 +119,17 @@ if op == 'book' then
   now = clock(ARGV[9])
   if epoch ~= known then return {2, fmt(now), epoch} end
   local cur = math.floor(now / window)
-  if redis.call('EXISTS', KEYS[3]) == 1 then return {3, fmt(now), epoch, fmt(cur), 0, 0} end
   local limit, want, least = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-  -- Windows cur-nw+1 .. cur+nw-1: every interval of nw windows holding cur.
-  local fields = {}
-  for i = 1, 2 * nw - 1 do fields[i] = fmt(cur - nw + i) end
+  -- The fence (Redis's time, whatever the caller's), then windows
+  -- cur-nw+1 .. cur+nw-1: every interval of nw windows holding cur.
+  local fields = {'fence'}
+  for i = 1, 2 * nw - 1 do fields[i + 1] = fmt(cur - nw + i) end
   local got = redis.call('HMGET', KEYS[1], unpack(fields))
+  local rnow = now
+  if ARGV[9] ~= nil and ARGV[9] ~= '' then rnow = clock(nil) end
+  if (tonumber(got[1]) or 0) > rnow then return {3, fmt(now), epoch, fmt(cur), 0, 0} end
   local c = {}
-  for i = 1, 2 * nw - 1 do c[i] = tonumber(got[i]) or 0 end
+  for i = 1, 2 * nw - 1 do c[i] = tonumber(got[i + 1]) or 0 end
   -- The load of each of the nw intervals holding cur, as a running sum:
   -- O(nw), not O(nw^2) (at nw = 1024 the nested sum took tens of ms).
   local load = 0
@@ -133,19 +142,18 @@ if op == 'book' then
   if room < least then return {1, fmt(now), epoch, fmt(cur), 0, math.max(room, 0)} end
   local take = math.min(want, room)
   redis.call('HINCRBY', KEYS[1], fmt(cur), take)
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  if redis.call('HLEN', KEYS[1]) > 4 * nw then
+  if redis.call('HLEN', KEYS[1]) > 4 * nw + 2 then
     -- Deletes only fields more than 2N windows from both this call's
     -- window and Redis's (TIME): a caller far from Redis's time (any time
     -- up to MAX_CALLER_TIME_US is accepted) never deletes the windows of
     -- Redis-clock callers, nor they its. What stays needed is argued in
     -- src/restart.rs ("How long a window matters"); at most 2 (4N + 1)
-    -- fields stay.
+    -- window fields stay, and 'epoch' and 'fence'.
     local rcur = math.floor(clock(nil) / window)
     local function far(id, c) return id < c - 2 * nw or id > c + 2 * nw end
     for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
       local id = tonumber(f)
-      if far(id, cur) and far(id, rcur) then redis.call('HDEL', KEYS[1], f) end
+      if id and far(id, cur) and far(id, rcur) then redis.call('HDEL', KEYS[1], f) end
     end
   end
   return {0, fmt(now), epoch, fmt(cur), take, room - take}
@@ -162,18 +170,17 @@ elseif op == 'check' then
   -- reply's 7th element is the maxmemory-policy, the 8th 1 on a cluster.
   local policy, cluster = '', 0
   local me, rep = identity()
-  local stored = redis.call('GET', KEYS[5])
+  local stored = redis.call('GET', KEYS[4])
   if stored ~= me then
     if migrated(stored, me, rep, ARGV[7] or '') then
-      redis.call('SET', KEYS[5], me)
+      redis.call('SET', KEYS[4], me)
     else
       epoch = new_epoch(me)
     end
   end
-  if ARGV[6] == '1' then
-    if rep then cluster = 1 end
-    policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
-  end
+  -- Every check: the policy can be changed at run time (CONFIG SET).
+  policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
+  if ARGV[6] == '1' and rep then cluster = 1 end
   now = clock(nil)
   if epoch ~= known then return {2, fmt(now), epoch, 0, 0, 0, policy, cluster} end
   return {0, fmt(now), epoch, 0, 0, 0, policy, cluster}
@@ -183,15 +190,13 @@ elseif op == 'restore' then
   now = clock(nil)
   if epoch ~= known then return {2, fmt(now), epoch} end
   if ARGV[6] ~= '' then
-    if redis.call('SADD', KEYS[4], epoch .. ':' .. ARGV[6]) == 0 then return {0, fmt(now), epoch} end
-    redis.call('PEXPIRE', KEYS[4], ttl)
+    if redis.call('SADD', KEYS[3], epoch .. ':' .. ARGV[6]) == 0 then return {0, fmt(now), epoch} end
   end
   local i = 7
   while ARGV[i] do
     redis.call('HINCRBY', KEYS[1], ARGV[i], tonumber(ARGV[i + 1]))
     i = i + 2
   end
-  redis.call('PEXPIRE', KEYS[1], ttl)
   return {0, fmt(now), epoch}
 elseif op == 'return' then
   -- ARGV[6] window id, [7] permits never used.

@@ -10,7 +10,6 @@
 mod common;
 use common::{connected, get_readonly, role, serial, wait, Cluster, Ledger};
 use leaparray_redis::{Config, Decision, RedisGate};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const LIMIT: u64 = 100;
@@ -435,11 +434,15 @@ fn migration_to_a_former_replica_of_the_source_is_not_fenced() {
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    let fence: bool = redis::cmd("EXISTS")
-        .arg(format!("{{{name}}}:fence"))
-        .query::<i64>(&mut cluster.nodes[r].con())
-        .map(|n| n == 1)
-        .unwrap_or(false);
+    // The fence (Redis's time until which it refuses) in the counters hash.
+    let mut con = cluster.nodes[r].con();
+    let until: Option<u64> = redis::cmd("HGET")
+        .arg(format!("{{{name}}}"))
+        .arg("fence")
+        .query(&mut con)
+        .unwrap_or(None);
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut con).unwrap();
+    let fence = until.is_some_and(|u| u > s * 1_000_000 + us);
     println!("regression | migration to a former replica | paced refused {refused} of {asked} | fence {fence}");
     assert_eq!(refused, 0, "a migration was fenced");
 }
@@ -519,12 +522,13 @@ fn a_forced_failover_whose_old_master_answers_moved_is_a_restart() {
     let reply = sent.join().unwrap();
     assert_eq!(reply, "+OK\r\n", "premise: the takeover was accepted");
     let taken = Instant::now();
-    let at_y: std::collections::HashMap<String, u64> = redis::cmd("HGETALL")
-        .arg(format!("{{{name}}}"))
-        .query(&mut cluster.nodes[y].con())
-        .unwrap();
-    let at_y: u64 = at_y.values().sum();
-    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
+    let at_y: i64 = common::counts(&mut cluster.nodes[y].con(), name)
+        .values()
+        .sum();
+    assert!(
+        at_y < LIMIT as i64,
+        "premise: Y missed bookings (it holds {at_y})"
+    );
     let mut after = 0u64;
     let mut decisions = 0u64;
     while t_fill.elapsed() < Duration::from_millis(7_000) {
@@ -722,12 +726,13 @@ fn a_failed_over_master_reset_into_an_empty_master_vouches_for_nothing() {
         "+OK\r\n",
         "premise: takeover accepted"
     );
-    let at_y: BTreeMap<String, u64> = redis::cmd("HGETALL")
-        .arg(format!("{{{name}}}"))
-        .query(&mut cluster.nodes[y].con())
-        .unwrap();
-    let at_y: u64 = at_y.values().sum();
-    assert!(at_y < LIMIT, "premise: Y missed bookings (it holds {at_y})");
+    let at_y: i64 = common::counts(&mut cluster.nodes[y].con(), name)
+        .values()
+        .sum();
+    assert!(
+        at_y < LIMIT as i64,
+        "premise: Y missed bookings (it holds {at_y})"
+    );
     wait("X never became Y's replica", Duration::from_secs(5), || {
         role(&cluster, x) == "slave"
     });

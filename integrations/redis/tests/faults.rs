@@ -121,10 +121,7 @@ fn full_window_after(server: &Server, name: &str, after: u64) -> u64 {
             return cur;
         }
         if t.elapsed() > Duration::from_secs(3) {
-            let all: BTreeMap<u64, u64> = redis::cmd("HGETALL")
-                .arg(format!("{{{name}}}"))
-                .query(&mut con)
-                .unwrap();
+            let all = common::counts(&mut con, name);
             panic!("premise: no interval ending after {after} took the whole limit (now {cur}): {all:?}");
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -412,13 +409,14 @@ fn full_maxmemory_is_a_fault_not_a_refusal() {
     assert_eq!(n_over, 0, "{ledger:?}");
 }
 
-/// A `maxmemory-policy` that can evict the limit's keys (`allkeys-*`,
-/// `volatile-*`) is refused by `open` (read with `INFO memory`), or used
-/// with a warning under `OnEviction::Warn`; `noeviction` is used.
+/// A `maxmemory-policy` that can evict the limit's keys (`allkeys-*`) is
+/// refused by `open` (read with `INFO memory`), or used with a warning
+/// under `OnEviction::Warn`; `noeviction` and `volatile-*` (no key of a
+/// limit has a TTL) are used.
 #[test]
 fn an_evicting_maxmemory_policy_is_refused_at_open() {
     let _g = serial();
-    for policy in ["allkeys-lru", "volatile-ttl"] {
+    for policy in ["allkeys-lru", "allkeys-random"] {
         let server = Server::start_with(&["--maxmemory-policy", policy]);
         let cfg = quick(Config::new(
             server.url(),
@@ -434,13 +432,15 @@ fn an_evicting_maxmemory_policy_is_refused_at_open() {
             RedisGate::<2>::open(cfg.on_evicting(leaparray_redis::OnEviction::Warn)).unwrap();
         assert!(warned.is_connected(), "{policy}: Warn uses it");
     }
-    let server = Server::start_with(&["--maxmemory-policy", "noeviction"]);
-    let gate = RedisGate::<2>::open(quick(Config::new(
-        server.url(),
-        "evict",
-        Duration::from_secs(1),
-        10,
-    )))
-    .unwrap();
-    assert!(gate.is_connected());
+    for policy in ["noeviction", "volatile-lru", "volatile-ttl"] {
+        let server = Server::start_with(&["--maxmemory-policy", policy]);
+        let gate = RedisGate::<2>::open(quick(Config::new(
+            server.url(),
+            "evict",
+            Duration::from_secs(1),
+            10,
+        )))
+        .unwrap();
+        assert!(gate.is_connected(), "{policy}");
+    }
 }

@@ -25,10 +25,7 @@ fn redis_now(con: &mut redis::Connection) -> u64 {
 }
 
 fn hgetall(con: &mut redis::Connection, name: &str) -> BTreeMap<u64, i64> {
-    redis::cmd("HGETALL")
-        .arg(format!("{{{name}}}"))
-        .query(con)
-        .unwrap()
+    common::counts(con, name)
 }
 
 /// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
@@ -127,7 +124,7 @@ fn an_idle_process_keeps_its_heartbeat_after_a_request_error_dropped_its_connect
 
 /// The ACL the README documents for a limit's user.
 const DOCUMENTED_ACL: &str =
-    "+evalsha +script|load +time +info +get +set +exists +hmget +hget +hset +hincrby +hlen +hkeys +hdel +pexpire +sadd";
+    "+evalsha +script|load +time +info +get +set +exists +hmget +hget +hset +hincrby +hlen +hkeys +hdel +del +sadd";
 
 /// A user without `INFO` (the common `+@all -@dangerous` profile: `INFO`
 /// is `@dangerous`) cannot make the new-connection check: `open` returns

@@ -68,6 +68,9 @@ fn config(a: &Args) -> Config {
     if arg::<String>(a, "mode", "exact".into()) == "lease" {
         c = c.lease(arg(a, "block", 5));
     }
+    if arg::<String>(a, "evicting", "refuse".into()) == "warn" {
+        c = c.on_evicting(leaparray_redis::OnEviction::Warn);
+    }
     c
 }
 

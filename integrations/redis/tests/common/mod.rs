@@ -572,3 +572,15 @@ pub fn replication(server: &Server, field: &str) -> String {
         .trim()
         .to_owned()
 }
+
+/// The counts of limit `name` per window (the counters hash `{name}`
+/// without its `epoch` and `fence` fields).
+pub fn counts(con: &mut redis::Connection, name: &str) -> std::collections::BTreeMap<u64, i64> {
+    let all: std::collections::BTreeMap<String, i64> = redis::cmd("HGETALL")
+        .arg(format!("{{{name}}}"))
+        .query(con)
+        .unwrap();
+    all.into_iter()
+        .filter_map(|(w, n)| Some((w.parse().ok()?, n)))
+        .collect()
+}
