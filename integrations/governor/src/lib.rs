@@ -176,6 +176,9 @@ pub type KeyedRateLimiter<
 /// assert_eq!(limiter.into_state_store().capacity(), 1024);
 /// ```
 pub trait LeapArrayKeyed: Sized {
+    /// The limiter's key.
+    type Key: Hash + Eq + Clone;
+
     /// A limiter of `quota` per key on a [`KeyedStore::new`] (its default
     /// capacity, [`KeyedStore::DEFAULT_CAPACITY`] slots).
     ///
@@ -205,9 +208,32 @@ pub trait LeapArrayKeyed: Sized {
     /// assert!(limiter.check_key(&7u32).is_ok());
     /// ```
     fn leaparray_with_capacity(quota: Quota, capacity: usize) -> Self;
+
+    /// A limiter of `quota` per key on a
+    /// [`KeyedStore::with_capacity_and_hasher`]: `RateLimiter::dashmap_with_hasher`'s
+    /// counterpart, its type [`KeyedRateLimiter<K, NoOpMiddleware, S>`](KeyedRateLimiter).
+    ///
+    /// ```
+    /// use std::hash::RandomState;
+    /// use governor::{middleware::StateInformationMiddleware, Quota, RateLimiter};
+    /// use leaparray_governor::LeapArrayKeyed;
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let quota = Quota::per_second(nonzero!(2u32));
+    /// let limiter = RateLimiter::leaparray_with_hasher(quota, 256, RandomState::new())
+    ///     .with_middleware::<StateInformationMiddleware>();
+    /// assert_eq!(limiter.check_key(&1u64).unwrap().remaining_burst_capacity(), 1);
+    /// ```
+    fn leaparray_with_hasher<S: BuildHasher>(
+        quota: Quota,
+        capacity: usize,
+        hasher: S,
+    ) -> KeyedRateLimiter<Self::Key, NoOpMiddleware, S>;
 }
 
 impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
+    type Key = K;
+
     fn leaparray(quota: Quota) -> Self {
         RateLimiter::new(quota, KeyedStore::new(), DefaultClock::default())
     }
@@ -216,6 +242,18 @@ impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
         RateLimiter::new(
             quota,
             KeyedStore::with_capacity(capacity),
+            DefaultClock::default(),
+        )
+    }
+
+    fn leaparray_with_hasher<S: BuildHasher>(
+        quota: Quota,
+        capacity: usize,
+        hasher: S,
+    ) -> KeyedRateLimiter<K, NoOpMiddleware, S> {
+        RateLimiter::new(
+            quota,
+            KeyedStore::with_capacity_and_hasher(capacity, hasher),
             DefaultClock::default(),
         )
     }
