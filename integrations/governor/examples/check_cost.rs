@@ -119,8 +119,20 @@ fn main() -> ExitCode {
     };
     let (set, seq) = keys(w.keys, w.seed);
     match (store.as_str(), size.as_str()) {
-        ("keyed_store", "1k") => cost(KeyedStore::<u64, CAP_1K>::new(), &set, &seq, w.every, n),
-        ("keyed_store", _) => cost(KeyedStore::<u64, CAP_1M>::new(), &set, &seq, w.every, n),
+        ("keyed_store", "1k") => cost(
+            KeyedStore::<u64>::with_capacity(CAP_1K),
+            &set,
+            &seq,
+            w.every,
+            n,
+        ),
+        ("keyed_store", _) => cost(
+            KeyedStore::<u64>::with_capacity(CAP_1M),
+            &set,
+            &seq,
+            w.every,
+            n,
+        ),
         ("dashmap", _) => cost(DashMapStateStore::<u64>::default(), &set, &seq, w.every, n),
         ("hashmap", _) => cost(HashMapStateStore::<u64>::default(), &set, &seq, w.every, n),
         _ => {

@@ -60,7 +60,7 @@ fn flood<S: StateStore<Key = u64>>(store: S) -> (u64, u64, S) {
 
 fn main() -> ExitCode {
     let start = rss_kib();
-    let store = KeyedStore::<u64, 262_144>::new();
+    let store = KeyedStore::<u64>::with_capacity(262_144);
     let with_table = rss_kib();
     let (ours_admitted, ours_rss, store) = flood(store);
     drop(store);

@@ -1,26 +1,29 @@
 //! A keyed state store for [governor](https://docs.rs/governor)'s
-//! [`RateLimiter`] in fixed memory: `CAP` slots and a memory of evicted keys, lock-free
-//! while at most `min(16, CAP)` calls insert keys at once (obstruction-free beyond: leaparray's
-//! GUARANTEES.md, section 4),
-//! allocated once by [`KeyedStore::new`].
+//! [`RateLimiter`] in fixed memory: `CAP` slots (a capacity chosen at run
+//! time) and a memory of evicted keys, allocated once when the store is
+//! built. The table is lock-free while at most `min(16, CAP)` calls insert
+//! keys at once (obstruction-free beyond: leaparray's GUARANTEES.md,
+//! section 4); each call runs governor's closure at most
+//! [`MAX_CLOSURE_RUNS`] times, whatever the contention ("Progress", below).
 //!
 //! governor's own keyed stores (`DashMapStateStore`, `HashMapStateStore`)
 //! grow by one entry for every key ever seen until `retain_recent` runs; a
 //! flood of distinct keys (every address of an IPv6 /64) grows them without
 //! bound. [`KeyedStore`] keeps `CAP` slots of (a 56-bit key fingerprint,
 //! governor's theoretical arrival time), whatever arrives. Migrating is one
-//! line (and the limiter's type, [`KeyedRateLimiter`], where nothing else
-//! names it):
+//! line, `RateLimiter::keyed(quota)` (or `dashmap`) becoming
+//! `RateLimiter::leaparray_with_capacity(quota, capacity)` ([`LeapArrayKeyed`],
+//! imported), and governor's `DefaultKeyedRateLimiter<K, MW, S>`, where a
+//! field names it, becoming [`KeyedRateLimiter<K, MW, S>`]:
 //!
 //! ```
 //! use std::net::IpAddr;
-//! use governor::{clock::DefaultClock, Quota, RateLimiter};
-//! use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+//! use governor::{Quota, RateLimiter};
+//! use leaparray_governor::{KeyedRateLimiter, LeapArrayKeyed};
 //! use nonzero_ext::nonzero;
 //!
 //! let quota = Quota::per_second(nonzero!(10u32));
-//! let limiter: KeyedRateLimiter<IpAddr, 65_536> =
-//!     RateLimiter::new(quota, KeyedStore::<IpAddr, 65_536>::new(), DefaultClock::default());
+//! let limiter: KeyedRateLimiter<IpAddr> = RateLimiter::leaparray_with_capacity(quota, 65_536);
 //! let ip: IpAddr = "192.0.2.1".parse().unwrap();
 //! assert!(limiter.check_key(&ip).is_ok());
 //! ```
@@ -66,9 +69,35 @@
 //!   allocated and written by `new`, and the store's few words; nothing
 //!   allocates after it.
 //!
-//! What is not: a quota whose burst takes more than 146 years to refill
-//! cannot be stored (a slot's arrival time has 63 bits: `src/slot.rs`, "A
-//! TAT out of range"); such an update is admitted unrecorded.
+//! # Progress
+//!
+//! A call runs governor's closure at most once per pass through the
+//! table: when the swap of its decision fails, it leaves the table, backs
+//! off (a spin, then `yield_now`s, growing with each attempt) and decides
+//! again from a fresh read. After 32 attempts it falls back to a refusal:
+//! governor's own `NotUntil`, from the closure run on arrival times above
+//! the latest it saw, without the table ([`MAX_CLOSURE_RUNS`] runs in all).
+//! A fallback refusal is a refusal governor's `DashMap` store might not
+//! make, never an admission it would not: it needs 32 failed swaps in one
+//! call, which a table within its lock-free bound (at most `min(16, CAP)`
+//! calls inserting at once) with no closure that yields does not meet in
+//! practice, and which a closure that yields beyond the bound (a logging
+//! middleware, a table of one slot, two threads inserting new keys on one
+//! core: `tests/progress.rs`) meets on some calls.
+//!
+//! # What is not guaranteed
+//!
+//! - **Limiter time past `2^63` ns.** A slot's arrival time has 63 bits
+//!   (`src/slot.rs`, "A TAT out of range"): 292 years after the limiter's
+//!   start (governor's time is nanoseconds since it). An arrival time past
+//!   that is not stored; the call is governor's refusal at the largest
+//!   one stored while that refuses. Once governor's time is within one
+//!   burst period (`tau`: the quota's period times its burst) of `2^63`
+//!   ns, nothing refuses: from then on every key is admitted, unrecorded
+//!   (and a quota whose burst takes more than 146 years to refill is so
+//!   from the start).
+//! - **`len` and `is_empty` scan every slot**: `O(CAP)`, racing updates
+//!   (governor calls them only when asked; the decisions never do).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -79,6 +108,15 @@ mod sync;
 
 pub use hash::{RandomSip13, Sip13};
 
+/// The most runs of governor's closure in one call of the store's
+/// `measure_and_replace` (crate docs, "Progress"): 32 attempts, one run
+/// each, and 65 for a refusal that falls back.
+///
+/// ```
+/// assert_eq!(leaparray_governor::MAX_CLOSURE_RUNS, 97);
+/// ```
+pub const MAX_CLOSURE_RUNS: usize = slot::MAX_RUNS;
+
 use core::fmt;
 use core::hash::{BuildHasher, Hash};
 use core::marker::PhantomData;
@@ -88,41 +126,193 @@ use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::keyed::ShrinkableKeyedStateStore;
 use governor::state::StateStore;
-use governor::RateLimiter;
+use governor::{Quota, RateLimiter};
 
-/// governor's keyed `RateLimiter` on a [`KeyedStore`] of `CAP` slots, with
-/// no middleware and the clock `C` (governor's `DefaultClock` unless
-/// given): the type to name where nothing else fixes the limiter's
-/// middleware (`RateLimiter::new` is generic over it).
+/// governor's keyed `RateLimiter` on a [`KeyedStore`]: governor's
+/// `DefaultKeyedRateLimiter<K, MW, S>` with this crate's store, its
+/// parameters in governor's order (the key, the middleware, the hasher),
+/// and the clock last (governor's `DefaultClock` unless given). Where a
+/// struct field or a function names governor's limiter, this is the name
+/// to put there.
 ///
 /// ```
-/// use governor::{clock::DefaultClock, Quota, RateLimiter};
-/// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+/// use governor::middleware::StateInformationMiddleware;
+/// use governor::{Quota, RateLimiter};
+/// use leaparray_governor::{KeyedRateLimiter, LeapArrayKeyed};
 /// use nonzero_ext::nonzero;
 ///
-/// let limiter: KeyedRateLimiter<u64, 1024> =
-///     RateLimiter::new(Quota::per_minute(nonzero!(60u32)), KeyedStore::new(), DefaultClock::default());
-/// assert!(limiter.check_key(&42).is_ok());
+/// struct App {
+///     limiter: KeyedRateLimiter<u64, StateInformationMiddleware>,
+/// }
+/// let app = App {
+///     limiter: RateLimiter::leaparray(Quota::per_minute(nonzero!(60u32)))
+///         .with_middleware::<StateInformationMiddleware>(),
+/// };
+/// assert_eq!(app.limiter.check_key(&42).unwrap().remaining_burst_capacity(), 59);
 /// ```
-pub type KeyedRateLimiter<K, const CAP: usize, C = DefaultClock> =
-    RateLimiter<K, KeyedStore<K, CAP>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+pub type KeyedRateLimiter<
+    K,
+    MW = NoOpMiddleware<<DefaultClock as Clock>::Instant>,
+    S = RandomSip13,
+    C = DefaultClock,
+> = RateLimiter<K, KeyedStore<K, S>, C, MW>;
 
-/// A keyed [`StateStore`] for governor of `CAP` slots, each a key's 56-bit
-/// fingerprint (from the hash of the key by `S`) and its theoretical arrival
-/// time, in one lock-free 128-bit word (crate docs: guarantees).
+/// governor's keyed constructors, for a limiter on a [`KeyedStore`]:
+/// `RateLimiter::leaparray(quota)` where governor's users write
+/// `RateLimiter::keyed(quota)` or `RateLimiter::dashmap(quota)`. Like
+/// those, the limiter's clock is `DefaultClock` and its middleware
+/// `NoOpMiddleware`, so `.with_middleware::<M>()` chains on it.
+/// (`RateLimiter::new(quota, store, clock)` leaves the middleware to be
+/// inferred, for any store: governor's own `DashMapStateStore` too.)
+///
+/// ```
+/// use governor::{middleware::StateInformationMiddleware, Quota, RateLimiter};
+/// use leaparray_governor::LeapArrayKeyed;
+/// use nonzero_ext::nonzero;
+///
+/// let limiter = RateLimiter::leaparray_with_capacity(Quota::per_second(nonzero!(5u32)), 1024)
+///     .with_middleware::<StateInformationMiddleware>();
+/// assert_eq!(limiter.check_key(&"alice").unwrap().remaining_burst_capacity(), 4);
+/// assert_eq!(limiter.into_state_store().capacity(), 1024);
+/// ```
+pub trait LeapArrayKeyed: Sized {
+    /// The limiter's key.
+    type Key: Hash + Eq + Clone;
+
+    /// A limiter of `quota` per key on a [`KeyedStore::new`] (its default
+    /// capacity, [`KeyedStore::DEFAULT_CAPACITY`] slots).
+    ///
+    /// ```
+    /// use governor::{Quota, RateLimiter};
+    /// use leaparray_governor::LeapArrayKeyed;
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let limiter = RateLimiter::leaparray(Quota::per_second(nonzero!(1u32)));
+    /// assert!(limiter.check_key(&7u32).is_ok());
+    /// assert!(limiter.check_key(&7u32).is_err());
+    /// ```
+    fn leaparray(quota: Quota) -> Self;
+
+    /// A limiter of `quota` per key on a [`KeyedStore::with_capacity`]
+    /// of `capacity` slots, chosen at run time (a panic with the reason if
+    /// it is 0 or cannot be allocated: [`KeyedStore::try_with_capacity`]
+    /// returns the error instead).
+    ///
+    /// ```
+    /// use governor::{Quota, RateLimiter};
+    /// use leaparray_governor::LeapArrayKeyed;
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let slots: usize = "4096".parse().unwrap(); // from configuration
+    /// let limiter = RateLimiter::leaparray_with_capacity(Quota::per_second(nonzero!(1u32)), slots);
+    /// assert!(limiter.check_key(&7u32).is_ok());
+    /// ```
+    fn leaparray_with_capacity(quota: Quota, capacity: usize) -> Self;
+
+    /// A limiter of `quota` per key on a
+    /// [`KeyedStore::with_capacity_and_hasher`]: `RateLimiter::dashmap_with_hasher`'s
+    /// counterpart, its type [`KeyedRateLimiter<K, NoOpMiddleware, S>`](KeyedRateLimiter).
+    ///
+    /// ```
+    /// use std::hash::RandomState;
+    /// use governor::{middleware::StateInformationMiddleware, Quota, RateLimiter};
+    /// use leaparray_governor::LeapArrayKeyed;
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let quota = Quota::per_second(nonzero!(2u32));
+    /// let limiter = RateLimiter::leaparray_with_hasher(quota, 256, RandomState::new())
+    ///     .with_middleware::<StateInformationMiddleware>();
+    /// assert_eq!(limiter.check_key(&1u64).unwrap().remaining_burst_capacity(), 1);
+    /// ```
+    fn leaparray_with_hasher<S: BuildHasher>(
+        quota: Quota,
+        capacity: usize,
+        hasher: S,
+    ) -> KeyedRateLimiter<Self::Key, NoOpMiddleware, S>;
+}
+
+impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
+    type Key = K;
+
+    fn leaparray(quota: Quota) -> Self {
+        RateLimiter::new(quota, KeyedStore::new(), DefaultClock::default())
+    }
+
+    fn leaparray_with_capacity(quota: Quota, capacity: usize) -> Self {
+        RateLimiter::new(
+            quota,
+            KeyedStore::with_capacity(capacity),
+            DefaultClock::default(),
+        )
+    }
+
+    fn leaparray_with_hasher<S: BuildHasher>(
+        quota: Quota,
+        capacity: usize,
+        hasher: S,
+    ) -> KeyedRateLimiter<K, NoOpMiddleware, S> {
+        RateLimiter::new(
+            quota,
+            KeyedStore::with_capacity_and_hasher(capacity, hasher),
+            DefaultClock::default(),
+        )
+    }
+}
+
+/// Why a [`KeyedStore`] of the capacity asked for cannot be built.
+///
+/// ```
+/// use leaparray_governor::{CapacityError, KeyedStore};
+/// assert_eq!(KeyedStore::<u64>::try_with_capacity(0).unwrap_err(), CapacityError::Zero);
+/// let e = KeyedStore::<u64>::try_with_capacity(usize::MAX / 8).unwrap_err();
+/// assert_eq!(e, CapacityError::OutOfMemory { capacity: usize::MAX / 8 });
+/// assert_eq!(CapacityError::Zero.to_string(), "a KeyedStore needs at least one slot");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CapacityError {
+    /// No slots asked for.
+    Zero,
+    /// The slots and memory of `capacity` (48 bytes a slot at most: 16 of
+    /// slot, up to 32 of memory cells) could not be allocated: more bytes
+    /// than an allocation holds, or the allocator refused.
+    OutOfMemory {
+        /// The capacity asked for.
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CapacityError::Zero => f.write_str("a KeyedStore needs at least one slot"),
+            CapacityError::OutOfMemory { capacity } => {
+                write!(f, "a KeyedStore of {capacity} slots could not be allocated")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CapacityError {}
+
+/// A keyed [`StateStore`] for governor of a capacity chosen at run time,
+/// each slot a key's 56-bit fingerprint (from the hash of the key by `S`)
+/// and its theoretical arrival time, in one lock-free 128-bit word (crate
+/// docs: guarantees). The slots and the memory of evicted keys are on the
+/// heap, allocated and written once by the constructor.
 ///
 /// `K` is never stored: keys are known by fingerprint, so two keys with
 /// the same fingerprint share one limit.
 ///
 /// ```
-/// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
-/// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+/// use governor::{clock::FakeRelativeClock, middleware::NoOpMiddleware, nanos::Nanos};
+/// use governor::{Quota, RateLimiter};
+/// use leaparray_governor::KeyedStore;
 /// use nonzero_ext::nonzero;
 ///
 /// let clock = FakeRelativeClock::default();
-/// let limiter: KeyedRateLimiter<&str, 1024, FakeRelativeClock> = RateLimiter::new(
+/// let limiter: RateLimiter<&str, _, _, NoOpMiddleware<Nanos>> = RateLimiter::new(
 ///     Quota::per_second(nonzero!(2u32)),
-///     KeyedStore::<&str, 1024>::new(),
+///     KeyedStore::with_capacity(1024),
 ///     clock.clone(),
 /// );
 /// assert!(limiter.check_key(&"alice").is_ok());
@@ -131,78 +321,132 @@ pub type KeyedRateLimiter<K, const CAP: usize, C = DefaultClock> =
 /// assert!(limiter.check_key(&"bob").is_ok()); // bob has his own
 /// assert_eq!(limiter.len(), 2);
 /// ```
-pub struct KeyedStore<K, const CAP: usize, S = RandomSip13> {
+pub struct KeyedStore<K, S = RandomSip13> {
     table: slot::Table,
     hasher: S,
     key: PhantomData<fn(&K)>,
 }
 
-impl<K, const CAP: usize> KeyedStore<K, CAP> {
-    /// A store of `CAP` free slots, keys hashed by [`RandomSip13`]
-    /// (std's SipHash-1-3, random keys per store). `CAP == 0` does not
-    /// compile.
+impl<K> KeyedStore<K> {
+    /// The capacity of [`new`](Self::new): 65,536 slots (1 MiB of slots
+    /// and 2 MiB of memory cells), room for about 32,768 keys live at once
+    /// (crate docs: what is not guaranteed).
+    pub const DEFAULT_CAPACITY: usize = 65_536;
+
+    /// A store of [`DEFAULT_CAPACITY`](Self::DEFAULT_CAPACITY) free slots,
+    /// keys hashed by [`RandomSip13`] (std's SipHash-1-3, random keys per
+    /// store).
     ///
     /// ```
     /// use leaparray_governor::KeyedStore;
-    /// let store = KeyedStore::<u64, 4096>::new();
-    /// assert_eq!(store.capacity(), 4096);
+    /// assert_eq!(KeyedStore::<u64>::new().capacity(), 65_536);
     /// ```
     pub fn new() -> Self {
-        Self::with_hasher(RandomSip13::new())
+        Self::with_capacity(Self::DEFAULT_CAPACITY)
+    }
+
+    /// A store of `capacity` free slots (any number from 1, chosen at run
+    /// time), keys hashed by [`RandomSip13`]. Panics with the reason if
+    /// `capacity` is 0 or cannot be allocated
+    /// ([`try_with_capacity`](Self::try_with_capacity) returns it).
+    ///
+    /// ```
+    /// use leaparray_governor::KeyedStore;
+    /// let slots: usize = std::env::var("SLOTS").ok().and_then(|s| s.parse().ok()).unwrap_or(4096);
+    /// assert_eq!(KeyedStore::<u64>::with_capacity(slots).capacity(), slots);
+    /// ```
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::with_capacity_and_hasher(capacity, RandomSip13::new())
+    }
+
+    /// As [`with_capacity`](Self::with_capacity), with the error in place
+    /// of the panic.
+    ///
+    /// ```
+    /// use leaparray_governor::{CapacityError, KeyedStore};
+    /// assert_eq!(KeyedStore::<u64>::try_with_capacity(100).unwrap().capacity(), 100);
+    /// assert_eq!(KeyedStore::<u64>::try_with_capacity(0).unwrap_err(), CapacityError::Zero);
+    /// ```
+    pub fn try_with_capacity(capacity: usize) -> Result<Self, CapacityError> {
+        Self::try_with_capacity_and_hasher(capacity, RandomSip13::new())
     }
 }
 
-impl<K, const CAP: usize> Default for KeyedStore<K, CAP> {
+impl<K> Default for KeyedStore<K> {
     /// [`KeyedStore::new`].
     ///
     /// ```
     /// use leaparray_governor::KeyedStore;
-    /// let store: KeyedStore<u64, 64> = Default::default();
-    /// assert_eq!(store.capacity(), 64);
+    /// let store: KeyedStore<u64> = Default::default();
+    /// assert_eq!(store.capacity(), KeyedStore::<u64>::DEFAULT_CAPACITY);
     /// ```
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<K, const CAP: usize, S> KeyedStore<K, CAP, S> {
-    /// A store of `CAP` free slots, keys hashed by `hasher`. Its output is
-    /// the fingerprint: a hasher an attacker can predict lets them aim keys
-    /// at one probe (refusing the keys there) or at one key's fingerprint
-    /// (sharing its limit).
+impl<K, S> KeyedStore<K, S> {
+    /// A store of [`KeyedStore::DEFAULT_CAPACITY`] free slots, keys hashed
+    /// by `hasher`. Its output is the fingerprint: a hasher an attacker can
+    /// predict lets them aim keys at one probe (refusing the keys there) or
+    /// at one key's fingerprint (sharing its limit).
     ///
     /// ```
     /// use std::hash::RandomState;
     /// use leaparray_governor::KeyedStore;
-    /// let store = KeyedStore::<u64, 64, _>::with_hasher(RandomState::new());
-    /// assert_eq!(store.capacity(), 64);
+    /// let store = KeyedStore::<u64, _>::with_hasher(RandomState::new());
+    /// assert_eq!(store.capacity(), 65_536);
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
-        const {
-            assert!(
-                CAP > 0,
-                "leaparray-governor: KeyedStore needs CAP >= 1 slots"
-            )
-        };
-        KeyedStore {
-            table: slot::Table::new(CAP),
-            hasher,
-            key: PhantomData,
+        Self::with_capacity_and_hasher(KeyedStore::<K>::DEFAULT_CAPACITY, hasher)
+    }
+
+    /// A store of `capacity` free slots, keys hashed by `hasher` (as
+    /// [`with_hasher`](Self::with_hasher)). Panics with the reason if
+    /// `capacity` is 0 or cannot be allocated.
+    ///
+    /// ```
+    /// use std::hash::RandomState;
+    /// use leaparray_governor::KeyedStore;
+    /// let store = KeyedStore::<u64, _>::with_capacity_and_hasher(64, RandomState::new());
+    /// assert_eq!(store.capacity(), 64);
+    /// ```
+    pub fn with_capacity_and_hasher(capacity: usize, hasher: S) -> Self {
+        match Self::try_with_capacity_and_hasher(capacity, hasher) {
+            Ok(store) => store,
+            Err(e) => panic!("leaparray-governor: {e}"),
         }
     }
 
-    /// Slots in the store: `CAP`.
+    /// As [`with_capacity_and_hasher`](Self::with_capacity_and_hasher),
+    /// with the error in place of the panic.
+    ///
+    /// ```
+    /// use std::hash::RandomState;
+    /// use leaparray_governor::{CapacityError, KeyedStore};
+    /// let e = KeyedStore::<u64, _>::try_with_capacity_and_hasher(0, RandomState::new());
+    /// assert_eq!(e.unwrap_err(), CapacityError::Zero);
+    /// ```
+    pub fn try_with_capacity_and_hasher(capacity: usize, hasher: S) -> Result<Self, CapacityError> {
+        Ok(KeyedStore {
+            table: slot::Table::try_new(capacity)?,
+            hasher,
+            key: PhantomData,
+        })
+    }
+
+    /// Slots in the store.
     ///
     /// ```
     /// use leaparray_governor::KeyedStore;
-    /// assert_eq!(KeyedStore::<u32, 100>::new().capacity(), 100);
+    /// assert_eq!(KeyedStore::<u32>::with_capacity(100).capacity(), 100);
     /// ```
     pub fn capacity(&self) -> usize {
         self.table.capacity()
     }
 }
 
-impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
+impl<K: Hash, S: BuildHasher> KeyedStore<K, S> {
     /// The hash of `key`: the table places the key and takes its 56-bit
     /// fingerprint from it.
     #[inline(always)]
@@ -213,13 +457,14 @@ impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
     /// Whether `key` (or a key with its fingerprint) has a slot.
     ///
     /// ```
-    /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
-    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+    /// use governor::{clock::FakeRelativeClock, middleware::NoOpMiddleware, nanos::Nanos};
+    /// use governor::{Quota, RateLimiter};
+    /// use leaparray_governor::KeyedStore;
     /// use nonzero_ext::nonzero;
     ///
-    /// let limiter: KeyedRateLimiter<u32, 64, FakeRelativeClock> = RateLimiter::new(
+    /// let limiter: RateLimiter<u32, _, _, NoOpMiddleware<Nanos>> = RateLimiter::new(
     ///     Quota::per_second(nonzero!(1u32)),
-    ///     KeyedStore::<u32, 64>::new(),
+    ///     KeyedStore::with_capacity(64),
     ///     FakeRelativeClock::default(),
     /// );
     /// limiter.check_key(&7).unwrap();
@@ -232,12 +477,12 @@ impl<K: Hash, const CAP: usize, S: BuildHasher> KeyedStore<K, CAP, S> {
     }
 }
 
-impl<K, const CAP: usize, S> fmt::Debug for KeyedStore<K, CAP, S> {
+impl<K, S> fmt::Debug for KeyedStore<K, S> {
     /// The capacity and the slots in use.
     ///
     /// ```
     /// use leaparray_governor::KeyedStore;
-    /// let s = format!("{:?}", KeyedStore::<u8, 8>::new());
+    /// let s = format!("{:?}", KeyedStore::<u8>::with_capacity(8));
     /// assert_eq!(s, "KeyedStore { capacity: 8, len: 0 }");
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -248,7 +493,7 @@ impl<K, const CAP: usize, S> fmt::Debug for KeyedStore<K, CAP, S> {
     }
 }
 
-impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> StateStore for KeyedStore<K, CAP, S> {
+impl<K: Hash + Eq + Clone, S: BuildHasher> StateStore for KeyedStore<K, S> {
     type Key = K;
 
     /// governor's update of `key`'s arrival time by `f`, with its contract:
@@ -259,7 +504,7 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> StateStore for Keye
     /// use governor::{nanos::Nanos, state::StateStore};
     /// use leaparray_governor::KeyedStore;
     ///
-    /// let store = KeyedStore::<u32, 64>::new();
+    /// let store = KeyedStore::<u32>::with_capacity(64);
     /// let first: Result<Option<Nanos>, ()> =
     ///     store.measure_and_replace(&1, |tat| Ok((tat, Nanos::from(10))));
     /// assert_eq!(first, Ok(None));
@@ -278,24 +523,23 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> StateStore for Keye
     }
 }
 
-impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> ShrinkableKeyedStateStore<K>
-    for KeyedStore<K, CAP, S>
-{
+impl<K: Hash + Eq + Clone, S: BuildHasher> ShrinkableKeyedStateStore<K> for KeyedStore<K, S> {
     /// Frees the slot of every key whose arrival time is at or before
     /// `drop_below` (governor's `RateLimiter::retain_recent` passes `now`
     /// less one cell's time): such a key decides as a new one. One pass
-    /// over the `CAP` slots.
+    /// over the slots.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use governor::{clock::FakeRelativeClock, Quota, RateLimiter};
-    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+    /// use governor::{clock::FakeRelativeClock, middleware::NoOpMiddleware, nanos::Nanos};
+    /// use governor::{Quota, RateLimiter};
+    /// use leaparray_governor::KeyedStore;
     /// use nonzero_ext::nonzero;
     ///
     /// let clock = FakeRelativeClock::default();
-    /// let limiter: KeyedRateLimiter<u32, 64, FakeRelativeClock> = RateLimiter::new(
+    /// let limiter: RateLimiter<u32, _, _, NoOpMiddleware<Nanos>> = RateLimiter::new(
     ///     Quota::per_second(nonzero!(1u32)),
-    ///     KeyedStore::<u32, 64>::new(),
+    ///     KeyedStore::with_capacity(64),
     ///     clock.clone(),
     /// );
     /// limiter.check_key(&1).unwrap();
@@ -307,13 +551,14 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> ShrinkableKeyedStat
         self.table.retain(drop_below.as_u64());
     }
 
-    /// Slots holding a key: a count over the `CAP` slots, racing updates.
+    /// Slots holding a key: a scan of every slot (`O(CAP)`), racing
+    /// updates.
     ///
     /// ```
     /// use governor::{state::keyed::ShrinkableKeyedStateStore, state::StateStore, nanos::Nanos};
     /// use leaparray_governor::KeyedStore;
     ///
-    /// let store = KeyedStore::<u32, 64>::new();
+    /// let store = KeyedStore::<u32>::with_capacity(64);
     /// let _ = store.measure_and_replace(&1, |_| Ok::<_, ()>(((), Nanos::from(5))));
     /// assert_eq!(ShrinkableKeyedStateStore::len(&store), 1);
     /// ```
@@ -326,7 +571,7 @@ impl<K: Hash + Eq + Clone, const CAP: usize, S: BuildHasher> ShrinkableKeyedStat
     /// ```
     /// use governor::state::keyed::ShrinkableKeyedStateStore;
     /// use leaparray_governor::KeyedStore;
-    /// assert!(ShrinkableKeyedStateStore::is_empty(&KeyedStore::<u32, 64>::new()));
+    /// assert!(ShrinkableKeyedStateStore::is_empty(&KeyedStore::<u32>::with_capacity(64)));
     /// ```
     fn is_empty(&self) -> bool {
         self.table.len() == 0

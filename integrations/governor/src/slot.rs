@@ -53,17 +53,53 @@
 //! eviction racing an update of the evicted key; `retain_recent` racing an
 //! update; two threads inserting one key.)
 //!
+//! # Progress
+//!
+//! The table's update loops until a swap of its own completes the call,
+//! running governor's closure on each pass; beyond the table's lock-free
+//! bound (more than `min(16, CAP)` calls inserting at once, or a closure
+//! that yields, which keeps a claim unsettled while another key's caller
+//! settles and evicts it) that can be without end:
+//!
+//! ```text
+//!  Thread 1 (new key A, CAP 1)           Thread 2 (new key B)
+//!  -----------------------------------   -----------------------------------
+//!  claim the slot; f_A yields inside
+//!                                        A's claim: settle it, evict A,
+//!                                        claim; f_B yields inside
+//!  swap claim -> decision: fails;
+//!  settle B's claim, evict B, claim;
+//!  f_A yields inside                     swap claim -> decision: fails; ...
+//! ```
+//!
+//! So `update` runs `f` at most once per call of the table's update: a
+//! second run (the swap of the first decision failed) is a `Keep` with no
+//! decision, which leaves the table at once (on the key's value) or after
+//! the claim settles into the key's start. The store then backs off
+//! ([`backoff`]: a spin of up to 64 pause hints, then `yield_now`s, one
+//! more per attempt, so a thread preempted inside `f` gets the CPU) and
+//! tries again. After [`ATTEMPTS`] attempts it falls back to [`refuse`],
+//! which runs `f` on TATs only, off the table: a call runs `f` at most
+//! [`MAX_RUNS`] times. The refusal is governor's own `NotUntil` for a TAT
+//! above the latest `f` saw: it refuses where governor's `DashMap` store
+//! might admit, never the reverse.
+//!
 //! # A TAT out of range
 //!
 //! A slot holds a TAT of 63 bits ([`MAX_TAT`], 292 years after the
 //! limiter's start). An update whose new TAT is past it is no
 //! [`Value`] and is not stored:
 //! the store calls `f` with TATs above the key's until `f` refuses, and
-//! returns that refusal (governor's own `NotUntil`). Only a quota whose
-//! burst takes more than 146 years to refill admits even at [`MAX_TAT`];
-//! such an update is admitted unrecorded (`refuse`).
+//! returns that refusal (governor's own `NotUntil`). `f` admits even at
+//! [`MAX_TAT`] once `now` is within the quota's burst period (`tau`) of
+//! it (for a quota whose burst takes more than 146 years to refill, from
+//! the start): such an update is admitted unrecorded (`refuse`), so after
+//! `2^63 - tau` ns of limiter time every key is admitted (crate docs,
+//! "What is not guaranteed").
 
 use leaparray::keyed::{Found, Policy, Slot, Start, Step, Value};
+
+use crate::CapacityError;
 
 use crate::sync::{
     AtomicU64,
@@ -101,6 +137,19 @@ const fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Who calls the table: the key's fingerprint and the attempts of its
+/// call that failed (module docs, "Progress").
+#[derive(Clone, Copy)]
+pub(crate) struct Caller {
+    fp: u64,
+    attempt: usize,
+}
+
+impl Caller {
+    /// A caller that never backs off (a lookup, `retain_recent`).
+    const QUIET: Caller = Caller { fp: 0, attempt: 0 };
+}
+
 /// The GCRA policy: the memory of evicted and freed TATs (module docs,
 /// "Eviction").
 pub(crate) struct Gcra {
@@ -121,7 +170,7 @@ impl Gcra {
 }
 
 impl Policy for Gcra {
-    type Context = ();
+    type Context = Caller;
     /// The TAT: the earliest goes.
     type Rank = u64;
 
@@ -129,13 +178,18 @@ impl Policy for Gcra {
         true
     }
 
-    fn rank(&self, _: u8, tat: u64, _: ()) -> u64 {
+    fn rank(&self, _: u8, tat: u64, _: Caller) -> u64 {
         tat
     }
 
     /// Each of the key's cells rises to at least its TAT. A maximum:
     /// folding one TAT twice is folding it once.
-    fn fold(&self, fp: u64, _: u8, tat: u64, _: ()) {
+    fn fold(&self, fp: u64, _: u8, tat: u64, cx: Caller) {
+        // Before the swap that evicts a key whose caller may be inside
+        // `f` (module docs, "Progress").
+        if cx.attempt > 0 {
+            backoff(cx.attempt);
+        }
         for r in 0..ROWS {
             // ORDERING: released by the table's swap that evicts or frees.
             self.cell(fp, r).fetch_max(tat, AcqRel);
@@ -145,7 +199,12 @@ impl Policy for Gcra {
     /// The least of the key's cells (0: none), never below a TAT of its
     /// own that was folded. A cell holds only folded TATs (values), so
     /// the least is one ([`MAX_TAT`] otherwise, never reached).
-    fn start(&self, fp: u64, _: ()) -> Start {
+    fn start(&self, fp: u64, cx: Caller) -> Start {
+        // Before the swap that settles another key's claim, whose caller
+        // may be inside `f` (module docs, "Progress").
+        if cx.attempt > 0 && fp != cx.fp {
+            backoff(cx.attempt);
+        }
         let estimate = (0..ROWS)
             .map(|r| self.cell(fp, r).load(Acquire))
             .min()
@@ -161,51 +220,92 @@ impl Policy for Gcra {
 pub(crate) struct Table(leaparray::keyed::Table<Gcra, Box<[Slot]>>);
 
 impl Table {
-    /// `cap` free slots (`cap >= 1`) and an empty memory: the only
-    /// allocations.
-    pub(crate) fn new(cap: usize) -> Self {
-        let width = (CELLS_PER_SLOT * cap / ROWS).max(1);
-        Table(leaparray::keyed::Table::new(
-            (0..cap).map(|_| Slot::new()).collect(),
+    /// `cap` free slots and an empty memory: the only allocations
+    /// (`CapacityError`: `cap == 0`, or more than can be allocated).
+    pub(crate) fn try_new(cap: usize) -> Result<Self, CapacityError> {
+        if cap == 0 {
+            return Err(CapacityError::Zero);
+        }
+        let oom = CapacityError::OutOfMemory { capacity: cap };
+        let width = (CELLS_PER_SLOT.checked_mul(cap).ok_or(oom)? / ROWS).max(1);
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(cap).map_err(|_| oom)?;
+        slots.extend((0..cap).map(|_| Slot::new()));
+        let mut cells = Vec::new();
+        cells.try_reserve_exact(ROWS * width).map_err(|_| oom)?;
+        // Written (not calloc'd) so their pages are resident from `new`.
+        cells.extend((0..ROWS * width).map(|_| AtomicU64::new(0)));
+        Ok(Table(leaparray::keyed::Table::new(
+            slots.into_boxed_slice(),
             Gcra {
-                // Written (not calloc'd) so their pages are resident from `new`.
-                cells: (0..ROWS * width).map(|_| AtomicU64::new(0)).collect(),
+                cells: cells.into_boxed_slice(),
                 width,
             },
-        ))
+        )))
     }
 
     /// Governor's `measure_and_replace` for the key whose hash is `hash`:
-    /// module docs, "A slot's value", "A TAT out of range".
+    /// module docs, "A slot's value", "Progress", "A TAT out of range".
     #[inline]
     pub(crate) fn update<T, E, F>(&self, hash: u64, f: F) -> Result<T, E>
     where
         F: Fn(Option<u64>) -> Result<(T, u64), E>,
     {
         let place = self.0.place(hash);
-        let out = self
-            .0
-            .update(place, None, (), |_, tat| match f(tat_of(tat)) {
-                Err(e) => Step::Keep(Err(e)),
-                Ok((t, new)) => match Value::new(new) {
-                    Some(new) => Step::Write {
-                        tag: 0,
-                        word: new,
-                        out: Ok(t),
+        // The latest TAT `f` saw, where a fallback refusal starts.
+        let mut latest = 0;
+        // A TAT `f` would move past `MAX_TAT`.
+        let mut overflow = None;
+        for attempt in 0..ATTEMPTS {
+            let mut ran = false;
+            let cx = Caller {
+                fp: place.fingerprint(),
+                attempt,
+            };
+            let out = self.0.update(place, None, cx, |_, tat| {
+                if ran {
+                    // `f`'s swap failed: leave the table, back off, and
+                    // decide again from a fresh read (module docs,
+                    // "Progress").
+                    return Step::Keep(None);
+                }
+                ran = true;
+                latest = latest.max(tat);
+                match f(tat_of(tat)) {
+                    Err(e) => Step::Keep(Some(Err(e))),
+                    Ok((t, new)) => match Value::new(new) {
+                        Some(new) => Step::Write {
+                            tag: 0,
+                            word: new,
+                            out: Some(Ok(t)),
+                        },
+                        // Past `MAX_TAT` (module docs, "A TAT out of range"):
+                        // refused outside the table, below.
+                        None => {
+                            overflow = Some(tat);
+                            Step::Keep(None)
+                        }
                     },
-                    // Past `MAX_TAT` (module docs, "A TAT out of range").
-                    None => Step::Keep(refuse(&f, tat)),
-                },
+                }
             });
-        // `None`: no room, which an evicting table of `cap >= 1` slots
-        // always finds.
-        out.unwrap_or_else(|| refuse(&f, 0))
+            if let Some(tat) = overflow {
+                return refuse(&f, tat);
+            }
+            match out {
+                Some(Some(decided)) => return decided,
+                Some(None) => backoff(attempt),
+                // No room, which an evicting table of `cap >= 1` slots
+                // always finds.
+                None => break,
+            }
+        }
+        refuse(&f, latest)
     }
 
     /// The TAT the key whose hash is `hash` holds (`Some(None)`: a slot
     /// with no TAT yet), if it has a slot.
     pub(crate) fn get(&self, hash: u64) -> Option<Option<u64>> {
-        match self.0.find(self.0.place(hash), ()) {
+        match self.0.find(self.0.place(hash), Caller::QUIET) {
             Found::Value(tat) => Some(tat_of(tat)),
             Found::Claimed | Found::Absent { .. } => None,
         }
@@ -214,7 +314,7 @@ impl Table {
     /// Frees every slot whose TAT is at or before `drop_below`, folding it
     /// first (module docs, "Eviction").
     pub(crate) fn retain(&self, drop_below: u64) {
-        self.0.retain((), |_, tat| tat > drop_below);
+        self.0.retain(Caller::QUIET, |_, tat| tat > drop_below);
     }
 
     /// Slots holding a key's value.
@@ -225,6 +325,29 @@ impl Table {
     /// Slots in the table.
     pub(crate) fn capacity(&self) -> usize {
         self.0.capacity()
+    }
+}
+
+/// Calls of the table's update in one `measure_and_replace`, each running
+/// governor's closure at most once (module docs, "Progress").
+pub(crate) const ATTEMPTS: usize = 32;
+
+/// Runs of governor's closure in one `measure_and_replace`, at most: one
+/// per attempt, and [`refuse`]'s (64 calls that double a TAT from 1 up to
+/// [`MAX_TAT`], and the call at it).
+pub(crate) const MAX_RUNS: usize = ATTEMPTS + 65;
+
+/// The wait after the failed `attempt` (from 0): a spin of `2^attempt`
+/// pause hints up to 64, then as many `yield_now`s as attempts past 6
+/// (the CPU goes to a thread preempted inside governor's closure, maybe
+/// holding the claim this one would settle).
+#[cold]
+fn backoff(attempt: usize) {
+    for _ in 0..1u32 << attempt.min(6) {
+        core::hint::spin_loop();
+    }
+    for _ in 6..attempt {
+        std::thread::yield_now();
     }
 }
 

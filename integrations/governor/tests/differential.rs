@@ -82,17 +82,17 @@ fn run<S: StateStore<Key = u32> + governor::state::keyed::ShrinkableKeyedStateSt
 #[test]
 fn same_decisions_as_dashmap_while_every_key_has_a_slot() {
     for seed in 0..100 {
-        run(seed, KeyedStore::<u32, 16>::new());
-        run(seed + 1_000, KeyedStore::<u32, 17>::new());
-        run(seed + 2_000, KeyedStore::<u32, 64>::new());
+        run(seed, KeyedStore::<u32>::with_capacity(16));
+        run(seed + 1_000, KeyedStore::<u32>::with_capacity(17));
+        run(seed + 2_000, KeyedStore::<u32>::with_capacity(64));
     }
 }
 
-/// One flood run: `CAP` slots, 100 to 2,000 keys, 4,000 requests (random
+/// One flood run: `cap` slots, 100 to 2,000 keys, 4,000 requests (random
 /// quota, weights up to the burst, clock steps up to two cells' time).
 /// Returns (admitted, refused) after checking that each key's admissions,
 /// replayed alone into a fresh governor limiter, are all admitted.
-fn flood<const CAP: usize>(seed: u64) -> (usize, usize) {
+fn flood(cap: usize, seed: u64) -> (usize, usize) {
     let mut r = seed;
     let period = Duration::from_micros(1 + splitmix(&mut r) % 100_000);
     let burst = 1 + (splitmix(&mut r) % 20) as u32;
@@ -101,7 +101,8 @@ fn flood<const CAP: usize>(seed: u64) -> (usize, usize) {
         .allow_burst(NonZeroU32::new(burst).unwrap());
     let keys = 100 + splitmix(&mut r) % 1_900;
     let clock = FakeRelativeClock::default();
-    let ours: Lim<KeyedStore<u32, CAP>> = RateLimiter::new(quota, KeyedStore::new(), clock.clone());
+    let ours: Lim<KeyedStore<u32>> =
+        RateLimiter::new(quota, KeyedStore::with_capacity(cap), clock.clone());
     // Per key: (time since start, weight) of each admitted request.
     let mut admitted: std::collections::HashMap<u32, Vec<(Duration, NonZeroU32)>> =
         Default::default();
@@ -149,7 +150,7 @@ fn flood<const CAP: usize>(seed: u64) -> (usize, usize) {
 fn under_a_flood_every_admission_replays_alone() {
     let (mut admitted, mut refused) = (0, 0);
     for seed in 0..40 {
-        for (a, r) in [flood::<16>(seed), flood::<64>(seed + 1_000)] {
+        for (a, r) in [flood(16, seed), flood(64, seed + 1_000)] {
             admitted += a;
             refused += r;
         }

@@ -50,5 +50,5 @@ fn memleak_keyed<S: StateStore<Key = usize> + Default>(name: &str) {
 fn memleak_keyed_every_store() {
     memleak_keyed::<DashMapStateStore<usize>>("dashmap");
     memleak_keyed::<HashMapStateStore<usize>>("hashmap");
-    memleak_keyed::<KeyedStore<usize, 1024>>("keyed_store");
+    memleak_keyed::<KeyedStore<usize>>("keyed_store");
 }

@@ -17,13 +17,12 @@ use governor::state::StateStore;
 use governor::{Quota, RateLimiter};
 use leaparray_governor::KeyedStore;
 
-type Lim<const CAP: usize> =
-    RateLimiter<u32, KeyedStore<u32, CAP>, FakeRelativeClock, NoOpMiddleware<Nanos>>;
+type Lim = RateLimiter<u32, KeyedStore<u32>, FakeRelativeClock, NoOpMiddleware<Nanos>>;
 
 /// governor's single-cell GCRA closure (`Gcra::test_and_update`) for a
 /// caller at `now`, cell time `t`, tolerance `tau` (all nanoseconds):
 /// `Ok(new TAT)` or `Err(earliest time)`.
-fn decide(store: &KeyedStore<u32, 1>, key: u32, now: u64, t: u64, tau: u64) -> Result<u64, u64> {
+fn decide(store: &KeyedStore<u32>, key: u32, now: u64, t: u64, tau: u64) -> Result<u64, u64> {
     store.measure_and_replace(&key, |tat| {
         let tat = tat.map_or(now, Nanos::as_u64);
         let earliest = tat.saturating_sub(tau);
@@ -39,11 +38,15 @@ fn decide(store: &KeyedStore<u32, 1>, key: u32, now: u64, t: u64, tau: u64) -> R
 mod common;
 use common::Id;
 
-type IdLim = RateLimiter<u32, KeyedStore<u32, 64, Id>, FakeRelativeClock, NoOpMiddleware<Nanos>>;
+type IdLim = RateLimiter<u32, KeyedStore<u32, Id>, FakeRelativeClock, NoOpMiddleware<Nanos>>;
 
 fn id_limiter(clock: &FakeRelativeClock) -> IdLim {
     let quota = Quota::per_second(NonZeroU32::new(10).unwrap());
-    RateLimiter::new(quota, KeyedStore::with_hasher(Id), clock.clone())
+    RateLimiter::new(
+        quota,
+        KeyedStore::with_capacity_and_hasher(64, Id),
+        clock.clone(),
+    )
 }
 
 /// A new key whose probe is full of live keys is admitted and evicts the
@@ -110,7 +113,7 @@ fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
     };
     let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
     let clock = FakeRelativeClock::default();
-    let lim: Lim<1> = RateLimiter::new(quota, KeyedStore::new(), clock.clone());
+    let lim: Lim = RateLimiter::new(quota, KeyedStore::with_capacity(1), clock.clone());
     let mut admitted: [Vec<Duration>; 2] = [vec![], vec![]];
     let mut at = Duration::ZERO;
     for _ in 0..5_000 {
@@ -148,7 +151,7 @@ fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
 /// would be had the slot stayed.
 #[test]
 fn a_late_caller_of_a_freed_key_starts_from_its_freed_arrival_time() {
-    let store = KeyedStore::<u32, 1>::new();
+    let store = KeyedStore::<u32>::with_capacity(1);
     assert_eq!(decide(&store, 1, 100, 10, 0), Ok(110));
     store.retain_recent(Nanos::from(110));
     assert!(store.is_empty());

@@ -29,7 +29,7 @@ impl<K: Hash + Eq + Clone> Holds<K> for HashMapStateStore<K> {
     }
 }
 
-impl<K: Hash + Eq + Clone, const CAP: usize> Holds<K> for KeyedStore<K, CAP> {
+impl<K: Hash + Eq + Clone> Holds<K> for KeyedStore<K> {
     fn holds(&self, key: &K) -> bool {
         self.contains_key(key)
     }
@@ -315,7 +315,7 @@ macro_rules! ported {
     };
 }
 
-type Ours<K> = KeyedStore<K, 1024>;
+type Ours<K> = KeyedStore<K>;
 
 ported!(dashmap, DashMapStateStore);
 ported!(hashmap, HashMapStateStore);
@@ -495,7 +495,7 @@ mod custom_hashers {
         test_dashmap_with_custom_hasher
     );
     test_rate_limiter!(
-        KeyedStore::<u32, 64, _>::with_hasher(CustomHasherBuilder),
+        KeyedStore::<u32, _>::with_capacity_and_hasher(64, CustomHasherBuilder),
         test_keyed_store_with_custom_hasher
     );
 
@@ -507,7 +507,7 @@ mod custom_hashers {
         let clock = FakeRelativeClock::default();
         let lb: RateLimiter<u32, _, FakeRelativeClock, NoOpMiddleware<Nanos>> = RateLimiter::new(
             Quota::per_second(nonzero!(20u32)),
-            KeyedStore::<u32, 64, _>::with_hasher(BadHasherBuilder),
+            KeyedStore::<u32, _>::with_capacity_and_hasher(64, BadHasherBuilder),
             clock.clone(),
         );
         lb.check_key_n(&1u32, nonzero!(20u32)).unwrap().unwrap();

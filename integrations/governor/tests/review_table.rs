@@ -89,9 +89,9 @@ fn gcra(tat: Option<Nanos>) -> Result<((), Nanos), ()> {
 /// `resident_tat`) filled all but one slot of their probe. Returns what the
 /// baton saw: (A's closure runs, B's, whether a call completed while
 /// scheduled).
-fn two_new_keys<const CAP: usize>(residents: &[u64], resident_tat: u64) -> (usize, usize, bool) {
+fn two_new_keys(cap: usize, residents: &[u64], resident_tat: u64) -> (usize, usize, bool) {
     let rounds = 1000;
-    let store = Arc::new(KeyedStore::<u64, CAP, Id>::with_hasher(Id));
+    let store = Arc::new(KeyedStore::<u64, Id>::with_capacity_and_hasher(cap, Id));
     let (a, b) = (2u64, 3u64);
     for x in residents {
         store
@@ -138,7 +138,7 @@ fn two_new_keys<const CAP: usize>(residents: &[u64], resident_tat: u64) -> (usiz
 /// decision, so a call completes; red if none does within the rounds.
 #[test]
 fn keyed_store_two_new_keys_on_a_full_probe_both_complete() {
-    let (ra, rb, completed) = two_new_keys::<2>(&[1], 1_000_000_000);
+    let (ra, rb, completed) = two_new_keys(2, &[1], 1_000_000_000);
     assert!(
         completed,
         "livelock: A's closure ran {ra} times and B's {rb} times, each run followed by an eviction \
@@ -152,7 +152,7 @@ fn keyed_store_two_new_keys_on_a_full_probe_both_complete() {
 #[test]
 fn keyed_store_two_new_keys_on_a_full_probe_of_16_both_complete() {
     let residents: Vec<u64> = (10..25).collect();
-    let (ra, rb, completed) = two_new_keys::<64>(&residents, 1_000_000_000);
+    let (ra, rb, completed) = two_new_keys(64, &residents, 1_000_000_000);
     assert!(
         completed,
         "livelock: A's closure ran {ra} times and B's {rb} times, and no measure_and_replace completed"
@@ -164,7 +164,7 @@ fn keyed_store_two_new_keys_on_a_full_probe_of_16_both_complete() {
 /// round 1. Green: the harness sees a completion when there is one.
 #[test]
 fn review_control_keyed_store_completes_when_a_resident_ranks_least() {
-    let (ra, rb, completed) = two_new_keys::<2>(&[1], 0);
+    let (ra, rb, completed) = two_new_keys(2, &[1], 0);
     assert!(completed, "A ran {ra}, B ran {rb}");
     assert!(ra <= 2 && rb <= 2, "A ran {ra}, B ran {rb}");
 }
