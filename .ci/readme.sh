@@ -8,14 +8,16 @@
 #    groups, beside the servers they start);
 #  - `cargo test -p leaparray-governor`: the workspace's debug tests;
 #  - `cargo run --release -p leaparray-xdp -- --check`: .ci/xdp.sh (it
-#    needs network namespaces).
+#    needs network namespaces);
+#  - `cargo test -p leaparray-ffi`: the workspace's debug tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=$(sed -n '/^## Around the core/,/^## /p' README.md | grep -oE '\| `cargo [^`]*` \|$' | sed 's/^| `//; s/` |$//')
 expected='cargo run -p leaparray-tower --example server
 cargo test -p leaparray-redis
 cargo test -p leaparray-governor
-cargo run --release -p leaparray-xdp -- --check'
+cargo run --release -p leaparray-xdp -- --check
+cargo test -p leaparray-ffi'
 if [ "$rows" != "$expected" ]; then
   printf 'README.md "Around the core" gives:\n%s\nCI runs:\n%s\n' "$rows" "$expected"; exit 1
 fi
