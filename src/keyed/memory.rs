@@ -6,24 +6,34 @@
 //! # Layout
 //!
 //! A count-min sketch per window, with conservative update. The memory is
-//! `4 * CAP` 64-bit words (twice the slots' bytes) in `P` *planes* of
-//! `4 * CAP / P` words, plus one *plane id* (a full window id) per plane.
-//! Window `w` lives in plane `w mod P`; `P = 2N` (the live windows and as
-//! many of grace for callers whose clocks lag), or `N` when `4 * CAP < 4N`.
-//! A word holds six one-byte *cells* and, in its top 16 bits, the *tag*:
+//! `4 * CAP` 64-bit words (twice the slots' bytes) in `P = N` *planes* of
+//! `4 * CAP / N` words, one per window of an interval, plus one *plane id*
+//! (a full window id) per plane. Window `w` lives in plane `w mod N`. A
+//! word holds sixteen 3-bit *cells* and, in its top 16 bits, the *tag*:
 //! the window (mod `2^16`) its cells count for. A key's cells in a plane
-//! are [`ROWS`] cells picked by hashes of its fingerprint (all a slot
-//! holds of its key). A cell holds `ceil(x / q)` for a count `x`, with
-//! `q = limit / 255 + 1`, and reads as `q * cell >= x`: it never reads
-//! below the truth and saturates only above the limit.
+//! are [`ROWS`] (two) cells picked by hashes of its fingerprint (all a slot
+//! holds of its key).
+//!
+//! A cell holds a *code* `0 ..= 7` that reads as `ladder[code]` (`Shape`):
+//! `0, 1, 2, 3, 4`, then `max(5, ceil(limit / 4))`, `max(6, ceil(limit /
+//! 2))` and the limit, each capped at the limit. A count `x` (at most the
+//! limit: no window of a key holds more) is stored as the least code that
+//! reads as `x` or more. So a code never reads below the count it stands
+//! for; counts up to 4 (6 for limits up to 12) read exactly, and a larger
+//! one reads as at most twice itself or the limit. Most evicted keys of a
+//! flood hold 1 or 2 a window, and three bits are enough to tell them
+//! apart from a key at its limit: a word holds 16 cells where one-byte
+//! cells gave 6, so the same bytes make the sketch 2.7 times as wide, and
+//! two rows (each key raises one cell fewer) keep the cells it leaves
+//! lower still.
 //!
 //! - **Fold** (an eviction): for each window `w` of the evicted word with a
 //!   count `x > 0`: raise the plane id to `w` (`fetch_max`); if it was
 //!   already later, drop the fold (the plane belongs to a later window).
 //!   Then in each of the key's cells: if the word's tag is `w`, raise the
-//!   cell to `max(cell, ceil(x / q))`; otherwise reread the plane id, drop
-//!   the fold if it is later than `w`, else reset the word to tag `w` with
-//!   only this cell set. A compare-and-swap loop per word. Folding is a
+//!   cell to `max(cell, code(x))`; otherwise reread the plane id, drop the
+//!   fold if it is later than `w`, else reset the word to tag `w` with only
+//!   this cell set. A compare-and-swap loop per word. Folding is a
 //!   maximum, so folding one key twice never adds: a key's slot already
 //!   counts the estimate it was seeded with, and folding it again does not
 //!   count it twice.
@@ -31,13 +41,38 @@
 //!   words, *then* the plane id. A plane id later than `w` reads as the
 //!   limit (saturated: the window's cells may have been reset); an earlier
 //!   one as 0 (nothing was folded for `w`); otherwise a word tagged `w`
-//!   gives its cell, any other word 0. The estimate is the least of the
-//!   key's cells (count-min).
+//!   gives its cell, any other word 0. The estimate is what the least of
+//!   the key's cells reads as (count-min).
+//!
+//! With `N` planes a window's plane is taken over by the window `N` later:
+//! an estimate of a window `N` or more before the newest one folded reads
+//! as the limit, so a key inserted under a flood starts at the newest
+//! window (`slot.rs`, `start`: its bookings then join no interval that
+//! reaches back that far).
 //!
 //! Expiry is lazy: a plane is taken over by a later window by the first
 //! fold into it, word by word; nothing is ever cleared in bulk. A tag is
 //! 16 bits: a word last written `2^16 * k` windows before `w` reads as
 //! tagged `w` and over-reads (never under-reads) for that one window.
+//!
+//! # How far above the truth an estimate reads
+//!
+//! A cell holds the largest code folded into it for its window: of `K`'s
+//! own count, or of another key whose cell in that row is the same. A key
+//! seeded from its cells folds back what it was seeded with plus what it
+//! booked, and its seed is the least of its cells, capped newest window
+//! first (`slot.rs`, `start`), never raised to the limit: a refused key,
+//! which books nothing, folds back no more than its cells already hold.
+//! So an estimate of `K`'s window `w` reads above `K`'s count only if
+//! both of its cells hold a larger code from other keys' counts (and
+//! their seeds), read up the ladder. With `k` keys folded into a plane of
+//! `W` cells a row, a key no other key collides with reads its own count,
+//! and the chance that both of a fresh key's cells were raised is at most
+//! about `(1 - e^(-k / W))^2`. Under a flood of one-shot keys (a count of
+//! 1 each) such a collision mostly reads 1, and the key is still
+//! admitted. `cargo run --release -p leaparray-examples --example flood --
+//! --curve` measures the share of newcomers admitted as a flood grows
+//! (`benches/README.md`).
 //!
 //! # Why an estimate is never below the truth
 //!
@@ -78,7 +113,8 @@
 //!
 //! The loom models in `loom-tests/tests/keyed.rs` race an eviction with a
 //! decision of the evicted key, two evictions folding into the same
-//! cells, and a returning key's estimate with another eviction's fold.
+//! cells, and a returning key's estimate with another eviction's fold
+//! (bounded models: two or three threads, `LOOM_MAX_PREEMPTIONS=5`).
 
 use crate::sync::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
 
@@ -339,7 +375,7 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
     }
 
     /// Whether an estimate of any of the `windows` windows ending at `h`
-    /// (what a settler's `seeded` reads: `2N` ending at `max(c, high
+    /// (what a settler's `start` reads: `2N` ending at `max(c, high
     /// water)`) may be nonzero, read from the plane ids alone, without
     /// hashing a key's cells: the estimate of a window whose plane's id is
     /// earlier than it is 0 ("Estimate": nothing was folded for it). The

@@ -116,23 +116,28 @@
 //! values least: its *demand* (requests admitted and refused, halved per
 //! window) kept in 8 bits of its slot next to a 56-bit fingerprint of its
 //! key. A flood of one-shot keys has a demand of 1 each and evicts itself
-//! first; keys at their limit go last. Before its slot changes hands, the
-//! evicted key's counts are folded into the table's *memory of evicted
-//! keys*: a count-min sketch per window with conservative update (three
-//! one-byte cells a key, `4 * CAP` words in `2N` planes of windows, lazily
-//! expired: `src/keyed/memory.rs`). A key inserted later, evicted before or
-//! not, starts from the memory's estimate of each window that still counts,
-//! never below what it had booked there. Cells shared with other keys only
-//! raise an estimate: under a heavy flood new keys start from more than
-//! they booked and are refused sooner (fail closed). `Overflow::Refuse`
-//! refuses a key with no room; `Overflow::Admit` admits it uncounted.
+//! first; keys at their limit go last, and a key whose callers' clock lags
+//! keeps its rank over a one-shot key of the same decayed demand. Before
+//! its slot changes hands, the evicted key's counts are folded into the
+//! table's *memory of evicted keys*: a count-min sketch per window with
+//! conservative update (two 3-bit cells a key per window, `4 * CAP` words
+//! in `N` planes, lazily expired: `src/keyed/memory.rs`). A key inserted
+//! later, evicted before or not, starts from the memory's estimate of each
+//! window that still counts, never below what it had booked there. Cells
+//! shared with other keys only raise an estimate: under a heavy flood new
+//! keys start from more than they booked and are refused sooner (fail
+//! closed); a key evicted with more than 4 in a window may come back
+//! charged up to twice that, or its limit. `Overflow::Refuse` refuses a key
+//! with no room; `Overflow::Admit` admits it uncounted.
 //!
-//! Under a flood of one-shot keys at up to 20 times the slots per window,
+//! Under a flood of one-shot keys of up to 100 times the slots per window,
 //! new clients within their limit keep almost all their requests with
-//! `Evict` and lose almost all with `Refuse`, and no key is admitted over
-//! its limit; past that the memory saturates and newcomers are refused
-//! with the flood. The measured curve, `Evict` against `Refuse`, is in
-//! `benches/README.md` ("Floods of keys"), from `examples/flood.rs`.
+//! `Evict` (and lose almost all with `Refuse`), also when the flood comes
+//! packed into the start of each window or its keys ask for their whole
+//! limit, and no key is admitted over its limit; further on the memory
+//! saturates and newcomers are refused with the flood. The measured
+//! curve, `Evict` against `Refuse`, is in `benches/README.md` ("Floods of
+//! keys"), from `examples/flood.rs`; `tests/flood.rs` checks each flood.
 //!
 //! How a [`KeyedGate`] keeps one slot per key while threads race to insert
 //! it (claims and settling) is argued once in the slot table's module

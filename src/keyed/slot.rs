@@ -47,7 +47,7 @@
 //! Under [`Overflow::Evict`] a key that finds no free or recyclable slot in
 //! its probe takes the slot of the least valued key there (`value_of`, the
 //! policy's rank: its demand halved once per window since its newest, then
-//! the older newest window, then probe position). Before the swap that
+//! its demand, then the older newest window, then probe position). Before the swap that
 //! evicts ([`Policy::fold`]), the evictor raises the high water to the
 //! victim's newest window (and its own) and folds each of the victim's
 //! window counts into the memory of evicted keys (`memory.rs`: a maximum
@@ -61,13 +61,14 @@
 //!
 //! A settler starts its key from the memory ([`Policy::start`], after
 //! reading every slot of the probe): it reads the high water `h'` and, for
-//! `h = max(c, h')`, the estimate of each window `h - N + 1 ..= h`; a key
-//! with a nonzero estimate starts with newest window `h` and those counts
-//! (all the limit in window `h` if they sum above it), so a booking lands
-//! at `h` or later and every interval it joins holds the estimates of the
-//! windows it shares with the key's evicted counts, which all lie at or
-//! before `h`. With no estimate a key starts at [`fresh`] as after a
-//! recycling. That the settler sees the fold and the high water is the
+//! `h = max(c, h')`, the estimates of the windows `h - 2N + 1 ..= h`; a key
+//! with an estimate there starts with newest window `h` and the estimates
+//! of `h - N + 1 ..= h`, capped newest first to sum to the limit at most
+//! ([`start`]), so a booking lands at `h` or later and every interval it
+//! joins holds the estimates of the windows it shares with the key's
+//! evicted counts, which all lie at or before `h`. With no estimate a key
+//! starts at [`fresh`] as after a recycling. That the settler sees the fold
+//! and the high water is the
 //! table's argument ("A slot changes hands"); the loom models
 //! `an_eviction_races_a_decision_of_the_evicted_key` and
 //! `a_returning_key_reads_its_estimate_while_it_is_folded`
@@ -194,7 +195,9 @@ pub(super) fn bumped(l: &Layout, half: u64, old: u64, c: u64, n: u64) -> u64 {
 
 /// What an eviction values the slot `s` at, for a caller in window `c`:
 /// the least is evicted first. Its demand halved per window since its
-/// newest, then the older newest window.
+/// newest, then its demand (a key whose callers' clock lags looks older to
+/// a caller ahead of it: it still outranks a one-shot key that decayed
+/// to as little), then the older newest window.
 #[inline]
 pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
     let w = word(s);
