@@ -265,25 +265,33 @@ impl Shape {
         self.planes != 0
     }
 
-    /// The plane of window `w`, and the word and byte of each of the cells
-    /// of the key with fingerprint `fp` in it.
-    fn cells(&self, fp: u64, w: u64) -> (usize, [(usize, u32); ROWS]) {
-        let plane = (w % self.planes) as usize;
+    /// Where the cells of the key with fingerprint `fp` are, in every
+    /// plane: one hash per row, for all its windows.
+    #[inline]
+    pub(super) fn cells(&self, fp: u64) -> Cells {
         let n = (self.words * CELLS) as u128;
         let mut out = [(0, 0); ROWS];
         let mut r = 0;
         while r < ROWS {
             let h = super::hash::mix(fp ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1)));
             let i = ((u128::from(h) * n) >> 64) as usize;
+            // A row's cell of each plane in words side by side (`planes`
+            // words: one cache line for `N <= 8`), so that the windows of a
+            // key are read together.
             out[r] = (
-                plane * self.words + i / CELLS,
+                (i / CELLS) * self.planes as usize,
                 (i % CELLS) as u32 * CELL_BITS,
             );
             r += 1;
         }
-        (plane, out)
+        Cells(out)
     }
 }
+
+/// Where a key's cells are: per row, the first word of its group (one
+/// word per plane, side by side) and the cell's bit offset in a word.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cells([(usize, u32); ROWS]);
 
 /// The tag of window `w`.
 #[inline]
@@ -335,21 +343,26 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
         &self.words.flat()[i]
     }
 
-    /// Remembers that the key with fingerprint `fp` had `x` permits counted
-    /// in window `w` (module docs, "Fold"). Idempotent; only ever raises.
-    pub(super) fn fold(&self, s: &Shape, fp: u64, w: u64, x: u64) {
+    /// Remembers that the key whose cells are `cells` had `x` permits
+    /// counted in window `w` (module docs, "Fold"). Idempotent; only ever
+    /// raises.
+    pub(super) fn fold(&self, s: &Shape, cells: &Cells, w: u64, x: u64) {
         if x == 0 || !s.remembers() {
             return;
         }
-        let (plane, cells) = s.cells(fp, w);
+        let plane = (w % s.planes) as usize;
         let id = &self.ids[plane];
-        if id.raise(w) > w {
+        // Raised to `w` only if it is below (mostly it already is `w`: the
+        // read spares a read-modify-write; the id only rises, so a later
+        // reader that sees this fold's writes sees `w` or later).
+        let seen = id.get();
+        if seen > w || (seen < w && id.raise(w) > w) {
             // A later window owns the plane.
             return;
         }
         let val = s.code_of(x);
-        for (i, at) in cells {
-            let cell = self.word(i);
+        for (group, at) in cells.0 {
+            let cell = self.word(group + plane);
             let mut cur = cell.get();
             loop {
                 let new = if tag_of(cur) == tag(w) {
@@ -404,17 +417,25 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
         false
     }
 
-    /// At least the count the key with fingerprint `fp` had in window `w`
-    /// when it was evicted, if its eviction happened before (module docs,
-    /// "Estimate"); at most the limit.
-    pub(super) fn estimate(&self, s: &Shape, fp: u64, w: u64) -> u64 {
+    /// Whether window `w`'s plane belongs to a later window: an estimate
+    /// of `w` then reads as the limit whatever its cells hold (the id only
+    /// rises), so a caller that needs no more than that reads no cell.
+    #[inline]
+    pub(super) fn taken(&self, s: &Shape, w: u64) -> bool {
+        self.ids[(w % s.planes) as usize].get() > w
+    }
+
+    /// At least the count the key whose cells are `cells` had in window
+    /// `w` when it was evicted, if its eviction happened before (module
+    /// docs, "Estimate"); at most the limit.
+    pub(super) fn estimate(&self, s: &Shape, cells: &Cells, w: u64) -> u64 {
         if !s.remembers() {
             return 0;
         }
-        let (plane, cells) = s.cells(fp, w);
+        let plane = (w % s.planes) as usize;
         let mut read = [0u64; ROWS];
-        for (r, (i, _)) in cells.iter().enumerate() {
-            read[r] = self.word(*i).get();
+        for (r, (group, _)) in cells.0.iter().enumerate() {
+            read[r] = self.word(group + plane).get();
         }
         // After the words (module docs).
         let id = self.ids[plane].get();
@@ -425,7 +446,7 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
             return 0;
         }
         let mut least = u64::MAX;
-        for (r, (_, at)) in cells.iter().enumerate() {
+        for (r, (_, at)) in cells.0.iter().enumerate() {
             let v = read[r];
             let cell = if tag_of(v) == tag(w) {
                 (v >> at) & TOP

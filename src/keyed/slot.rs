@@ -219,9 +219,10 @@ pub(super) fn fold_into<C: Word, W: Words<C>, const N: usize>(
     w: u64,
     newest: u64,
 ) {
+    let cells = shape.cells(fp);
     for k in 0..N as u32 {
         if let Some(window) = newest.checked_sub(u64::from(k)) {
-            memory.fold(shape, fp, window, packed::count_at(l, w, k));
+            memory.fold(shape, &cells, window, packed::count_at(l, w, k));
         }
     }
 }
@@ -255,20 +256,26 @@ pub(super) fn start<C: Word, W: Words<C>, const N: usize>(
     if !shape.remembers() || !memory.may_estimate(shape, h, 2 * N as u64) {
         return (fresh::<N>(l, c, high_water), false);
     }
-    let mut est = [0u64; 62];
-    let (mut room, mut live, mut any) = (l.limit, false, false);
-    for (k, kept) in est.iter_mut().enumerate().take(2 * N) {
+    let cells = shape.cells(fp);
+    let mut est = [0u64; N];
+    let (mut room, mut live) = (l.limit, false);
+    for (k, kept) in est.iter_mut().enumerate() {
         let Some(window) = h.checked_sub(k as u64) else {
             break;
         };
-        let e = memory.estimate(shape, fp, window);
-        any |= e != 0;
-        if k < N {
-            *kept = e.min(room);
-            room -= *kept;
-            live |= e != 0;
-        }
+        let e = memory.estimate(shape, &cells, window);
+        *kept = e.min(room);
+        room -= *kept;
+        live |= e != 0;
     }
+    // The windows before: only whether any holds an estimate (a window
+    // whose plane a later window took reads as the limit: no cell read).
+    let any = live
+        || (N..2 * N).any(|k| {
+            h.checked_sub(k as u64).is_some_and(|window| {
+                memory.taken(shape, window) || memory.estimate(shape, &cells, window) != 0
+            })
+        });
     if !any {
         return (fresh::<N>(l, c, high_water), false);
     }
@@ -459,6 +466,21 @@ pub(super) struct GatePolicy<const N: usize, W> {
     pub(super) memory: Memory<AtomicU64, W>,
 }
 
+/// Raises the high water `hw` to `v` at least (`AcqRel`), with no
+/// read-modify-write when it is there already (mostly: every eviction in a
+/// window raises it to that window).
+///
+/// ORDERING: the load is `Acquire`, and the high water only rises: a
+/// settler that synchronizes with this caller's later swap reads it after
+/// this load in its modification order, so `v` or later, as it would
+/// after a `fetch_max`.
+#[inline]
+fn raise(hw: &AtomicU64, v: u64) {
+    if hw.load(Acquire) < v {
+        hw.fetch_max(v, AcqRel);
+    }
+}
+
 /// A [`KeyedGate`]'s table-wide counters.
 pub(super) struct Shared {
     /// The newest window any recycler had reached when it recycled (0 if
@@ -512,7 +534,7 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
     fn recycle(&self, _: u64, c: u64) {
         // ORDERING: before the swap that recycles, so a settler that reads
         // the recycled slot reads this too (module docs, "Recycling").
-        self.shared.high_water.fetch_max(c, AcqRel);
+        raise(&self.shared.high_water, c);
     }
 
     fn fold(&self, fp: u64, _: u8, v: u64, c: u64) {
@@ -523,7 +545,7 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
         // "Eviction"; `memory.rs`).
         let l = &self.layout;
         let newest = packed::newest_of(l, w, c);
-        self.shared.high_water.fetch_max(c.max(newest), AcqRel);
+        raise(&self.shared.high_water, c.max(newest));
         fold_into::<_, _, N>(l, &self.memory, &self.shape, fp, w, newest);
     }
 
