@@ -11,7 +11,9 @@
 # `redis-server <conf> --sentinel`, quorum 1, each test its own;
 # tests/eviction.rs: the maxmemory-policy switched at run time with
 # another writer; tests/slow_link.rs: a proxy of the test's own on
-# loopback adding 50 ms each way; tests/tls.rs, with the feature `tls`:
+# loopback adding 50 ms each way; tests/split_brain.rs: a master, its
+# replica cut off by such a proxy and promoted, min-replicas-to-write;
+# tests/tls.rs, with the feature `tls`:
 # redis-server and a sentinel with --tls-port, certificates made by the
 # test), so this
 # script only makes sure redis-server (with redis-cli) and redis-sentinel
@@ -53,9 +55,10 @@ if printf '%s\n' "$targets" | grep -vE '^(unittests src/lib\.rs|unittests src/bi
   echo "leaparray-redis: a test target (above) that no group runs"; exit 1
 fi
 group1="cluster_regressions"
-# tests/eviction.rs and slow_link.rs (8 s each) here: the third group
+# tests/eviction.rs, slow_link.rs (8 s each) and split_brain.rs (12 s)
+# here: the third group
 # is the longest without them.
-group2="cluster cluster_operations eviction slow_link"
+group2="cluster cluster_operations eviction slow_link split_brain"
 alone="faults"
 group3=""
 for t in $(printf '%s\n' "$targets" | sed -n 's|^tests/\(.*\)\.rs$|\1|p'); do
