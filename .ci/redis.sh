@@ -11,7 +11,11 @@
 # `redis-server <conf> --sentinel`, quorum 1, each test its own;
 # tests/eviction.rs: the maxmemory-policy switched at run time with
 # another writer; tests/slow_link.rs: a proxy of the test's own on
-# loopback adding 50 ms each way), so this
+# loopback adding 50 ms each way; tests/split_brain.rs: a master, its
+# replica cut off by such a proxy and promoted, min-replicas-to-write;
+# tests/tls.rs, with the feature `tls`:
+# redis-server and a sentinel with --tls-port, certificates made by the
+# test), so this
 # script only makes sure redis-server (with redis-cli) and redis-sentinel
 # are installed.
 set -euo pipefail
@@ -40,14 +44,21 @@ log=target/redis-logs/$$
 mkdir -p "$log"
 cargo test -p leaparray-redis --no-run >"$log/build.log" 2>&1 || { cat "$log/build.log"; exit 1; }
 cat "$log/build.log"
+# The feature `tls` (rustls): its unit tests and tests/tls.rs, run in the
+# first group (tests/tls.rs also runs without it, in the third: a
+# rediss:// URL is then a clear configuration error).
+tls="--features tls --lib --test tls"
+# shellcheck disable=SC2086
+cargo test -p leaparray-redis $tls --no-run
 targets=$(sed -n 's/^ *Executable \(.*\) (.*/\1/p' "$log/build.log")
 if printf '%s\n' "$targets" | grep -vE '^(unittests src/lib\.rs|unittests src/bin/[a-z0-9_]+\.rs|tests/[a-z0-9_]+\.rs)$'; then
   echo "leaparray-redis: a test target (above) that no group runs"; exit 1
 fi
 group1="cluster_regressions"
-# tests/eviction.rs and slow_link.rs (8 s each) here: the third group
+# tests/eviction.rs, slow_link.rs (8 s each) and split_brain.rs (12 s)
+# here: the third group
 # is the longest without them.
-group2="cluster cluster_operations eviction slow_link"
+group2="cluster cluster_operations eviction slow_link split_brain"
 alone="faults"
 group3=""
 for t in $(printf '%s\n' "$targets" | sed -n 's|^tests/\(.*\)\.rs$|\1|p'); do
@@ -55,7 +66,7 @@ for t in $(printf '%s\n' "$targets" | sed -n 's|^tests/\(.*\)\.rs$|\1|p'); do
 done
 tests() { printf -- ' --test %s' "$@"; }
 # shellcheck disable=SC2046,SC2086
-cargo test -p leaparray-redis $(tests $group1) >"$log/1.log" 2>&1 &
+(cargo test -p leaparray-redis $(tests $group1) && cargo test -p leaparray-redis $tls) >"$log/1.log" 2>&1 &
 pid_1=$!
 # shellcheck disable=SC2046,SC2086
 cargo test -p leaparray-redis $(tests $group2) >"$log/2.log" 2>&1 &

@@ -39,6 +39,7 @@
 //!
 //! [`Config::seeds`]: crate::Config::seeds
 
+use crate::config::Tls;
 use crate::sentinel::{self, Sentinels};
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -51,7 +52,8 @@ pub(crate) const MAX_HOPS: usize = 5;
 /// Where the limit's slot is served.
 #[derive(Debug)]
 pub(crate) struct Route {
-    /// The URL's connection info: database, credentials, TLS.
+    /// The URL's connection info: database, credentials, TLS (roots and
+    /// client certificate included, so every node reached has them).
     base: ConnectionInfo,
     /// The seeds' (from `Config::seeds`).
     seeds: Vec<ConnectionInfo>,
@@ -83,16 +85,21 @@ fn host_of(info: &ConnectionInfo) -> Option<&str> {
 }
 
 impl Route {
-    pub fn new(url: &str, seeds: &[String]) -> RedisResult<Self> {
-        let (base, sentinel) = if url.starts_with(sentinel::SCHEME) {
-            let (s, template) = sentinel::parse(url)?;
+    /// The route of `url` and `seeds`, each with `tls`'s roots and client
+    /// certificate if it is a TLS URL (module `tls`).
+    pub fn new(url: &str, seeds: &[String], tls: &Tls) -> RedisResult<Self> {
+        if crate::tls::wanted(url) {
+            crate::tls::provider();
+        }
+        let (base, sentinel) = if sentinel::is_sentinel(url) {
+            let (s, template) = sentinel::parse(url, tls)?;
             (template, Some(s))
         } else {
-            (url.into_connection_info()?, None)
+            (crate::tls::apply(url.into_connection_info()?, tls)?, None)
         };
         let seeds = seeds
             .iter()
-            .map(|s| s.as_str().into_connection_info())
+            .map(|s| crate::tls::apply(s.as_str().into_connection_info()?, tls))
             .collect::<RedisResult<Vec<_>>>()?;
         Ok(Self {
             base,
@@ -118,19 +125,7 @@ impl Route {
     /// or `CLUSTER SLOTS`).
     pub fn at(&self, host: &str, port: u16) -> ConnectionInfo {
         let mut info = self.base.clone();
-        info.addr = match &self.base.addr {
-            ConnectionAddr::TcpTls {
-                insecure,
-                tls_params,
-                ..
-            } => ConnectionAddr::TcpTls {
-                host: host.to_owned(),
-                port,
-                insecure: *insecure,
-                tls_params: tls_params.clone(),
-            },
-            _ => ConnectionAddr::Tcp(host.to_owned(), port),
-        };
+        info.addr = crate::tls::at(&self.base.addr, host, port);
         info
     }
 
@@ -302,6 +297,7 @@ mod tests {
         let r = Route::new(
             "redis://user:secret@10.0.0.1:7000/2",
             &["redis://10.0.0.2:7000/".to_owned()],
+            &Tls::default(),
         )
         .unwrap();
         let from = r.first();

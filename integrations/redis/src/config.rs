@@ -96,6 +96,49 @@ pub enum OnEviction {
     Warn,
 }
 
+/// TLS settings of a `rediss://` or `rediss+sentinel://` URL (they need
+/// the feature `tls`; module `tls`, `src/tls.rs`). By default the
+/// system's roots and no client certificate.
+///
+/// ```
+/// use leaparray_redis::Tls;
+/// let t = Tls::default();
+/// assert_eq!((t.roots, t.client), (None, None));
+/// ```
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Tls {
+    /// CA certificates (PEM) trusted instead of the system's roots: a
+    /// private CA, a self-signed server, a managed service's CA bundle.
+    /// At least one certificate (else `open` returns
+    /// [`crate::Error::Config`]).
+    pub roots: Option<Vec<u8>>,
+    /// A client certificate chain and its private key (PEM), for a server
+    /// that requires one (`tls-auth-clients yes`, Redis's default when
+    /// `tls-port` is set). `Debug` never shows the key.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field(
+                "roots",
+                &self
+                    .roots
+                    .as_ref()
+                    .map(|r| format!("{} bytes of PEM", r.len())),
+            )
+            .field(
+                "client",
+                &self
+                    .client
+                    .as_ref()
+                    .map(|(c, _)| format!("{} bytes of PEM, key hidden", c.len())),
+            )
+            .finish()
+    }
+}
+
 /// A limit shared through Redis, and how to reach it.
 ///
 /// `limit` permits per interval of `N` windows of `window` (`N` is the
@@ -110,14 +153,16 @@ pub enum OnEviction {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Redis URL (`redis://host:port/db`): a standalone Redis, or any node
+    /// Redis URL (`redis://host:port/db`, or `rediss://` for TLS with the
+    /// feature `tls`: [`Config::tls`](Config#structfield.tls)): a standalone Redis, or any node
     /// of a Redis Cluster (the gate follows the limit's slot to the master
     /// serving it); or Redis Sentinel's sentinels and the master's name,
     /// `redis+sentinel://[[user]:password@]host:port[,host:port...]/master[/db]`
     /// (port 26379 if left out; the credentials and database are the
     /// master's): the gate asks the sentinels for the master, books only
     /// on a master, and follows a failover (asking again at every
-    /// heartbeat and after a failure).
+    /// heartbeat and after a failure); `rediss+sentinel://` reaches the
+    /// sentinels and the master with TLS.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -168,6 +213,9 @@ pub struct Config {
     /// What to do when Redis's `maxmemory-policy` can evict the limit's
     /// keys. [`OnEviction::Refuse`].
     pub on_evicting: OnEviction,
+    /// TLS roots and client certificate of a `rediss://` URL. The
+    /// system's roots, no client certificate.
+    pub tls: Tls,
 }
 
 impl Config {
@@ -200,6 +248,7 @@ impl Config {
             max_backoff: Duration::from_millis(100),
             restart_grace: Duration::from_millis(500),
             on_evicting: OnEviction::Refuse,
+            tls: Tls::default(),
         }
     }
 
@@ -290,6 +339,37 @@ impl Config {
         self
     }
 
+    /// Trust only the CA certificates of `pem` (PEM) for a `rediss://` URL.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let ca = b"-----BEGIN CERTIFICATE-----\n...".to_vec(); // e.g. std::fs::read("ca.crt")?
+    /// let c = leaparray_redis::Config::new("rediss://10.0.0.1:6380/", "api", Duration::from_secs(1), 100)
+    ///     .tls_roots(ca.clone());
+    /// assert_eq!(c.tls.roots, Some(ca));
+    /// ```
+    #[must_use]
+    pub fn tls_roots(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.roots = Some(pem.into());
+        self
+    }
+
+    /// Present the client certificate chain `cert` and its key `key` (PEM)
+    /// to a `rediss://` server that asks for one.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let (cert, key) = (b"chain PEM".to_vec(), b"key PEM".to_vec()); // e.g. std::fs::read("client.crt")?
+    /// let c = leaparray_redis::Config::new("rediss://10.0.0.1:6380/", "api", Duration::from_secs(1), 100)
+    ///     .tls_client(cert, key);
+    /// assert!(format!("{c:?}").contains("key hidden"));
+    /// ```
+    #[must_use]
+    pub fn tls_client(mut self, cert: impl Into<Vec<u8>>, key: impl Into<Vec<u8>>) -> Self {
+        self.tls.client = Some((cert.into(), key.into()));
+        self
+    }
+
     /// The restart fence: `restart_grace`, capped at `2N - 1` windows
     /// (past them no fresh booking shares an interval with a lost one,
     /// whichever clock named it: `src/restart.rs`, "How long a window
@@ -330,10 +410,25 @@ impl Config {
         if self.timeout.is_zero() || self.heartbeat.is_zero() || self.max_backoff.is_zero() {
             return bad("timeout, heartbeat and max_backoff must be above zero");
         }
-        if self.url.starts_with(crate::sentinel::SCHEME) && !self.seeds.is_empty() {
+        if crate::sentinel::is_sentinel(&self.url) && !self.seeds.is_empty() {
             return bad(
                 "seeds are for Redis Cluster: a redis+sentinel:// URL lists every sentinel itself",
             );
+        }
+        let tls = crate::tls::wanted(&self.url);
+        if tls && !cfg!(feature = "tls") {
+            return bad("a rediss:// URL needs leaparray-redis's feature `tls` (features = [\"tls\"] in Cargo.toml)");
+        }
+        if !tls && self.tls != Tls::default() {
+            return bad("Config::tls is for rediss:// and rediss+sentinel:// URLs");
+        }
+        if self.seeds.iter().any(|s| crate::tls::wanted(s) != tls) {
+            return bad("seeds must use the URL's scheme (rediss:// with rediss://)");
+        }
+        if let Some(roots) = &self.tls.roots {
+            if cfg!(feature = "tls") && crate::tls::certificates(roots) == 0 {
+                return bad("Config::tls.roots holds no PEM certificate");
+            }
         }
         if self.restart_grace < self.heartbeat + self.max_backoff + self.timeout {
             return bad("restart_grace must be at least heartbeat + max_backoff + timeout (else the restart fence can end before live processes write their bookings back)");

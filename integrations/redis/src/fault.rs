@@ -17,13 +17,17 @@ pub(crate) enum Failure {
     Migrating,
     /// This connection cannot serve the limit: I/O, timeout, refused or
     /// dropped, or a server that is not a writable master for the limit
-    /// (`READONLY`, `LOADING`, `MASTERDOWN`, Cluster's `CLUSTERDOWN`). The
-    /// process goes offline and the keeper reconnects (to any node it
-    /// knows, on a cluster); the fault policy decides meanwhile.
+    /// (`READONLY`, `LOADING`, `MASTERDOWN`, Cluster's `CLUSTERDOWN`; and
+    /// `NOREPLICAS`: a master with `min-replicas-to-write` that has lost
+    /// its replicas, which is what a deposed master in a split brain
+    /// answers, so the process looks for the master again: Sentinel is
+    /// asked, a DNS name resolved again). The process goes offline and the
+    /// keeper reconnects (to any node it knows, on a cluster); the fault
+    /// policy decides meanwhile.
     Offline,
     /// Redis is reachable but could not book: out of memory under
     /// `noeviction` (`OOM`), writes stopped after a failed save (`MISCONF`),
-    /// too few replicas (`NOREPLICAS`), a busy script (`BUSY`). The fault
+    /// a busy script (`BUSY`). The fault
     /// policy decides this decision; the connection is kept.
     Unbooked,
     /// Anything else (a script or decode error): this request alone is
@@ -39,8 +43,10 @@ pub(crate) fn classify(e: &RedisError) -> Failure {
     match e.code() {
         Some("MOVED") => Failure::Moved,
         Some("ASK" | "TRYAGAIN") => Failure::Migrating,
-        Some("READONLY" | "LOADING" | "MASTERDOWN" | "CLUSTERDOWN") => Failure::Offline,
-        Some("OOM" | "MISCONF" | "NOREPLICAS" | "BUSY") => Failure::Unbooked,
+        Some("READONLY" | "LOADING" | "MASTERDOWN" | "CLUSTERDOWN" | "NOREPLICAS") => {
+            Failure::Offline
+        }
+        Some("OOM" | "MISCONF" | "BUSY") => Failure::Unbooked,
         _ => Failure::Request,
     }
 }
@@ -58,6 +64,7 @@ mod tests {
     fn each_error_has_its_class() {
         assert_eq!(classify(&server("OOM")), Failure::Unbooked);
         assert_eq!(classify(&server("MISCONF")), Failure::Unbooked);
+        assert_eq!(classify(&server("NOREPLICAS")), Failure::Offline);
         assert_eq!(classify(&server("NOSUCHTHING")), Failure::Request);
         let io: RedisError = std::io::Error::from(std::io::ErrorKind::ConnectionReset).into();
         assert_eq!(classify(&io), Failure::Offline);

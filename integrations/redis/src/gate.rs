@@ -273,7 +273,7 @@ impl<const N: usize> RedisGate<N> {
     /// refuses a too-large `N` before reserving stack for it.
     #[inline(never)]
     fn build(cfg: Config) -> Result<Self, Error> {
-        let route = Route::new(&cfg.url, &cfg.seeds)?;
+        let route = Route::new(&cfg.url, &cfg.seeds, &cfg.tls)?;
         let window_us = micros(cfg.window);
         let grace = micros(cfg.fence(N));
         let fallback = match cfg.on_fault {
@@ -336,6 +336,9 @@ impl<const N: usize> RedisGate<N> {
             }
             Err(e) if e.code() == Some("NOPERM") => {
                 return Err(Error::Permission(e.detail().unwrap_or("").to_owned()));
+            }
+            Err(e) if crate::tls::failure(&e).is_some() => {
+                return Err(Error::Tls(crate::tls::failure(&e).unwrap_or_default()));
             }
             Err(e) if e.is_timeout() => {
                 inner.timeouts.fetch_add(1, Relaxed);
@@ -1258,7 +1261,8 @@ impl<const N: usize> Inner<N> {
         let first = Duration::from_millis(10).min(self.cfg.max_backoff);
         let mut backoff = first;
         let mut pause = Duration::ZERO;
-        // A missing permission is logged once until a connection works.
+        // A missing permission or a TLS failure is logged once until a
+        // connection works.
         let mut said = false;
         let mut reported = (Instant::now(), 0, 0);
         loop {
@@ -1325,6 +1329,10 @@ impl<const N: usize> Inner<N> {
                         if !said && e.code() == Some("NOPERM") {
                             said = true;
                             log::error!("leaparray-redis {}: the Redis user lacks a permission the limit needs ({e}): the process stays offline (the fault policy decides); grant the ACL of the README (\"Redis user\")", self.cfg.name);
+                        }
+                        if let (false, Some(why)) = (said, crate::tls::failure(&e)) {
+                            said = true;
+                            log::error!("leaparray-redis {}: TLS failed ({why}): the process stays offline (the fault policy decides); set Config::tls_roots to the server's CA (Config::tls_client if it asks for a client certificate)", self.cfg.name);
                         }
                         pause = backoff;
                         backoff = (backoff * 2).min(self.cfg.max_backoff);

@@ -17,6 +17,8 @@
 //!   `restart`, `src/restart.rs`); nothing is booked on a replica.
 //! * Redis Sentinel: a `redis+sentinel://` URL ([`Config::url`]); the
 //!   gate follows the master the sentinels name (module `sentinel`).
+//! * TLS (feature `tls`): `rediss://` and `rediss+sentinel://` URLs,
+//!   rustls, the system's roots or [`Config::tls_roots`] (module `tls`).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -44,8 +46,9 @@ mod gate;
 mod restart;
 mod script;
 mod sentinel;
+mod tls;
 
-pub use config::{Config, FaultPolicy, Mode, OnEviction};
+pub use config::{Config, FaultPolicy, Mode, OnEviction, Tls};
 pub use gate::{Decision, RedisGate, Stats};
 
 /// The Lua script every operation runs (check and book, restore, give
@@ -101,6 +104,12 @@ pub enum Error {
     /// category `@dangerous` holds): grant the ACL the README lists
     /// ("Redis user").
     Permission(String),
+    /// A TLS connection failed on the first connection of `open` (the
+    /// message is rustls's: an unknown issuer, a name not in the server's
+    /// certificate, a client certificate the server requires, a server
+    /// that does not speak TLS): set [`Config::tls_roots`] /
+    /// [`Config::tls_client`], or fix the URL.
+    Tls(String),
     /// `open` measured a round trip to Redis (the least of 3 `TIME`s) not
     /// shorter than [`Config::timeout`]: every call would run out of it.
     /// Set the timeout to at least twice the round trip (README, "Slow
@@ -120,6 +129,7 @@ impl std::fmt::Display for Error {
             Error::Redis(e) => write!(f, "leaparray-redis: {e}"),
             Error::Evicting(p) => write!(f, "leaparray-redis: Redis's maxmemory-policy is {p}, which can evict the limit's keys; set noeviction (or Config::on_evicting(OnEviction::Warn))"),
             Error::Permission(what) => write!(f, "leaparray-redis: the Redis user lacks a permission the limit needs ({what}); grant the ACL of the README (\"Redis user\")"),
+            Error::Tls(why) => write!(f, "leaparray-redis: TLS failed ({why}); set Config::tls_roots to the server's CA (Config::tls_client if it asks for a client certificate)"),
             Error::SlowLink { round_trip, timeout } => write!(f, "leaparray-redis: a round trip to Redis takes {round_trip:?}, not less than the timeout ({timeout:?}): every decision would be lost; set Config::timeout to at least 2 x the round trip"),
         }
     }
@@ -132,6 +142,7 @@ impl std::error::Error for Error {
             Error::Config(_)
             | Error::Evicting(_)
             | Error::Permission(_)
+            | Error::Tls(_)
             | Error::SlowLink { .. } => None,
         }
     }

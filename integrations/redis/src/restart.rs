@@ -187,8 +187,12 @@
 //!   slot): the README's "Split brain" states what the limit means then.
 //!
 //! A proxy that keeps the client's connection across a restart of the
-//! redis-server behind it (twemproxy, Envoy) hides the restart: connect
-//! to Redis itself (or through Sentinel, which reconnects).
+//! redis-server behind it (twemproxy, Envoy) delays what a fresh
+//! connection's check would see at once: an empty restart is seen at the
+//! next call (the epoch is gone), one that loaded a snapshot or AOF at
+//! the next heartbeat's check (the identity is read inside the script, on
+//! the server); bookings in between (one `heartbeat` and a round trip at
+//! most) count against the loaded data. Not tested through a proxy.
 //!
 //! # Eviction
 //!

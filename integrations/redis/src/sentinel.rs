@@ -4,7 +4,9 @@
 //! A URL `redis+sentinel://[[user]:password@]host:port[,host:port...]/master[/db]`
 //! names the sentinels and the master's name (`sentinel monitor <master>
 //! ...`); the credentials and the database are the master's (sentinels
-//! are asked without `AUTH`). A gate finds the master as Redis's client
+//! are asked without `AUTH`). `rediss+sentinel://` (feature `tls`)
+//! reaches the sentinels and the master with TLS, with the same roots and
+//! client certificate (module `tls`). A gate finds the master as Redis's client
 //! guide says: it asks the sentinels in order (`SENTINEL
 //! GET-MASTER-ADDR-BY-NAME`, each bounded by the gate's `timeout`; the
 //! first that answers goes to the front of the list), connects to the
@@ -48,12 +50,20 @@
 //! sentinel down no failover happens; a process cut off from the
 //! sentinels but not from a deposed master is the README's split brain).
 
+use crate::config::Tls;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// The URL scheme of a Sentinel configuration.
-pub(crate) const SCHEME: &str = "redis+sentinel://";
+const SCHEME: &str = "redis+sentinel://";
+/// The same with TLS to the sentinels and the master (feature `tls`).
+const TLS_SCHEME: &str = "rediss+sentinel://";
+
+/// Whether `url` is a Sentinel URL.
+pub(crate) fn is_sentinel(url: &str) -> bool {
+    url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
+}
 
 /// The default port of a sentinel.
 const SENTINEL_PORT: u16 = 26379;
@@ -64,6 +74,9 @@ pub(crate) struct Sentinels {
     addrs: Mutex<Vec<(String, u16)>>,
     /// The master's name (`sentinel monitor <name> ...`).
     pub master: String,
+    /// How a sentinel is reached: plain TCP, or TLS with the URL's
+    /// settings (the address is replaced by each sentinel's).
+    reach: ConnectionAddr,
     /// The connection to the sentinel that answered last (kept open: the
     /// keeper asks at every heartbeat).
     con: Mutex<Option<redis::Connection>>,
@@ -105,12 +118,15 @@ fn host_port(s: &str, url: &str) -> RedisResult<(String, u16)> {
 }
 
 /// Parses a Sentinel URL: the sentinels, and the master's connection
-/// info as a template (database and credentials; its address is the first
-/// sentinel's until Sentinel names the master).
-pub(crate) fn parse(url: &str) -> RedisResult<(Sentinels, ConnectionInfo)> {
-    let rest = url
-        .strip_prefix(SCHEME)
-        .ok_or_else(|| invalid("not a Sentinel URL", url.to_owned()))?;
+/// info as a template (database, credentials, TLS with `tls`'s roots and
+/// client certificate; its address is the first sentinel's until Sentinel
+/// names the master).
+pub(crate) fn parse(url: &str, tls: &Tls) -> RedisResult<(Sentinels, ConnectionInfo)> {
+    let (rest, scheme) = match (url.strip_prefix(SCHEME), url.strip_prefix(TLS_SCHEME)) {
+        (Some(rest), _) => (rest, "redis"),
+        (_, Some(rest)) => (rest, "rediss"),
+        _ => return Err(invalid("not a Sentinel URL", url.to_owned())),
+    };
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let (userinfo, hosts) = match authority.rsplit_once('@') {
         Some((u, h)) => (Some(u), h),
@@ -141,11 +157,13 @@ pub(crate) fn parse(url: &str) -> RedisResult<(Sentinels, ConnectionInfo)> {
         h.clone()
     };
     let auth = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
-    let template = format!("redis://{auth}{host}:{p}/{db}").into_connection_info()?;
+    let template = format!("{scheme}://{auth}{host}:{p}/{db}").into_connection_info()?;
+    let template = crate::tls::apply(template, tls)?;
     Ok((
         Sentinels {
             addrs: Mutex::new(addrs),
             master,
+            reach: template.addr.clone(),
             con: Mutex::new(None),
         },
         template,
@@ -198,7 +216,7 @@ impl Sentinels {
         timeout: Duration,
     ) -> RedisResult<(redis::Connection, Option<(String, u16)>)> {
         let info = ConnectionInfo {
-            addr: ConnectionAddr::Tcp(host.to_owned(), port),
+            addr: crate::tls::at(&self.reach, host, port),
             redis: Default::default(),
         };
         let mut con = redis::Client::open(info)?.get_connection_with_timeout(timeout)?;
@@ -222,9 +240,11 @@ mod tests {
 
     #[test]
     fn a_sentinel_url_names_the_sentinels_the_master_and_the_masters_database_and_credentials() {
-        let (s, t) =
-            parse("redis+sentinel://user:p%40ss@10.0.0.1:26380,10.0.0.2,[::1]:5000/mymaster/3")
-                .unwrap();
+        let (s, t) = parse(
+            "redis+sentinel://user:p%40ss@10.0.0.1:26380,10.0.0.2,[::1]:5000/mymaster/3",
+            &Tls::default(),
+        )
+        .unwrap();
         assert_eq!(s.master, "mymaster");
         assert_eq!(
             *s.addrs.lock().unwrap(),
@@ -237,7 +257,7 @@ mod tests {
         assert_eq!(t.redis.db, 3);
         assert_eq!(t.redis.username.as_deref(), Some("user"));
         assert_eq!(t.redis.password.as_deref(), Some("p@ss"));
-        let (s, t) = parse("redis+sentinel://127.0.0.1:26379/m").unwrap();
+        let (s, t) = parse("redis+sentinel://127.0.0.1:26379/m", &Tls::default()).unwrap();
         assert_eq!((s.master.as_str(), t.redis.db), ("m", 0));
         for bad in [
             "redis+sentinel://127.0.0.1:26379",
@@ -247,7 +267,21 @@ mod tests {
             "redis+sentinel://127.0.0.1/m/0/extra",
             "redis+sentinel://[::1/m",
         ] {
-            assert!(parse(bad).is_err(), "{bad}");
+            assert!(parse(bad, &Tls::default()).is_err(), "{bad}");
         }
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn a_rediss_sentinel_url_reaches_the_sentinels_and_the_master_with_tls() {
+        let (s, t) = parse("rediss+sentinel://10.0.0.1/m/2", &Tls::default()).unwrap();
+        assert!(matches!(t.addr, ConnectionAddr::TcpTls { .. }));
+        assert!(matches!(
+            crate::tls::at(&s.reach, "10.0.0.2", 26379),
+            ConnectionAddr::TcpTls { ref host, port: 26379, .. } if host == "10.0.0.2"
+        ));
+        assert_eq!((s.master.as_str(), t.redis.db), ("m", 2));
+        let (s, _) = parse("redis+sentinel://10.0.0.1/m", &Tls::default()).unwrap();
+        assert!(matches!(s.reach, ConnectionAddr::Tcp(..)));
     }
 }

@@ -10,84 +10,11 @@
 //!   (decisions Redis decided / decisions) >= 0.99, printed on one
 //!   `slow-link-table` line.
 mod common;
-use common::{serial, Server};
+use common::{serial, Proxy, Server};
 use leaparray_redis::{Config, Decision, Error, RedisGate};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, Once};
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
-
-/// A loopback TCP proxy to `port` that holds each chunk of bytes for
-/// `delay_ms` (read at the time the chunk arrives) in each direction,
-/// keeping the order and the throughput.
-struct Proxy {
-    port: u16,
-    delay_ms: Arc<AtomicU64>,
-}
-
-impl Proxy {
-    fn start(to: u16) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let delay_ms = Arc::new(AtomicU64::new(0));
-        let d = Arc::clone(&delay_ms);
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { return };
-                let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
-                    continue;
-                };
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                pipe(client.try_clone().unwrap(), server.try_clone().unwrap(), &d);
-                pipe(server, client, &d);
-            }
-        });
-        Proxy { port, delay_ms }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn delay(&self, ms: u64) {
-        self.delay_ms.store(ms, Ordering::Relaxed);
-    }
-}
-
-/// Bytes from `from` to `to`, each chunk held `delay` after it arrived.
-fn pipe(mut from: TcpStream, mut to: TcpStream, delay: &Arc<AtomicU64>) {
-    let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
-    let delay = Arc::clone(delay);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let due = Instant::now() + Duration::from_millis(delay.load(Ordering::Relaxed));
-                    if tx.send((due, buf[..n].to_vec())).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = from.shutdown(Shutdown::Both);
-    });
-    std::thread::spawn(move || {
-        for (due, bytes) in rx {
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
-            }
-            if to.write_all(&bytes).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
 
 /// The warnings and errors the crate logs, kept for the tests to read.
 static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());

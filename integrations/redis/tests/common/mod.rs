@@ -584,3 +584,126 @@ pub fn counts(con: &mut redis::Connection, name: &str) -> std::collections::BTre
         .filter_map(|(w, n)| Some((w.parse().ok()?, n)))
         .collect()
 }
+
+/// A loopback TCP proxy to a port (the test's own link): it holds each
+/// chunk of bytes for `delay_ms` (read when the chunk arrives) in each
+/// direction, keeping the order and the throughput.
+/// [`Proxy::blackhole`] is a silent partition; [`Proxy::retarget`] sends new connections elsewhere (an endpoint whose
+/// DNS name moved: open connections stay where they were).
+pub struct Proxy {
+    pub port: u16,
+    delay_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    to: std::sync::Arc<std::sync::atomic::AtomicU16>,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    pub fn start(to: u16) -> Self {
+        use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+        use std::sync::Arc;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let to = Arc::new(AtomicU16::new(to));
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (d, target, c) = (Arc::clone(&delay_ms), Arc::clone(&to), Arc::clone(&cut));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target.load(Ordering::Relaxed)))
+                else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                pipe(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    &d,
+                    &c,
+                );
+                pipe(server, client, &d, &c);
+            }
+        });
+        Proxy {
+            port,
+            delay_ms,
+            to,
+            cut,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn delay(&self, ms: u64) {
+        self.delay_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A silent partition from now on: nothing passes in either direction,
+    /// and a side that closes its connection is not told to the other
+    /// (its end stays open), as across a network partition.
+    pub fn blackhole(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// New connections go to `port`.
+    pub fn retarget(&self, port: u16) {
+        self.to.store(port, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Bytes from `from` to `to`, each chunk held `delay` after it arrived;
+/// none, and no close, once `cut`.
+fn pipe(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    delay: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    cut: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::io::{Read, Write};
+    let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+    let delay = std::sync::Arc::clone(delay);
+    let cut = std::sync::Arc::clone(cut);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let n = from.read(&mut buf);
+            if cut.load(std::sync::atomic::Ordering::Relaxed) {
+                match n {
+                    Ok(n) if n > 0 => continue,
+                    // The close is not passed on: the writer never ends.
+                    _ => {
+                        std::mem::forget(tx);
+                        return;
+                    }
+                }
+            }
+            match n {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let d = delay.load(std::sync::atomic::Ordering::Relaxed);
+                    let due = Instant::now() + Duration::from_millis(d);
+                    if tx.send((due, buf[..n].to_vec())).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = from.shutdown(std::net::Shutdown::Both);
+    });
+    std::thread::spawn(move || {
+        for (due, bytes) in rx {
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            if to.write_all(&bytes).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(std::net::Shutdown::Both);
+    });
+}
