@@ -145,8 +145,12 @@ fn the_documented_timeout_keeps_decisions_on_a_slow_link() {
             for _ in 0..2 {
                 let stop = &stop;
                 s.spawn(move || {
+                    // Paced, as callers are: the share of decisions is then
+                    // a share of time (a reconnection costs the decisions
+                    // of its duration), not of a spinning caller's refusals.
                     while !stop.load(Ordering::Relaxed) {
                         let _ = g.try_acquire(1);
+                        std::thread::sleep(Duration::from_millis(2));
                     }
                 });
             }
