@@ -10,15 +10,16 @@
 //! cargo run --release -p leaparray-benches --bin flood_cost [-- --rounds R]
 //! ```
 //!
-//! `-- --one evict` (or `refuse`) runs one flood of 2^20 decisions through
-//! the 4,096-slot table of that policy, for a profiler.
+//! `-- --one evict` (or `refuse`, `local-evict`, `local-refuse`) runs one
+//! flood of 2^20 decisions through the 4,096-slot table of that kind and
+//! policy, for a profiler.
 
 use std::hint::black_box;
 use std::num::NonZeroU64;
 use std::time::Instant;
 
-use leaparray::keyed::Overflow;
-use leaparray::KeyedGate;
+use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
+use leaparray::{Decision, KeyedGate};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
 const LIMIT: u64 = 10;
@@ -40,16 +41,40 @@ fn key(i: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A table the flood goes through: a shared one (`&self`) or one owner's.
+trait Table {
+    fn decide(&mut self, key: u64, now: u64) -> Decision;
+    fn capacity(&self) -> u64;
+}
+
+impl<const CAP: usize> Table for &KeyedGate<2, CAP> {
+    fn decide(&mut self, key: u64, now: u64) -> Decision {
+        self.try_acquire(key, now, 1)
+    }
+    fn capacity(&self) -> u64 {
+        CAP as u64
+    }
+}
+
+impl Table for HeapLocalKeyedGate<2> {
+    fn decide(&mut self, key: u64, now: u64) -> Decision {
+        self.try_acquire(key, now, 1)
+    }
+    fn capacity(&self) -> u64 {
+        HeapLocalKeyedGate::capacity(self) as u64
+    }
+}
+
 /// A flood through `t`: `n` new keys from `*next` on, the clock moving one
 /// tick per `per_tick` keys (10 times the slots per window of 1,000 ticks).
 /// Gives nanoseconds per decision.
-fn flood<const CAP: usize>(t: &KeyedGate<2, CAP>, next: &mut u64, n: u64) -> f64 {
-    let per_tick = (10 * CAP as u64 / WINDOW.get()).max(1);
+fn flood(t: &mut impl Table, next: &mut u64, n: u64) -> f64 {
+    let per_tick = (10 * t.capacity() / WINDOW.get()).max(1);
     let start = Instant::now();
     for _ in 0..n {
         let i = *next;
         *next += 1;
-        let _ = black_box(t.try_acquire(key(i), i / per_tick, 1));
+        let _ = black_box(t.decide(key(i), i / per_tick));
     }
     start.elapsed().as_nanos() as f64 / n as f64
 }
@@ -59,38 +84,49 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn run<const CAP: usize>(evict: &KeyedGate<2, CAP>, refuse: &KeyedGate<2, CAP>, rounds: usize) {
+fn run(what: &str, mut evict: impl Table, mut refuse: impl Table, rounds: usize) {
     // Fill both tables past full (the flood's first window), then time.
+    let cap = evict.capacity();
     let (mut e, mut r) = (0u64, 0u64);
-    flood(evict, &mut e, 4 * CAP as u64);
-    flood(refuse, &mut r, 4 * CAP as u64);
-    let n = 2 * CAP as u64;
+    flood(&mut evict, &mut e, 4 * cap);
+    flood(&mut refuse, &mut r, 4 * cap);
     let (mut te, mut tr) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        te.push(flood(evict, &mut e, n));
-        tr.push(flood(refuse, &mut r, n));
+        te.push(flood(&mut evict, &mut e, 2 * cap));
+        tr.push(flood(&mut refuse, &mut r, 2 * cap));
     }
     let (me, mr) = (median(te), median(tr));
-    let s = evict.occupancy(e);
-    println!(
-        "| `KeyedGate<2, {CAP}>` | {me:.1} | {mr:.1} | {:.2}x | {} |",
-        me / mr,
-        s.evicted
-    );
+    println!("| {what} | {me:.1} | {mr:.1} | {:.2}x |", me / mr);
+}
+
+fn local(cap: usize, policy: Overflow) -> HeapLocalKeyedGate<2> {
+    HeapLocalKeyedGate::new(cap, WINDOW, LIMIT).with_overflow(policy)
 }
 
 fn main() {
     // `--one evict|refuse`: one flood of 2^20 decisions through the small
     // table of that policy, for a profiler (callgrind counts per decision).
     if let Some(p) = std::env::args().skip_while(|a| a != "--one").nth(1) {
-        let t = if p == "evict" {
+        if let Some(policy) = p.strip_prefix("local-") {
+            let overflow = if policy == "evict" {
+                Overflow::Evict
+            } else {
+                Overflow::Refuse
+            };
+            let mut t = local(SMALL, overflow);
+            let mut next = 0;
+            flood(&mut t, &mut next, 4 * SMALL as u64);
+            println!("{:.1} ns", flood(&mut t, &mut next, 1 << 20));
+            return;
+        }
+        let mut t = if p == "evict" {
             &EVICT_SMALL
         } else {
             &REFUSE_SMALL
         };
         let mut next = 0;
-        flood(t, &mut next, 4 * SMALL as u64);
-        println!("{:.1} ns", flood(t, &mut next, 1 << 20));
+        flood(&mut t, &mut next, 4 * SMALL as u64);
+        println!("{:.1} ns", flood(&mut t, &mut next, 1 << 20));
         return;
     }
     let rounds = std::env::args()
@@ -102,8 +138,25 @@ fn main() {
         "{rounds} interleaved rounds, medians; a flood of new keys at 10x the slots per window"
     );
     println!();
-    println!("| table | `Evict` ns/decision | `Refuse` ns/decision | ratio | evictions |");
-    println!("|---|---:|---:|---:|---:|");
-    run(&EVICT_SMALL, &REFUSE_SMALL, rounds);
-    run(&EVICT_LARGE, &REFUSE_LARGE, rounds.min(5));
+    println!("| table | `Evict` ns/decision | `Refuse` ns/decision | ratio |");
+    println!("|---|---:|---:|---:|");
+    run("`KeyedGate<2, 4096>`", &EVICT_SMALL, &REFUSE_SMALL, rounds);
+    run(
+        "`KeyedGate<2, 2^20>`",
+        &EVICT_LARGE,
+        &REFUSE_LARGE,
+        rounds.min(5),
+    );
+    run(
+        "`LocalKeyedGate<2, _>`, 4,096 slots (heap)",
+        local(SMALL, Overflow::Evict),
+        local(SMALL, Overflow::Refuse),
+        rounds,
+    );
+    run(
+        "`LocalKeyedGate<2, _>`, 2^20 slots (heap)",
+        local(LARGE, Overflow::Evict),
+        local(LARGE, Overflow::Refuse),
+        rounds.min(5),
+    );
 }

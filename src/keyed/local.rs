@@ -907,10 +907,11 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
     /// the index needs no bounds check either).
     #[inline(always)]
     fn at(&self, home: usize, i: usize) -> usize {
-        if self.cap().is_power_of_two() {
-            (home + i) & (self.cap() - 1)
+        let cap = self.cap();
+        if cap & (cap - 1) == 0 {
+            (home + i) & (cap - 1)
         } else {
-            at(self.cap(), home, i)
+            at(cap, home, i)
         }
     }
 
@@ -1114,7 +1115,7 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
                 // valued key of the probe goes, folded into the memory
                 // first, with the high water raised to its newest window.
                 let l = &self.layout;
-                let mut victim = (home, (u64::MAX, u64::MAX));
+                let mut victim = (home, u64::MAX);
                 for i in 0..self.probe() {
                     let at = self.at(home, i);
                     let [k, w] = self.slots.as_ref()[at];

@@ -193,17 +193,27 @@ pub(super) fn bumped(l: &Layout, half: u64, old: u64, c: u64, n: u64) -> u64 {
     (half & !0xff) | demand
 }
 
-/// What an eviction values the slot `s` at, for a caller in window `c`:
-/// the least is evicted first. Its demand halved per window since its
-/// newest, then its demand (a key whose callers' clock lags looks older to
-/// a caller ahead of it: it still outranks a one-shot key that decayed
-/// to as little), then the older newest window.
+/// What an eviction values the slot `s` (a used word) at, for a caller in
+/// window `c`: the least is evicted first. Its demand halved per window
+/// since its newest, then its demand (a key whose callers' clock lags looks
+/// older to a caller ahead of it: it still outranks a one-shot key that
+/// decayed to as little), then the older newest window: in one `u64`, the
+/// two demands in its top 16 bits and the newest window, as its distance
+/// from `c` plus `2^47`, in the low 48 (a word's newest window reads within
+/// `2^(T-1) <= 2^47` windows of `c`, so the order is the windows' order).
 #[inline]
-pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> (u64, u64) {
-    let w = word(s);
-    let d = packed::ahead_of(l, w, c).unwrap_or(0).min(8);
+pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> u64 {
+    let (w, mask) = (word(s), l.id_mask);
+    // The word's newest window relative to `c`, read modulo `2^T` as a
+    // decision reads it: `d` windows before `c`, or after it (late).
+    let d = c.wrapping_sub(w) & mask;
+    let (ahead, rel) = if d <= mask >> 1 {
+        (d, (1u64 << 47).wrapping_sub(d))
+    } else {
+        (0, (1u64 << 47).wrapping_add(mask + 1 - d))
+    };
     let demand = demand_of(key_of(s));
-    (((demand >> d) << 8) | demand, packed::newest_of(l, w, c))
+    ((demand >> ahead.min(8)) << 56) | (demand << 48) | (rel & ((1 << 48) - 1))
 }
 
 /// Folds the gate word `w` of the key with fingerprint `fp`, evicted by a
@@ -513,7 +523,7 @@ impl<const N: usize, W: Words<AtomicU64>> GatePolicy<N, W> {
 /// The context is the caller's window; the rank `value_of`'s.
 impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
     type Context = u64;
-    type Rank = (u64, u64);
+    type Rank = u64;
 
     /// [`Overflow::Evict`], and a memory that can hold what it evicts.
     #[inline(always)]
@@ -527,7 +537,7 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
     }
 
     #[inline]
-    fn rank(&self, tag: u8, v: u64, c: u64) -> (u64, u64) {
+    fn rank(&self, tag: u8, v: u64, c: u64) -> u64 {
         value_of(&self.layout, slot(u64::from(tag), gate_word(v)), c)
     }
 
