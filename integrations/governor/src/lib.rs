@@ -235,13 +235,17 @@ impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
     type Key = K;
 
     fn leaparray(quota: Quota) -> Self {
-        RateLimiter::new(quota, KeyedStore::new(), DefaultClock::default())
+        RateLimiter::new(
+            quota,
+            KeyedStore::new().with_quota(quota),
+            DefaultClock::default(),
+        )
     }
 
     fn leaparray_with_capacity(quota: Quota, capacity: usize) -> Self {
         RateLimiter::new(
             quota,
-            KeyedStore::with_capacity(capacity),
+            KeyedStore::with_capacity(capacity).with_quota(quota),
             DefaultClock::default(),
         )
     }
@@ -253,7 +257,7 @@ impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
     ) -> KeyedRateLimiter<K, NoOpMiddleware, S> {
         RateLimiter::new(
             quota,
-            KeyedStore::with_capacity_and_hasher(capacity, hasher),
+            KeyedStore::with_capacity_and_hasher(capacity, hasher).with_quota(quota),
             DefaultClock::default(),
         )
     }
@@ -433,6 +437,35 @@ impl<K, S> KeyedStore<K, S> {
             hasher,
             key: PhantomData,
         })
+    }
+
+    /// The store sized for `quota`: its memory of evicted keys keeps
+    /// arrival times in generations of a third of the quota's burst period
+    /// (`quota.burst_size_replenished_in()`), so a key evicted under a
+    /// flood is remembered as long as its arrival time is ahead and about
+    /// a third of that period more (crate docs, "Under a flood").
+    /// `RateLimiter::leaparray*` ([`LeapArrayKeyed`]) call it; a store not
+    /// told its quota assumes a burst period of a minute. Call it on a new
+    /// store: what a used store remembered becomes one floor that every key
+    /// starts from until its time passes.
+    ///
+    /// ```
+    /// use governor::{clock::DefaultClock, Quota, RateLimiter};
+    /// use leaparray_governor::KeyedRateLimiter;
+    /// use leaparray_governor::KeyedStore;
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let quota = Quota::per_second(nonzero!(10u32));
+    /// let store = KeyedStore::with_capacity(4096).with_quota(quota);
+    /// let limiter: KeyedRateLimiter<u64> = RateLimiter::new(quota, store, DefaultClock::default());
+    /// assert!(limiter.check_key(&1).is_ok());
+    /// ```
+    #[must_use]
+    pub fn with_quota(mut self, quota: Quota) -> Self {
+        let horizon =
+            u64::try_from(quota.burst_size_replenished_in().as_nanos()).unwrap_or(u64::MAX);
+        self.table.set_horizon(horizon);
+        self
     }
 
     /// Slots in the store.

@@ -103,7 +103,7 @@ use crate::CapacityError;
 
 use crate::sync::{
     AtomicU64,
-    Ordering::{AcqRel, Acquire},
+    Ordering::{AcqRel, Acquire, Relaxed},
 };
 
 /// The largest TAT a slot holds (2^63 - 1 ns, 292 years after the
@@ -120,22 +120,36 @@ const fn tat_of(v: u64) -> Option<u64> {
     }
 }
 
-/// Rows of the memory of evicted TATs: a key has one cell in each.
-pub(crate) const ROWS: usize = 3;
+/// Planes of the memory: generations of arrival times live at once.
+pub(crate) const PLANES: usize = 4;
 
-/// Memory cells (64-bit) per slot (16 bytes): the memory is at most twice
-/// the slots' bytes, the whole table at most three times.
-pub(crate) const CELLS_PER_SLOT: usize = 4;
+/// Bits a key sets in its word of a plane.
+pub(crate) const BITS: u32 = 3;
 
-/// A 64-bit mix (the SplitMix64 finalizer): row `r`'s cell of a key is
-/// picked by the mix of its fingerprint and `r`, so the rows' picks are
-/// independent for a uniform fingerprint.
+/// Cells (bits) of a word; its top 16 bits are the generation's tag.
+const CELLS: u64 = 48;
+
+/// The horizon of a store not told its quota: a burst period of a minute.
+pub(crate) const DEFAULT_HORIZON: u64 = 60_000_000_000;
+
+/// A 64-bit mix (the SplitMix64 finalizer).
 #[inline(always)]
 const fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
+
+/// The tag of generation `g` in a word.
+#[inline(always)]
+const fn tag(g: u64) -> u64 {
+    g & 0xffff
+}
+
+/// A key's words, one per plane, in one aligned block (one cache line
+/// read for an estimate).
+#[repr(align(32))]
+struct Block([AtomicU64; PLANES]);
 
 /// Who calls the table: the key's fingerprint and the attempts of its
 /// call that failed (module docs, "Progress").
@@ -151,21 +165,64 @@ impl Caller {
 }
 
 /// The GCRA policy: the memory of evicted and freed TATs (module docs,
-/// "Eviction").
+/// "The memory of evicted keys").
 pub(crate) struct Gcra {
-    /// [`ROWS`] rows of `width` cells, row `r` at `r * width..`.
-    cells: Box<[AtomicU64]>,
-    /// Cells in a row: `4 * CAP / ROWS` (at least 1).
-    width: usize,
+    /// One block per slot: a key's word in each plane.
+    blocks: Box<[Block]>,
+    /// The generation each plane holds (0: none yet).
+    ids: [AtomicU64; PLANES],
+    /// At least every TAT of a generation that left its plane.
+    floor: AtomicU64,
+    /// A generation's width in ns: the horizon over `PLANES - 1`, rounded
+    /// up (at least 1).
+    width: AtomicU64,
 }
 
 impl Gcra {
-    /// The cell of fingerprint `fp` in row `r`.
+    /// The block of fingerprint `fp` and the bits it sets in a word.
     #[inline(always)]
-    fn cell(&self, fp: u64, r: usize) -> &AtomicU64 {
-        let h = mix(fp ^ 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1));
-        let c = ((u128::from(h) * self.width as u128) >> 64) as usize;
-        &self.cells[r * self.width + c]
+    fn cells(&self, fp: u64) -> (&Block, u64) {
+        let h = mix(fp ^ 0x9e37_79b9_7f4a_7c15);
+        let b = ((u128::from(h) * self.blocks.len() as u128) >> 64) as usize;
+        let mut bits = mix(h);
+        let mut mask = 0;
+        for _ in 0..BITS {
+            mask |= 1 << (((bits & 0xffff) * CELLS) >> 16);
+            bits >>= 16;
+        }
+        (&self.blocks[b], mask)
+    }
+
+    /// A generation's width (ns).
+    #[inline(always)]
+    fn width(&self) -> u64 {
+        // ORDERING: written only through `&mut` (`set_horizon`).
+        self.width.load(Relaxed)
+    }
+
+    /// Raises the floor to `tat` (module docs: what leaves the planes).
+    #[inline]
+    fn lift(&self, tat: u64) {
+        // ORDERING: released before the plane id changes (a reader reads
+        // the id, then the floor).
+        self.floor.fetch_max(tat.min(MAX_TAT.get()), AcqRel);
+    }
+
+    /// Sizes generations for a burst period of `horizon` ns; what was
+    /// remembered moves to the floor (module docs). Called only through
+    /// [`Table::set_horizon`]'s `&mut`: no call races it.
+    fn set_horizon(&self, horizon: u64) {
+        let width = self.width();
+        for id in &self.ids {
+            self.lift(id.swap(0, AcqRel).saturating_mul(width));
+        }
+        for b in self.blocks.iter() {
+            for w in &b.0 {
+                w.store(0, Relaxed);
+            }
+        }
+        self.width
+            .store(horizon.div_ceil(PLANES as u64 - 1).max(1), Relaxed);
     }
 }
 
@@ -182,33 +239,87 @@ impl Policy for Gcra {
         tat
     }
 
-    /// Each of the key's cells rises to at least its TAT. A maximum:
-    /// folding one TAT twice is folding it once.
+    /// The key's bits in the plane of its TAT's generation, or the floor
+    /// (module docs). Only ever raises.
     fn fold(&self, fp: u64, _: u8, tat: u64, cx: Caller) {
         // Before the swap that evicts a key whose caller may be inside
         // `f` (module docs, "Progress").
         if cx.attempt > 0 {
             backoff(cx.attempt);
         }
-        for r in 0..ROWS {
+        if tat == 0 {
+            return;
+        }
+        let width = self.width();
+        let g = tat.div_ceil(width);
+        let plane = (g % PLANES as u64) as usize;
+        let id = &self.ids[plane];
+        let mut cur = id.load(Acquire);
+        loop {
+            if cur > g {
+                // A later generation holds the plane.
+                self.lift(tat);
+                return;
+            }
+            if cur == g {
+                break;
+            }
+            // Generation `cur` leaves the plane: its bound goes to the
+            // floor first.
+            self.lift(cur.saturating_mul(width));
+            // ORDERING: releases the floor to whoever reads this id.
+            match id.compare_exchange(cur, g, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        let (block, mask) = self.cells(fp);
+        let word = &block.0[plane];
+        let mut w = word.load(Acquire);
+        loop {
+            let new = if w >> CELLS == tag(g) {
+                if w & mask == mask {
+                    return;
+                }
+                w | mask
+            } else {
+                // An older generation's word, or a later one's: the id
+                // tells (module docs).
+                if id.load(Acquire) > g {
+                    self.lift(tat);
+                    return;
+                }
+                (tag(g) << CELLS) | mask
+            };
             // ORDERING: released by the table's swap that evicts or frees.
-            self.cell(fp, r).fetch_max(tat, AcqRel);
+            match word.compare_exchange(w, new, AcqRel, Acquire) {
+                Ok(_) => return,
+                Err(actual) => w = actual,
+            }
         }
     }
 
-    /// The least of the key's cells (0: none), never below a TAT of its
-    /// own that was folded. A cell holds only folded TATs (values), so
-    /// the least is one ([`MAX_TAT`] otherwise, never reached).
+    /// The end of the latest generation whose plane holds all the key's
+    /// bits, or the floor if later (0: none): never below a TAT of its own
+    /// that was folded (module docs).
     fn start(&self, fp: u64, cx: Caller) -> Start {
         // Before the swap that settles another key's claim, whose caller
         // may be inside `f` (module docs, "Progress").
         if cx.attempt > 0 && fp != cx.fp {
             backoff(cx.attempt);
         }
-        let estimate = (0..ROWS)
-            .map(|r| self.cell(fp, r).load(Acquire))
-            .min()
-            .unwrap_or(0);
+        let (block, mask) = self.cells(fp);
+        let words: [u64; PLANES] = core::array::from_fn(|p| block.0[p].load(Acquire));
+        // After the words, and the floor after the ids (module docs).
+        let ids: [u64; PLANES] = core::array::from_fn(|p| self.ids[p].load(Acquire));
+        let mut estimate = self.floor.load(Acquire);
+        let width = self.width();
+        for p in 0..PLANES {
+            let (w, g) = (words[p], ids[p]);
+            if g != 0 && w >> CELLS == tag(g) && w & mask == mask {
+                estimate = estimate.max(g.saturating_mul(width));
+            }
+        }
         Start {
             word: Value::new(estimate).unwrap_or(MAX_TAT),
             remembered: false,
@@ -227,21 +338,30 @@ impl Table {
             return Err(CapacityError::Zero);
         }
         let oom = CapacityError::OutOfMemory { capacity: cap };
-        let width = (CELLS_PER_SLOT.checked_mul(cap).ok_or(oom)? / ROWS).max(1);
         let mut slots = Vec::new();
         slots.try_reserve_exact(cap).map_err(|_| oom)?;
         slots.extend((0..cap).map(|_| Slot::new()));
-        let mut cells = Vec::new();
-        cells.try_reserve_exact(ROWS * width).map_err(|_| oom)?;
+        let mut blocks = Vec::new();
+        blocks.try_reserve_exact(cap).map_err(|_| oom)?;
         // Written (not calloc'd) so their pages are resident from `new`.
-        cells.extend((0..ROWS * width).map(|_| AtomicU64::new(0)));
-        Ok(Table(leaparray::keyed::Table::new(
+        blocks.extend((0..cap).map(|_| Block(core::array::from_fn(|_| AtomicU64::new(0)))));
+        let mut t = Table(leaparray::keyed::Table::new(
             slots.into_boxed_slice(),
             Gcra {
-                cells: cells.into_boxed_slice(),
-                width,
+                blocks: blocks.into_boxed_slice(),
+                ids: core::array::from_fn(|_| AtomicU64::new(0)),
+                floor: AtomicU64::new(0),
+                width: AtomicU64::new(1),
             },
-        )))
+        ));
+        t.set_horizon(DEFAULT_HORIZON);
+        Ok(t)
+    }
+
+    /// Sizes the memory's generations for a quota whose burst refills in
+    /// `horizon` ns (module docs); what it remembered moves to the floor.
+    pub(crate) fn set_horizon(&mut self, horizon: u64) {
+        self.0.policy().set_horizon(horizon);
     }
 
     /// Governor's `measure_and_replace` for the key whose hash is `hash`:
