@@ -61,6 +61,15 @@ impl BuildHasher for Id {
 
 type Store = KeyedStore<u64, Id>;
 
+/// A store of 2 slots sized for a burst period of 1 ns: generations of the
+/// memory of evicted keys are 1 ns wide, so a key's start is its own
+/// folded TAT exactly in these models (`src/slot.rs`, "The memory of
+/// evicted keys").
+fn store() -> Store {
+    let one_ns = governor::Quota::with_period(std::time::Duration::from_nanos(1)).unwrap();
+    Store::with_capacity_and_hasher(2, Id).with_quota(one_ns)
+}
+
 /// Home slot 0 and home slot 1 of a 2-slot table.
 const HOME0: u64 = 1;
 const HOME1: u64 = 1 << 63;
@@ -106,7 +115,7 @@ fn two_threads_on_one_key_never_update_from_one_value() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         assert_eq!(decide(&store, HOME0, 90, 10, 10, &runs), Ok(90));
         let (a, b) = (store.clone(), store.clone());
@@ -139,7 +148,7 @@ fn two_threads_inserting_one_key_end_with_one_slot() {
     let mut model = loom::model::Builder::new();
     model.preemption_bound = Some(3);
     model.check(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         let x = HOME0;
         let k = HOME0 + 1;
@@ -178,7 +187,7 @@ fn two_threads_inserting_one_key_end_with_one_slot() {
 #[test]
 fn retain_recent_never_loses_an_update() {
     loom::model(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         let k = HOME1;
         assert_eq!(decide(&store, k, 100, 10, 0, &runs), Ok(100));
@@ -216,7 +225,7 @@ fn an_eviction_races_an_update_of_the_evicted_key() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         let other = Arc::new(AtomicUsize::new(0));
         assert_eq!(decide(&store, A, 100, 10, 10, &other), Ok(100));
