@@ -105,6 +105,22 @@ fn an_evicted_key_returns_with_what_it_had_booked() {
 /// arrival times, which only refuses more.) The store is told its quota.
 #[test]
 fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
+    let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
+    two_keys_in_one_slot(quota, KeyedStore::with_capacity(1).with_quota(quota));
+}
+
+/// The same with a store told a burst period of 1 ns (generations of 1
+/// ns, so a plane is taken over while its generation is still ahead): what
+/// leaves a plane goes to the floor, and the keys are refused more, never
+/// admitted past their quota (`src/slot.rs`, "How far above", (c)).
+#[test]
+fn a_store_told_too_short_a_burst_period_admits_nothing_more() {
+    let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
+    let one_ns = Quota::with_period(Duration::from_nanos(1)).unwrap();
+    two_keys_in_one_slot(quota, KeyedStore::with_capacity(1).with_quota(one_ns));
+}
+
+fn two_keys_in_one_slot(quota: Quota, store: KeyedStore<u32>) {
     let mut r = 7u64;
     let mut next = || {
         r ^= r << 13;
@@ -112,13 +128,8 @@ fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
         r ^= r << 17;
         r
     };
-    let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
     let clock = FakeRelativeClock::default();
-    let lim: Lim = RateLimiter::new(
-        quota,
-        KeyedStore::with_capacity(1).with_quota(quota),
-        clock.clone(),
-    );
+    let lim: Lim = RateLimiter::new(quota, store, clock.clone());
     let mut admitted: [Vec<Duration>; 2] = [vec![], vec![]];
     let mut at = Duration::ZERO;
     for _ in 0..5_000 {
