@@ -4,11 +4,13 @@
 //! table per minute and one new key every microsecond (about 915x for
 //! 65,536 slots), 16,000,000 flood keys each (`LOCKOUT_KEYS` to change).
 //!
-//! `cargo run --release -p leaparray-governor --example lockout`
+//! `cargo run --release -p leaparray-governor --example lockout` (exit
+//! code 1 if a returning flood key was admitted past its quota).
 
 #[path = "../tests/common/lockout.rs"]
 mod lockout;
 
+use std::process::ExitCode;
 use std::time::Duration;
 
 use governor::state::keyed::DashMapStateStore;
@@ -17,7 +19,8 @@ use lockout::{run, Scenario};
 
 const CAP: usize = 65_536;
 
-fn main() {
+fn main() -> ExitCode {
+    let mut over = 0;
     let keys: u64 = std::env::var("LOCKOUT_KEYS")
         .ok()
         .and_then(|k| k.parse().ok())
@@ -40,6 +43,7 @@ fn main() {
                 KeyedStore::<u64>::with_capacity(CAP).with_quota(s.quota()),
             );
             let theirs = run(&s, DashMapStateStore::<u64>::default());
+            over += ours.over;
             println!(
                 "{name:>16} | {burst} | {:.1}% ({}/{}) / {:.1}% | {} ({}); DashMap over {}",
                 100.0 * ours.legit_admitted as f64 / ours.legit_asked as f64,
@@ -52,4 +56,9 @@ fn main() {
             );
         }
     }
+    if over > 0 {
+        eprintln!("{over} admissions past a key's quota");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }

@@ -81,10 +81,10 @@
 //! memory holds the flood's arrival times. A first-time user is refused
 //! only for a false positive in a generation still ahead (above). While
 //! the flood is about 10x the table per burst period, that is a few
-//! percent; past it, the generations fill: at 100x and more, more than a
-//! quarter of first-time users of a burst-1 quota are refused (the
-//! crate's README, "Numbers": 10x, 100x and a key a microsecond, bursts 1
-//! and 5). No fixed memory of 48 bytes a slot does much better: to refuse
+//! percent; past it, the generations fill: at 100x and more, most
+//! first-time users of a burst-1 quota are refused (the crate's README,
+//! "Numbers": 10x, 100x and a key a microsecond, bursts 1 and 5). No
+//! fixed memory of 48 bytes a slot reaches 95% there: to refuse
 //! every flood key that comes back within its burst period while
 //! admitting a share `1 - e` of new keys, a memory holds at least
 //! `log2(1/e)` bits per flood key live (an approximate membership
