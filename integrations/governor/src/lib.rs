@@ -30,9 +30,11 @@
 //!
 //! # Guarantees
 //!
-//! - **Exactness with room.** While no probe of 16 slots has been full of
-//!   keys with live arrival times (so no key was evicted before its time
-//!   passed), each decision is the one governor's `DashMap` store makes,
+//! - **Exactness with room.** While every key evicted from a full probe
+//!   of 16 slots had an arrival time at least the quota's burst period
+//!   before the latest one written (a key evicted sooner comes back reading
+//!   up to a third of that period late: "The memory of evicted keys",
+//!   below), each decision is the one governor's `DashMap` store makes,
 //!   request for request, `retain_recent` included, for callers on one
 //!   clock (`tests/differential.rs`).
 //! - **No key past its quota.** An update swaps the whole slot from exactly
