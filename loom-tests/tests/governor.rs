@@ -61,6 +61,18 @@ impl BuildHasher for Id {
 
 type Store = KeyedStore<u64, Id>;
 
+/// A store of 2 slots sized for a burst period of 3 ns: generations of the
+/// memory of evicted keys are 1 ns wide, so a key's start is its own
+/// folded TAT exactly in these models (`src/slot.rs`, "The memory of
+/// evicted keys"), and a TAT 3 ns or more before the latest written goes
+/// to the floor ("A time that has passed").
+fn store() -> Store {
+    let three_ns = governor::Quota::with_period(std::time::Duration::from_nanos(1))
+        .unwrap()
+        .allow_burst(std::num::NonZeroU32::new(3).unwrap());
+    Store::with_capacity_and_hasher(2, Id).with_quota(three_ns)
+}
+
 /// Home slot 0 and home slot 1 of a 2-slot table.
 const HOME0: u64 = 1;
 const HOME1: u64 = 1 << 63;
@@ -106,7 +118,7 @@ fn two_threads_on_one_key_never_update_from_one_value() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         assert_eq!(decide(&store, HOME0, 90, 10, 10, &runs), Ok(90));
         let (a, b) = (store.clone(), store.clone());
@@ -139,7 +151,7 @@ fn two_threads_inserting_one_key_end_with_one_slot() {
     let mut model = loom::model::Builder::new();
     model.preemption_bound = Some(3);
     model.check(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         let x = HOME0;
         let k = HOME0 + 1;
@@ -178,7 +190,7 @@ fn two_threads_inserting_one_key_end_with_one_slot() {
 #[test]
 fn retain_recent_never_loses_an_update() {
     loom::model(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         let k = HOME1;
         assert_eq!(decide(&store, k, 100, 10, 0, &runs), Ok(100));
@@ -195,15 +207,16 @@ fn retain_recent_never_loses_an_update() {
 }
 
 /// An eviction races an update of the evicted key. Keys A (1), X (2) and
-/// K (4) all have home 0 in the 2-slot table, and A's cells are not all
-/// K's (so only A's own fold can raise A's estimate, and K starts from
-/// nothing: of the keys 3 to 11, 4, 6, 8 and 9 have such cells). A is at TAT 110 (it
-/// booked at 100; burst 2: cell time 10, tolerance 10), X at 210. Thread 1
+/// K (4) all have home 0 in the 2-slot table. A is at TAT 110 (it
+/// booked at 100; burst 2: cell time 10, tolerance 10), X at 121 (booked
+/// at 111: a caller 11 ns ahead, so a TAT of 118 or less has passed for
+/// it and goes to the memory's floor, exactly; 120 goes to a generation).
+/// Thread 1
 /// decides A at 100; thread 2 inserts K at 100, so evicts A (the earliest
 /// TAT). Either thread 1's swap lands first (the eviction's swap fails, it
 /// scans again and folds A's new TAT 120), or the eviction's does (thread
 /// 1's swap fails, it scans again, reinserts A, and its settler starts A
-/// from A's cells, which the fold raised to 110 before the evicting swap).
+/// from the memory, which the fold raised to 110 before the evicting swap).
 /// Either way thread 1 decides from 110, and A, asked again at 100, is
 /// refused (its burst is spent). Both schedules are seen. Mutation caught:
 /// folding after the evicting swap (thread 1 can start A from 0 and is
@@ -216,11 +229,11 @@ fn an_eviction_races_an_update_of_the_evicted_key() {
     let seen = Seen::new();
     let record = seen.recorder();
     loom::model(move || {
-        let store = Arc::new(Store::with_capacity_and_hasher(2, Id));
+        let store = Arc::new(store());
         let runs = Arc::new(AtomicUsize::new(0));
         let other = Arc::new(AtomicUsize::new(0));
         assert_eq!(decide(&store, A, 100, 10, 10, &other), Ok(100));
-        assert_eq!(decide(&store, X, 200, 10, 10, &other), Ok(200));
+        assert_eq!(decide(&store, X, 111, 10, 10, &other), Ok(111));
         let (a, b) = (store.clone(), store.clone());
         let (ra, rb) = (runs.clone(), other.clone());
         let t1 = spawn(move || decide(&a, A, 100, 10, 10, &ra));

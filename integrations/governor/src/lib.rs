@@ -30,21 +30,23 @@
 //!
 //! # Guarantees
 //!
-//! - **Exactness with room.** While no probe of 16 slots has been full of
-//!   keys with live arrival times (so no key was evicted before its time
-//!   passed), each decision is the one governor's `DashMap` store makes,
+//! - **Exactness with room.** While every key evicted from a full probe
+//!   of 16 slots had an arrival time at least the quota's burst period
+//!   before the latest one written (a key evicted sooner comes back reading
+//!   up to a third of that period late: "The memory of evicted keys",
+//!   below), each decision is the one governor's `DashMap` store makes,
 //!   request for request, `retain_recent` included, for callers on one
 //!   clock (`tests/differential.rs`).
 //! - **No key past its quota.** An update swaps the whole slot from exactly
 //!   the value governor's closure saw (its "update only if unchanged",
 //!   leaparray's keyed slot table, `leaparray::keyed::Table`). A new key whose probe (16 slots) is full evicts the
 //!   key with the earliest arrival time there, after folding that time into
-//!   the key's 3 cells of a fixed memory (each cell keeps the maximum folded
-//!   into it); `retain_recent` folds what it frees the same way. A key
-//!   inserted later starts from the least of its cells, never below its own
-//!   folded arrival time, so each key's admissions are ones governor alone
-//!   would admit (`tests/differential.rs`, the flood half: every admitted
-//!   request, replayed with only its key's admissions into a fresh governor
+//!   a fixed memory of evicted keys (`src/slot.rs`); `retain_recent` folds
+//!   what it frees the same way. A key inserted later starts from the
+//!   memory's estimate, never below its own folded arrival time, so each
+//!   key's admissions are ones governor alone would admit
+//!   (`tests/differential.rs`, the flood half: every admitted request,
+//!   replayed with only its key's admissions into a fresh governor
 //!   limiter, is admitted there). A caller whose clock is behind the one
 //!   that evicted or freed a key is limited as if the key had stayed.
 //! - **Fingerprint collisions only refuse more.** A key's fingerprint is
@@ -54,20 +56,43 @@
 //!   probe with probability at most `16 * 2^-56` (2.2e-16), for a hasher
 //!   whose output is uniform (the default, [`RandomSip13`]: std's
 //!   SipHash-1-3 with random keys, which an attacker cannot aim).
-//! - **The memory of evicted keys only refuses more.** A key that has no
-//!   arrival time of its own starts from another's when each of its 3
-//!   cells was raised by other keys' folds to a time not yet passed: it is
+//! - **The memory of evicted keys only refuses more.** It keeps arrival
+//!   times in generations of a third of the quota's burst period `D`
+//!   ([`KeyedStore::with_quota`]; `RateLimiter::leaparray*` tell it the
+//!   quota, a store not told assumes `D` is a minute), four generations at
+//!   once, a key's 3 bits per generation in one 48-bit word of a 32-byte
+//!   block per slot. A key with no arrival time of its own starts from
+//!   another's when (a) other keys' bits cover its own in a generation
+//!   still ahead (a false positive: with `n` keys evicted per generation,
+//!   about `(1 - e^(-3n / (48 * CAP)))^3` per generation), or (b) the
+//!   quota's burst period is longer than the store was told (or callers'
+//!   clocks lag by more than a generation): the memory's floor is then
+//!   ahead of `now` and every new key starts from it. Either way it is
 //!   refused more (part of its burst counts as spent), never admitted
-//!   more. With `L` keys evicted or freed whose arrival times are still
-//!   ahead, and `W = 4 * CAP / 3` cells per row, this happens to a given
-//!   key with probability at most `(L / W)^3`, modelling each row's pick as
-//!   an independent uniform hash (8.3e-4 for `L = CAP / 8`; 4.3e-7 for
-//!   `L = CAP / 100`). Cells never expire: a folded time at or before `now`
-//!   decides as no state.
-//! - **Fixed memory.** `16 * CAP` bytes of slots and `8 * 3 * W <= 32 * CAP`
-//!   bytes of memory cells (at most three times the slots' bytes in all),
-//!   allocated and written by `new`, and the store's few words; nothing
-//!   allocates after it.
+//!   more. An evicted key's own arrival time is read up to a third of `D`
+//!   late (its generation's end). Nothing expires in bulk: a time at or
+//!   before `now` decides as no state.
+//! - **Fixed memory.** `16 * CAP` bytes of slots and `32 * CAP` bytes of
+//!   memory (48 bytes a slot), allocated and written by `new`, and the
+//!   store's few words; nothing allocates after it.
+//!
+//! # Under a flood
+//!
+//! A flood of new keys, each asking once, many more per burst period than
+//! the store has slots: each evicts a key and is evicted in turn, and the
+//! memory holds the flood's arrival times. A first-time user is refused
+//! only for a false positive in a generation still ahead (above). While
+//! the flood is about 10x the table per burst period, that is a few
+//! percent; past it, the generations fill: at 100x and more, most
+//! first-time users of a burst-1 quota are refused (the crate's README,
+//! "Numbers": 10x, 100x and a key a microsecond, bursts 1 and 5). No
+//! fixed memory of 48 bytes a slot reaches 95% there: to refuse
+//! every flood key that comes back within its burst period while
+//! admitting a share `1 - e` of new keys, a memory holds at least
+//! `log2(1/e)` bits per flood key live (an approximate membership
+//! filter's bound); at 100x the table it has 3.8 bits a key (at best 93%
+//! of a burst-1 quota's newcomers), at a key a microsecond for 16 seconds
+//! 1.6 bits (at best 66% at the end).
 //!
 //! # Progress
 //!
@@ -235,13 +260,17 @@ impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
     type Key = K;
 
     fn leaparray(quota: Quota) -> Self {
-        RateLimiter::new(quota, KeyedStore::new(), DefaultClock::default())
+        RateLimiter::new(
+            quota,
+            KeyedStore::new().with_quota(quota),
+            DefaultClock::default(),
+        )
     }
 
     fn leaparray_with_capacity(quota: Quota, capacity: usize) -> Self {
         RateLimiter::new(
             quota,
-            KeyedStore::with_capacity(capacity),
+            KeyedStore::with_capacity(capacity).with_quota(quota),
             DefaultClock::default(),
         )
     }
@@ -253,7 +282,7 @@ impl<K: Hash + Eq + Clone> LeapArrayKeyed for KeyedRateLimiter<K> {
     ) -> KeyedRateLimiter<K, NoOpMiddleware, S> {
         RateLimiter::new(
             quota,
-            KeyedStore::with_capacity_and_hasher(capacity, hasher),
+            KeyedStore::with_capacity_and_hasher(capacity, hasher).with_quota(quota),
             DefaultClock::default(),
         )
     }
@@ -433,6 +462,35 @@ impl<K, S> KeyedStore<K, S> {
             hasher,
             key: PhantomData,
         })
+    }
+
+    /// The store sized for `quota`: its memory of evicted keys keeps
+    /// arrival times in generations of a third of the quota's burst period
+    /// (`quota.burst_size_replenished_in()`), so a key evicted under a
+    /// flood is remembered as long as its arrival time is ahead and about
+    /// a third of that period more (crate docs, "Under a flood").
+    /// `RateLimiter::leaparray*` ([`LeapArrayKeyed`]) call it; a store not
+    /// told its quota assumes a burst period of a minute. Call it on a new
+    /// store: what a used store remembered becomes one floor that every key
+    /// starts from until its time passes.
+    ///
+    /// ```
+    /// use governor::{clock::DefaultClock, Quota, RateLimiter};
+    /// use leaparray_governor::KeyedRateLimiter;
+    /// use leaparray_governor::KeyedStore;
+    /// use nonzero_ext::nonzero;
+    ///
+    /// let quota = Quota::per_second(nonzero!(10u32));
+    /// let store = KeyedStore::with_capacity(4096).with_quota(quota);
+    /// let limiter: KeyedRateLimiter<u64> = RateLimiter::new(quota, store, DefaultClock::default());
+    /// assert!(limiter.check_key(&1).is_ok());
+    /// ```
+    #[must_use]
+    pub fn with_quota(mut self, quota: Quota) -> Self {
+        let horizon =
+            u64::try_from(quota.burst_size_replenished_in().as_nanos()).unwrap_or(u64::MAX);
+        self.table.set_horizon(horizon);
+        self
     }
 
     /// Slots in the store.

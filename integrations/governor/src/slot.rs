@@ -30,28 +30,121 @@
 //! evicting one loses nothing, and the policy needs no time: no slot is
 //! ever recyclable without an eviction.
 //!
-//! The *memory* is [`ROWS`] rows of 64-bit cells, [`CELLS_PER_SLOT`]` *
-//! CAP` cells in all (twice the slots' bytes; the whole table three
-//! times). A key's cells are one per row, picked by hashes of its
-//! fingerprint (all a slot knows of its key). The fold of an evicted (or,
-//! by `retain_recent`, freed) key raises each of its cells to its TAT,
-//! `cell = max(cell, tat)` (`fetch_max`, `AcqRel`); the table calls it
-//! before the swap that takes the slot. A settler starts its key from the
-//! *estimate*, the least of its cells (count-min), read after it read the
-//! key's probe. Folding is a maximum, so folding a key twice (an eviction
-//! whose swap lost, then another) never raises it past its own TAT, and
-//! folding the smallest live TAT raises the cells least (other keys that
-//! share a cell are over-estimated least); other keys' folds only raise
-//! cells (a stricter start, never a laxer one). Cells never expire: a TAT
-//! at or before `now` is the same as absent, so an old cell costs nothing
-//! once its time has passed.
+//! # The memory of evicted keys
+//!
+//! Evicted (and, by `retain_recent`, freed) keys are remembered in
+//! *generations* of arrival times. A generation is `width` ns of TATs:
+//! generation `g` holds TATs in `((g - 1) * width, g * width]`, and
+//! `width` is the quota's burst period `D` (`Quota::burst_size_replenished_in`,
+//! [`Table::set_horizon`]; a minute if the store is not told) over
+//! `PLANES - 1`, rounded up. [`PLANES`] planes hold the live
+//! generations, generation `g` in plane `g mod PLANES`, each plane with
+//! its generation's id (`ids`). Each slot brings one 32-byte block of
+//! [`PLANES`] words, one per plane; a key's block and the [`BITS`] bits
+//! it sets in a word (of 48; the top 16 bits are the word's generation
+//! tag, `g mod 2^16`) are hashes of its fingerprint. A key's words are one
+//! aligned block: its estimate reads one cache line.
+//!
+//! - **A cell's meaning**: the key's bits set in its word of plane `p`,
+//!   the word tagged and the plane's id both `g`: a key with these bits
+//!   was folded with a TAT at most `g * width`. The *floor* is at least
+//!   every TAT of a generation that left its plane.
+//! - **Fold** (before the swap that evicts or frees, with the key's TAT
+//!   `t`): `g = ceil(t / width)`. Raise the plane's id to `g` by a
+//!   compare-and-swap, first lifting the floor to the end of the
+//!   generation it replaces (`id * width`); if the id is already later
+//!   than `g`, lift the floor to `t` and stop. Then set the key's bits in
+//!   its word: if the word is tagged `g`, OR them in; otherwise reread the
+//!   id, lift the floor to `t` and stop if it is later than `g`, else
+//!   reset the word to tag `g` with only these bits. A compare-and-swap
+//!   loop. Only ever raises: folding a key twice is folding it once.
+//! - **Estimate** (a settler's start): read the key's words, *then* the
+//!   ids, *then* the floor. The estimate is the largest of the floor and
+//!   `g * width` over the planes whose id `g` tags the key's word with all
+//!   its bits set (0: none, a new key).
+//!
+//! Nothing expires in bulk: a plane is taken over by the first fold of a
+//! later generation, word by word, as in leaparray's own memory
+//! (`src/keyed/memory.rs`).
+//!
+//! ## A time that has passed
+//!
+//! A TAT at or before the caller's `now` needs no generation: it goes to
+//! the floor, exactly, and decides as no state for every caller at or
+//! after it. The memory knows two such times: `retain_recent`'s
+//! `drop_below` (governor passes its `now`), and `high - D`, where `high`
+//! is at most the latest TAT written (raised by eighths of a generation)
+//! and an admission writes at most `D` past its caller's `now`. So a key
+//! freed by `retain_recent`, or evicted long enough after its time passed,
+//! comes back deciding as governor's `DashMap` store decides for a new
+//! key; one evicted within `D` after its time passed may read up to its
+//! generation's end.
+//!
+//! ## Why an estimate is never below what a key booked
+//!
+//! Key `K` is evicted by thread E with TAT `t` (at least what its own
+//! admissions booked: the slot only ever holds a TAT governor's closure
+//! decided from a start at least its own) and comes back, settled by
+//! thread S. E's fold returns after it either set `K`'s bits in its word
+//! of plane `g` tagged `g` with the id at `g`, or lifted the floor to
+//! `t`; both before E's evicting swap, which S's probe reads synchronize
+//! with (the table's argument, "A slot changes hands"). From then on the
+//! bits leave the word only when a fold of a later generation resets it,
+//! which it does only after reading the plane's id later than `g`; the id
+//! changes from `g` only by a compare-and-swap made after lifting the
+//! floor to `g * width >= t`. So S reads either the word tagged `g` with
+//! the bits and an id of `g` (estimate `>= g * width >= t`), or an id
+//! later than `g`, or a word reset after it, and then reads the floor
+//! after that id: `>= t`. Other keys' folds only raise. The race the
+//! order of reads closes:
+//!
+//! ```text
+//!  Thread 1 (estimates K, gen g)         Thread 2 (folds generation g + 4)
+//!  -----------------------------------   -----------------------------------
+//!  reads K's word: tag g, bits set
+//!                                        floor: lift to g * width
+//!                                        plane id: g -> g + 4
+//!                                        K's word: reset to tag g + 4
+//!  reads the plane's id: g + 4, so the
+//!  word is no estimate; reads the floor
+//!  after the id: >= g * width >= t
+//!  (the floor read before the id, or the
+//!  floor lifted after the id's swap,
+//!  could read below t: under)
+//! ```
+//!
+//! ## How far above
+//!
+//! A key's estimate is above its own TAT only by (a) rounding up to its
+//! generation's end (less than `width = D / 3`); (b) another key's bits
+//! covering its own in a plane whose generation is still ahead of `now`
+//! (a false positive of a blocked Bloom filter: with `n` keys folded per
+//! generation in `C` blocks, about `(1 - e^(-3n/48C))^3` per plane); (c)
+//! the floor, which stays at or before `now` while every TAT folded is at
+//! most `D` ahead of its caller's `now` (GCRA: an admission writes at most
+//! `now + D`, a refusal writes nothing), since a plane is taken over for
+//! generation `g + 4` only by a TAT above `(g + 3) * width >= g * width +
+//! D`; with a horizon shorter than the quota's burst period, or callers
+//! whose clocks lag by more than a generation, the floor can be ahead of
+//! `now` and every new key starts from it (refused more, never admitted
+//! more). A key started high by (b) that is admitted folds its own later
+//! TAT, which is past its start's generation end, into the next
+//! generation: the ratchet of a memory that folds what a start inflated is
+//! left for its false positives, and each link of such a chain moves a
+//! block a generation on (a third of `D`) where a memory of exact times
+//! moved it by the key's own booking. Where nearly every key is a false
+//! positive (a table far smaller than the keys live at once: a store of
+//! one slot), a few such links reach past the burst and the block's keys
+//! are refused until its times pass. A TAT at or
+//! before `now` decides as no state (`max(tat, now)`), so a generation
+//! whose end has passed costs nothing before it is taken over.
 //!
 //! So a key that comes back after it was evicted or freed starts from at
-//! least its own folded TAT (the table's argument, "A slot changes hands"),
-//! and a caller whose clock is behind the one that evicted or freed it is
-//! limited as if the slot had stayed. (`loom-tests/tests/governor.rs`: an
-//! eviction racing an update of the evicted key; `retain_recent` racing an
-//! update; two threads inserting one key.)
+//! least its own folded TAT, and a caller whose clock is behind the one
+//! that evicted or freed it is limited as if the slot had stayed
+//! (`loom-tests/tests/governor.rs`: an eviction racing an update of the
+//! evicted key; `retain_recent` racing an update; two threads inserting
+//! one key).
 //!
 //! # Progress
 //!
@@ -103,7 +196,7 @@ use crate::CapacityError;
 
 use crate::sync::{
     AtomicU64,
-    Ordering::{AcqRel, Acquire},
+    Ordering::{AcqRel, Acquire, Relaxed},
 };
 
 /// The largest TAT a slot holds (2^63 - 1 ns, 292 years after the
@@ -120,16 +213,19 @@ const fn tat_of(v: u64) -> Option<u64> {
     }
 }
 
-/// Rows of the memory of evicted TATs: a key has one cell in each.
-pub(crate) const ROWS: usize = 3;
+/// Planes of the memory: generations of arrival times live at once.
+pub(crate) const PLANES: usize = 4;
 
-/// Memory cells (64-bit) per slot (16 bytes): the memory is at most twice
-/// the slots' bytes, the whole table at most three times.
-pub(crate) const CELLS_PER_SLOT: usize = 4;
+/// Bits a key sets in its word of a plane.
+pub(crate) const BITS: u32 = 3;
 
-/// A 64-bit mix (the SplitMix64 finalizer): row `r`'s cell of a key is
-/// picked by the mix of its fingerprint and `r`, so the rows' picks are
-/// independent for a uniform fingerprint.
+/// Cells (bits) of a word; its top 16 bits are the generation's tag.
+const CELLS: u64 = 48;
+
+/// The horizon of a store not told its quota: a burst period of a minute.
+pub(crate) const DEFAULT_HORIZON: u64 = 60_000_000_000;
+
+/// A 64-bit mix (the SplitMix64 finalizer).
 #[inline(always)]
 const fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -137,35 +233,114 @@ const fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The tag of generation `g` in a word.
+#[inline(always)]
+const fn tag(g: u64) -> u64 {
+    g & 0xffff
+}
+
+/// A key's words, one per plane, in one aligned block (one cache line
+/// read for an estimate).
+#[repr(align(32))]
+struct Block([AtomicU64; PLANES]);
+
 /// Who calls the table: the key's fingerprint and the attempts of its
 /// call that failed (module docs, "Progress").
 #[derive(Clone, Copy)]
 pub(crate) struct Caller {
     fp: u64,
     attempt: usize,
+    /// A time at or before the caller's `now` (`retain_recent`'s
+    /// `drop_below`; 0 if not known).
+    passed: u64,
 }
 
 impl Caller {
     /// A caller that never backs off (a lookup, `retain_recent`).
-    const QUIET: Caller = Caller { fp: 0, attempt: 0 };
+    const QUIET: Caller = Caller {
+        fp: 0,
+        attempt: 0,
+        passed: 0,
+    };
 }
 
 /// The GCRA policy: the memory of evicted and freed TATs (module docs,
-/// "Eviction").
+/// "The memory of evicted keys").
 pub(crate) struct Gcra {
-    /// [`ROWS`] rows of `width` cells, row `r` at `r * width..`.
-    cells: Box<[AtomicU64]>,
-    /// Cells in a row: `4 * CAP / ROWS` (at least 1).
-    width: usize,
+    /// One block per slot: a key's word in each plane.
+    blocks: Box<[Block]>,
+    /// The generation each plane holds (0: none yet).
+    ids: [AtomicU64; PLANES],
+    /// At least every TAT of a generation that left its plane.
+    floor: AtomicU64,
+    /// A generation's width in ns: the horizon over `PLANES - 1`, rounded
+    /// up (at least 1).
+    width: AtomicU64,
+    /// The horizon: the quota's burst period (ns).
+    horizon: AtomicU64,
+    /// At most the latest TAT written: `high - horizon` is at or before
+    /// the `now` of the caller that wrote it (module docs, "A time that
+    /// has passed").
+    high: AtomicU64,
 }
 
 impl Gcra {
-    /// The cell of fingerprint `fp` in row `r`.
+    /// The block of fingerprint `fp` and the bits it sets in a word.
     #[inline(always)]
-    fn cell(&self, fp: u64, r: usize) -> &AtomicU64 {
-        let h = mix(fp ^ 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(r as u64 + 1));
-        let c = ((u128::from(h) * self.width as u128) >> 64) as usize;
-        &self.cells[r * self.width + c]
+    fn cells(&self, fp: u64) -> (&Block, u64) {
+        let h = mix(fp ^ 0x9e37_79b9_7f4a_7c15);
+        let b = ((u128::from(h) * self.blocks.len() as u128) >> 64) as usize;
+        let mut bits = mix(h);
+        let mut mask = 0;
+        for _ in 0..BITS {
+            mask |= 1 << (((bits & 0xffff) * CELLS) >> 16);
+            bits >>= 16;
+        }
+        (&self.blocks[b], mask)
+    }
+
+    /// A generation's width (ns).
+    #[inline(always)]
+    fn width(&self) -> u64 {
+        // ORDERING: written only through `&mut` (`set_horizon`).
+        self.width.load(Relaxed)
+    }
+
+    /// Raises the floor to `tat` (module docs: what leaves the planes).
+    #[inline]
+    fn lift(&self, tat: u64) {
+        // ORDERING: released before the plane id changes (a reader reads
+        // the id, then the floor).
+        self.floor.fetch_max(tat.min(MAX_TAT.get()), AcqRel);
+    }
+
+    /// Tells the memory a TAT was written (module docs, "A time that has
+    /// passed"): `high` rises by steps of an eighth of a generation, so
+    /// the shared word is written rarely.
+    #[inline]
+    fn wrote(&self, tat: u64) {
+        // ORDERING: only a bound (module docs).
+        if tat > self.high.load(Relaxed).saturating_add(self.width() / 8) {
+            self.high.fetch_max(tat, Relaxed);
+        }
+    }
+
+    /// Sizes generations for a burst period of `horizon` ns; what was
+    /// remembered moves to the floor (module docs). Called only through
+    /// [`Table::set_horizon`]'s `&mut`: no call races it.
+    fn set_horizon(&self, horizon: u64) {
+        let width = self.width();
+        for id in &self.ids {
+            self.lift(id.swap(0, AcqRel).saturating_mul(width));
+        }
+        for b in self.blocks.iter() {
+            for w in &b.0 {
+                w.store(0, Relaxed);
+            }
+        }
+        self.width
+            .store(horizon.div_ceil(PLANES as u64 - 1).max(1), Relaxed);
+        self.horizon.store(horizon, Relaxed);
     }
 }
 
@@ -182,33 +357,97 @@ impl Policy for Gcra {
         tat
     }
 
-    /// Each of the key's cells rises to at least its TAT. A maximum:
-    /// folding one TAT twice is folding it once.
+    /// The key's bits in the plane of its TAT's generation, or the floor
+    /// (module docs). Only ever raises.
     fn fold(&self, fp: u64, _: u8, tat: u64, cx: Caller) {
         // Before the swap that evicts a key whose caller may be inside
         // `f` (module docs, "Progress").
         if cx.attempt > 0 {
             backoff(cx.attempt);
         }
-        for r in 0..ROWS {
+        if tat == 0 {
+            return;
+        }
+        // A TAT passed for the caller that freed it, or for the caller
+        // that wrote the latest TAT: the floor holds it exactly (module
+        // docs, "A time that has passed").
+        // ORDERING: `high` and `horizon` only bound; any value read is one
+        // that was written.
+        let seen = self.high.load(Relaxed);
+        if tat <= cx.passed || tat.saturating_add(self.horizon.load(Relaxed)) <= seen {
+            self.lift(tat);
+            return;
+        }
+        let width = self.width();
+        let g = tat.div_ceil(width);
+        let plane = (g % PLANES as u64) as usize;
+        let id = &self.ids[plane];
+        let mut cur = id.load(Acquire);
+        loop {
+            if cur > g {
+                // A later generation holds the plane.
+                self.lift(tat);
+                return;
+            }
+            if cur == g {
+                break;
+            }
+            // Generation `cur` leaves the plane: its bound goes to the
+            // floor first.
+            self.lift(cur.saturating_mul(width));
+            // ORDERING: releases the floor to whoever reads this id.
+            match id.compare_exchange(cur, g, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        let (block, mask) = self.cells(fp);
+        let word = &block.0[plane];
+        let mut w = word.load(Acquire);
+        loop {
+            let new = if w >> CELLS == tag(g) {
+                if w & mask == mask {
+                    return;
+                }
+                w | mask
+            } else {
+                // An older generation's word, or a later one's: the id
+                // tells (module docs).
+                if id.load(Acquire) > g {
+                    self.lift(tat);
+                    return;
+                }
+                (tag(g) << CELLS) | mask
+            };
             // ORDERING: released by the table's swap that evicts or frees.
-            self.cell(fp, r).fetch_max(tat, AcqRel);
+            match word.compare_exchange(w, new, AcqRel, Acquire) {
+                Ok(_) => return,
+                Err(actual) => w = actual,
+            }
         }
     }
 
-    /// The least of the key's cells (0: none), never below a TAT of its
-    /// own that was folded. A cell holds only folded TATs (values), so
-    /// the least is one ([`MAX_TAT`] otherwise, never reached).
+    /// The end of the latest generation whose plane holds all the key's
+    /// bits, or the floor if later (0: none): never below a TAT of its own
+    /// that was folded (module docs).
     fn start(&self, fp: u64, cx: Caller) -> Start {
         // Before the swap that settles another key's claim, whose caller
         // may be inside `f` (module docs, "Progress").
         if cx.attempt > 0 && fp != cx.fp {
             backoff(cx.attempt);
         }
-        let estimate = (0..ROWS)
-            .map(|r| self.cell(fp, r).load(Acquire))
-            .min()
-            .unwrap_or(0);
+        let (block, mask) = self.cells(fp);
+        let words: [u64; PLANES] = core::array::from_fn(|p| block.0[p].load(Acquire));
+        // After the words, and the floor after the ids (module docs).
+        let ids: [u64; PLANES] = core::array::from_fn(|p| self.ids[p].load(Acquire));
+        let mut estimate = self.floor.load(Acquire);
+        let width = self.width();
+        for p in 0..PLANES {
+            let (w, g) = (words[p], ids[p]);
+            if g != 0 && w >> CELLS == tag(g) && w & mask == mask {
+                estimate = estimate.max(g.saturating_mul(width));
+            }
+        }
         Start {
             word: Value::new(estimate).unwrap_or(MAX_TAT),
             remembered: false,
@@ -227,21 +466,32 @@ impl Table {
             return Err(CapacityError::Zero);
         }
         let oom = CapacityError::OutOfMemory { capacity: cap };
-        let width = (CELLS_PER_SLOT.checked_mul(cap).ok_or(oom)? / ROWS).max(1);
         let mut slots = Vec::new();
         slots.try_reserve_exact(cap).map_err(|_| oom)?;
         slots.extend((0..cap).map(|_| Slot::new()));
-        let mut cells = Vec::new();
-        cells.try_reserve_exact(ROWS * width).map_err(|_| oom)?;
+        let mut blocks = Vec::new();
+        blocks.try_reserve_exact(cap).map_err(|_| oom)?;
         // Written (not calloc'd) so their pages are resident from `new`.
-        cells.extend((0..ROWS * width).map(|_| AtomicU64::new(0)));
-        Ok(Table(leaparray::keyed::Table::new(
+        blocks.extend((0..cap).map(|_| Block(core::array::from_fn(|_| AtomicU64::new(0)))));
+        let mut t = Table(leaparray::keyed::Table::new(
             slots.into_boxed_slice(),
             Gcra {
-                cells: cells.into_boxed_slice(),
-                width,
+                blocks: blocks.into_boxed_slice(),
+                ids: core::array::from_fn(|_| AtomicU64::new(0)),
+                floor: AtomicU64::new(0),
+                width: AtomicU64::new(1),
+                horizon: AtomicU64::new(0),
+                high: AtomicU64::new(0),
             },
-        )))
+        ));
+        t.set_horizon(DEFAULT_HORIZON);
+        Ok(t)
+    }
+
+    /// Sizes the memory's generations for a quota whose burst refills in
+    /// `horizon` ns (module docs); what it remembered moves to the floor.
+    pub(crate) fn set_horizon(&mut self, horizon: u64) {
+        self.0.policy().set_horizon(horizon);
     }
 
     /// Governor's `measure_and_replace` for the key whose hash is `hash`:
@@ -256,11 +506,14 @@ impl Table {
         let mut latest = 0;
         // A TAT `f` would move past `MAX_TAT`.
         let mut overflow = None;
+        // The TAT the decision writes.
+        let mut written = 0;
         for attempt in 0..ATTEMPTS {
             let mut ran = false;
             let cx = Caller {
                 fp: place.fingerprint(),
                 attempt,
+                passed: 0,
             };
             let out = self.0.update(place, None, cx, |_, tat| {
                 if ran {
@@ -274,11 +527,14 @@ impl Table {
                 match f(tat_of(tat)) {
                     Err(e) => Step::Keep(Some(Err(e))),
                     Ok((t, new)) => match Value::new(new) {
-                        Some(new) => Step::Write {
-                            tag: 0,
-                            word: new,
-                            out: Some(Ok(t)),
-                        },
+                        Some(new) => {
+                            written = new.get();
+                            Step::Write {
+                                tag: 0,
+                                word: new,
+                                out: Some(Ok(t)),
+                            }
+                        }
                         // Past `MAX_TAT` (module docs, "A TAT out of range"):
                         // refused outside the table, below.
                         None => {
@@ -292,7 +548,12 @@ impl Table {
                 return refuse(&f, tat);
             }
             match out {
-                Some(Some(decided)) => return decided,
+                Some(Some(decided)) => {
+                    if decided.is_ok() {
+                        self.0.policy().wrote(written);
+                    }
+                    return decided;
+                }
                 Some(None) => backoff(attempt),
                 // No room, which an evicting table of `cap >= 1` slots
                 // always finds.
@@ -312,9 +573,13 @@ impl Table {
     }
 
     /// Frees every slot whose TAT is at or before `drop_below`, folding it
-    /// first (module docs, "Eviction").
+    /// first (module docs, "The memory of evicted keys").
     pub(crate) fn retain(&self, drop_below: u64) {
-        self.0.retain(Caller::QUIET, |_, tat| tat > drop_below);
+        let cx = Caller {
+            passed: drop_below,
+            ..Caller::QUIET
+        };
+        self.0.retain(cx, |_, tat| tat > drop_below);
     }
 
     /// Slots holding a key's value.

@@ -44,7 +44,7 @@ fn id_limiter(clock: &FakeRelativeClock) -> IdLim {
     let quota = Quota::per_second(NonZeroU32::new(10).unwrap());
     RateLimiter::new(
         quota,
-        KeyedStore::with_capacity_and_hasher(64, Id),
+        KeyedStore::with_capacity_and_hasher(64, Id).with_quota(quota),
         clock.clone(),
     )
 }
@@ -70,8 +70,10 @@ fn a_full_probe_evicts_the_key_with_the_earliest_arrival_time() {
 /// An evicted key comes back with what it had booked: key 1 spends its
 /// burst (10) at 0, keys 2..=16 fill the probe 10 ms later, key 17 evicts
 /// key 1; key 1, back 10 ms after that, is refused (a fresh start would
-/// admit it) until its own arrival time allows, exactly as governor
-/// alone would decide.
+/// admit it) until its own arrival time allows, as governor alone would
+/// decide, or up to a generation of the memory later (a third of the
+/// quota's burst period of 1 s: its arrival time, 1 s, is read as the end
+/// of its generation).
 #[test]
 fn an_evicted_key_returns_with_what_it_had_booked() {
     let clock = FakeRelativeClock::default();
@@ -86,12 +88,11 @@ fn an_evicted_key_returns_with_what_it_had_booked() {
     clock.advance(Duration::from_millis(10));
     // Key 1 is out of its slot (its arrival time, 1 s, was the earliest).
     let refused = lim.check_key(&1).expect_err("key 1 spent its burst at 0");
-    // governor alone: one cell (100 ms) after 0, i.e. 80 ms from now.
-    assert_eq!(
-        refused.wait_time_from(clock.now()),
-        Duration::from_millis(80)
-    );
-    clock.advance(Duration::from_millis(80));
+    // governor alone: one cell (100 ms) after 0, i.e. 80 ms from now; a
+    // generation is 333,333,334 ns, and 1 s is read as 3 of them.
+    let wait = refused.wait_time_from(clock.now());
+    assert_eq!(wait, Duration::from_nanos(80_000_002));
+    clock.advance(wait);
     assert_eq!(lim.check_key(&1), Ok(()));
     assert!(lim.check_key(&1).is_err());
 }
@@ -100,10 +101,26 @@ fn an_evicted_key_returns_with_what_it_had_booked() {
 /// alternating at random times (busy stretches and pauses: each new key
 /// evicts the other), each key's admissions, replayed into a fresh
 /// governor limiter of its own, are all admitted there too. (One slot has
-/// three memory cells, shared by both keys: each also carries the other's
-/// arrival times, which only refuses more.)
+/// one block of memory, shared by both keys: each also carries the other's
+/// arrival times, which only refuses more.) The store is told its quota.
 #[test]
 fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
+    let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
+    two_keys_in_one_slot(quota, KeyedStore::with_capacity(1).with_quota(quota));
+}
+
+/// The same with a store told a burst period of 1 ns (generations of 1
+/// ns, so a plane is taken over while its generation is still ahead): what
+/// leaves a plane goes to the floor, and the keys are refused more, never
+/// admitted past their quota (`src/slot.rs`, "How far above", (c)).
+#[test]
+fn a_store_told_too_short_a_burst_period_admits_nothing_more() {
+    let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
+    let one_ns = Quota::with_period(Duration::from_nanos(1)).unwrap();
+    two_keys_in_one_slot(quota, KeyedStore::with_capacity(1).with_quota(one_ns));
+}
+
+fn two_keys_in_one_slot(quota: Quota, store: KeyedStore<u32>) {
     let mut r = 7u64;
     let mut next = || {
         r ^= r << 13;
@@ -111,9 +128,8 @@ fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
         r ^= r << 17;
         r
     };
-    let quota = Quota::per_second(NonZeroU32::new(5).unwrap());
     let clock = FakeRelativeClock::default();
-    let lim: Lim = RateLimiter::new(quota, KeyedStore::with_capacity(1), clock.clone());
+    let lim: Lim = RateLimiter::new(quota, store, clock.clone());
     let mut admitted: [Vec<Duration>; 2] = [vec![], vec![]];
     let mut at = Duration::ZERO;
     for _ in 0..5_000 {
@@ -146,7 +162,7 @@ fn eviction_admits_nothing_a_key_of_its_own_would_refuse() {
 
 /// A caller whose clock is behind the one that freed a key's slot is
 /// limited as if the key still had its arrival time: `retain_recent`
-/// (at 110) frees key 1 (arrival time 110, folded into its cells); a late
+/// (at 110) frees key 1 (arrival time 110, into the memory's floor); a late
 /// caller of key 1 at 105 (burst 1, one cell per 10) is refused, as it
 /// would be had the slot stayed.
 #[test]

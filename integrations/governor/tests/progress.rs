@@ -10,10 +10,11 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::thread;
 
+use governor::clock::DefaultClock;
 use governor::clock::QuantaInstant;
 use governor::middleware::{RateLimitingMiddleware, StateSnapshot};
 use governor::{Quota, RateLimiter};
-use leaparray_governor::{KeyedRateLimiter, LeapArrayKeyed, MAX_CLOSURE_RUNS};
+use leaparray_governor::{KeyedRateLimiter, KeyedStore, MAX_CLOSURE_RUNS};
 use nonzero_ext::nonzero;
 
 thread_local! {
@@ -71,10 +72,19 @@ fn pin_to_one_core() {}
 /// Two threads pinned to one core each make `CALLS` calls on new keys of
 /// `quota` through the yielding middleware into a store of one slot:
 /// the most runs of governor's closure in one call, and the refusals.
+/// The store's memory is sized for a burst period of 1 ns (generations of
+/// 1 ns: every evicted key's arrival time kept exactly), so that a key
+/// started from the memory's estimate adds only its own booking: with the
+/// quota's own period every new key of this one-slot store shares one
+/// block of the memory, and each admitted key, started from the end of a
+/// generation, would fold into the next (`src/slot.rs`, "How far above").
 fn two_threads_on_one_core(quota: Quota) -> Vec<(usize, usize)> {
     const CALLS: u64 = 2_000;
+    let one_ns = Quota::with_period(std::time::Duration::from_nanos(1)).unwrap();
+    let store = KeyedStore::with_capacity(1).with_quota(one_ns);
+    let limiter: KeyedRateLimiter<u64> = RateLimiter::new(quota, store, DefaultClock::default());
     let limiter: Arc<KeyedRateLimiter<u64, Yielding>> =
-        Arc::new(RateLimiter::leaparray_with_capacity(quota, 1).with_middleware::<Yielding>());
+        Arc::new(limiter.with_middleware::<Yielding>());
     let threads: Vec<_> = (0..2u64)
         .map(|t| {
             let limiter = Arc::clone(&limiter);
