@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The crate page's "Where things are" table (src/lib.rs) names every file of
-# src/ but `lib.rs` and the `mod.rs` files (a folder's public face); a file
+# src/ but `lib.rs`, the `mod.rs` files (a folder's public face) and unit
+# test files (`tests.rs`, `*_tests.rs`); a file
 # added without a row there fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +9,7 @@ table=$(sed -n '/^\/\/! ## Where things are/,/^\/\/! ## /p' src/lib.rs)
 missing=0
 while IFS= read -r f; do
   base=${f##*/}
-  if [ "$base" = tests.rs ]; then continue; fi
+  case "$base" in tests.rs | *_tests.rs) continue ;; esac
   dir=${f%/*}; dir=${dir#src}; dir=${dir#/}
   # a file in a folder: the folder (`gate/`, `packed/`) and the file are named
   if ! grep -qF "\`$base\`" <<<"$table" || { [ -n "$dir" ] && ! grep -qF "\`${dir##*/}/\`" <<<"$table"; }; then

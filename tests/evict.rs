@@ -298,9 +298,9 @@ fn a_policy_changed_after_evictions_still_remembers_the_evicted() {
 
 /// A key refused for what the memory remembers of other keys, not for its
 /// own bookings, books nothing; evicted after that refusal, it comes back
-/// with what it had: a refusal never locks a key out further. (A key whose
-/// estimates summed above the limit used to start with the whole limit in
-/// the newest window, and fold it back when evicted.)
+/// with what it had: a refusal never locks a key out further. (Red if a
+/// key whose estimates sum above the limit starts with the whole limit in
+/// the newest window: it folds that back when evicted.)
 #[test]
 fn a_refused_key_evicted_again_comes_back_no_fuller() {
     let mut checked = 0;

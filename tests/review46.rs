@@ -131,9 +131,10 @@ fn run<const N: usize, const CAP: usize>(
 /// shortest prefix and then with single steps dropped.
 fn many<const N: usize, const CAP: usize>(limits: &[u64], seeds: u64, len: usize) {
     let window = 10;
-    // A debug build runs a tenth of the seeds.
+    // A debug build (CI's) runs a hundredth of the seeds; a release build
+    // all of them.
     let seeds = if cfg!(debug_assertions) {
-        seeds / 10
+        (seeds / 100).max(1)
     } else {
         seeds
     };
@@ -182,6 +183,10 @@ fn shrink(st: &[Step], fails: impl Fn(&[Step]) -> bool) -> Vec<Step> {
 const LIMITS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 12, 13, 100, 1023, 32_767];
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn ledger_n1() {
     many::<1, 1>(LIMITS, 300, 400);
     many::<1, 2>(LIMITS, 300, 400);
@@ -190,6 +195,10 @@ fn ledger_n1() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn ledger_n2() {
     many::<2, 1>(LIMITS, 300, 400);
     many::<2, 2>(LIMITS, 300, 400);
@@ -198,6 +207,10 @@ fn ledger_n2() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn ledger_n3_to_5() {
     many::<3, 1>(LIMITS, 200, 400);
     many::<3, 2>(LIMITS, 200, 400);
@@ -209,6 +222,10 @@ fn ledger_n3_to_5() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn ledger_n_large() {
     many::<7, 1>(LIMITS, 200, 400);
     many::<7, 2>(LIMITS, 200, 400);
@@ -223,51 +240,44 @@ fn ledger_n_large() {
 }
 
 /// memory.rs: "counts up to 4 (6 for limits up to 12) read exactly, and a
-/// larger one reads as at most twice itself or the limit"; mod.rs: "a key
-/// evicted with more than 4 in a window may come back charged up to twice
-/// that, or its limit". With limit 100 the ladder is 0, 1, 2, 3, 4, 25,
-/// 50, 100: a key evicted with 5 comes back charged 25 (five times its
-/// count, not the limit). One slot, N = 2: A books 5, B evicts it, A
-/// comes back in the same window with 75 left, not the 90 or more the
-/// docs bound it by.
+/// larger one reads as the first of a quarter, a half and all of the limit
+/// that holds it". With limit 100 the ladder is 0, 1, 2, 3, 4, 25, 50, 100:
+/// one slot, N = 2, A books 5, B evicts it, A comes back in the same
+/// window charged 25 (75 left), in both tables; with limit 10 exactly 5.
 #[test]
-#[ignore = "review: the ladder's over-read bound in memory.rs/mod.rs is false (5 reads as 25 for limit 100)"]
-fn a_count_of_5_reads_at_most_twice_itself() {
-    for local in [false, true] {
-        let shared = KeyedGate::<2, 1>::new(nz(10), 100);
-        let mut own = LocalKeyedGate::<2, 1>::new(nz(10), 100);
-        let mut go = |key: u64, now: u64, n: u64| {
-            if local {
-                own.try_acquire(key, now, n)
+#[cfg_attr(miri, ignore = "small, but covered natively")]
+fn a_count_above_4_reads_as_the_ladder_says() {
+    for (limit, left) in [(100, 75), (10, 5)] {
+        for local in [false, true] {
+            let shared = KeyedGate::<2, 1>::new(nz(10), limit);
+            let mut own = LocalKeyedGate::<2, 1>::new(nz(10), limit);
+            let mut go = |key: u64, now: u64, n: u64| {
+                if local {
+                    own.try_acquire(key, now, n)
+                } else {
+                    shared.try_acquire(key, now, n)
+                }
+            };
+            assert_eq!(go(1, 0, 5), Decision::Pass);
+            assert_eq!(go(2, 0, 1), Decision::Pass); // evicts key 1 (5 in window 0)
+            let got = if local {
+                own.remaining(1, 0)
             } else {
-                shared.try_acquire(key, now, n)
-            }
-        };
-        assert_eq!(go(1, 0, 5), Decision::Pass);
-        assert_eq!(go(2, 0, 1), Decision::Pass); // evicts key 1 (5 in window 0)
-        let left = if local {
-            own.remaining(1, 0)
-        } else {
-            shared.remaining(1, 0)
-        };
-        // The docs: charged at most twice its 5 (10), or the limit (0 left).
-        assert!(
-            left >= 90 || left == 0,
-            "local {local}: key 1 booked 5, comes back with {left} of 100 left"
-        );
+                shared.remaining(1, 0)
+            };
+            assert_eq!(got, left, "local {local}, limit {limit}: key 1 booked 5");
+        }
     }
 }
 
-/// memory.rs, "How far above the truth an estimate reads": "With `k` keys
-/// folded into a plane of `W` cells a row, ... the chance that both of a
-/// fresh key's cells were raised is at most about `(1 - e^(-k / W))^2`".
-/// Both rows hash into the same `W = 16 * words` cells of a plane
-/// (`Shape::cells`), so `k` keys raise `2k` cells there and the chance is
-/// about `(1 - e^(-2k / W))^2`. `N = 1`, 64 slots (one plane of 256 words,
+/// memory.rs, "How far above the truth an estimate reads": both rows hash
+/// into the same `W = 16 * words` cells of a plane (`Shape::cells`), so `k`
+/// keys raise `2k` cells there and the chance that both of a fresh key's
+/// cells were raised is about `(1 - e^(-2k / W))^2`. `N = 1`, 64 slots (one plane of 256 words,
 /// 4,096 cells): about 4,096 one-shot keys folded in one window; of 20,000
 /// fresh keys, the share whose estimate is nonzero (`remaining < limit`).
 #[test]
-#[ignore = "review: the (1 - e^(-k/W))^2 collision bound in memory.rs is about half the measured share"]
+#[cfg_attr(miri, ignore = "20,000 lookups: minutes under Miri")]
 fn fresh_keys_read_a_collision_at_most_as_often_as_the_docs_say() {
     let t = KeyedGate::<1, 64>::new(nz(10), 10);
     let mut key = 1u64 << 40;
@@ -282,17 +292,20 @@ fn fresh_keys_read_a_collision_at_most_as_often_as_the_docs_say() {
         .filter(|&i| t.remaining((1 << 50) + u64::from(i), 0) < 10)
         .count() as f64
         / f64::from(fresh);
-    let claimed = (1.0 - (-k / w).exp()).powi(2);
-    let two_rows_one_pool = (1.0 - (-2.0 * k / w).exp()).powi(2);
-    eprintln!("k {k} W {w}: measured {raised:.3}, docs {claimed:.3}, two rows in one pool {two_rows_one_pool:.3}");
+    let claimed = (1.0 - (-2.0 * k / w).exp()).powi(2);
+    eprintln!("k {k} W {w}: measured {raised:.3}, docs {claimed:.3}");
     assert!(
-        raised <= claimed * 1.25,
+        raised <= claimed * 1.1,
         "measured {raised:.3} of fresh keys with both cells raised; the docs bound it by about {claimed:.3}"
     );
 }
 
 /// GUARANTEES: "48 * CAP bytes ... plus at most 1,024".
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn the_header_is_at_most_1024_bytes() {
     fn h<const N: usize, const CAP: usize>() -> usize {
         std::mem::size_of::<KeyedGate<N, CAP>>() - 48 * CAP
@@ -312,17 +325,17 @@ fn the_header_is_at_most_1024_bytes() {
     }
 }
 
-/// GUARANTEES section 3 ("Never over the limit, evicted or not"): "An
-/// estimate reads above the key's count only where both its cells hold
-/// other keys' larger counts". A 16-bit tag aliases windows `2^16` apart
-/// (memory.rs, "Expiry", says so): key A, evicted with its limit in window
-/// 0 and idle since, is refused outright `2^16` windows later, when another
-/// key's eviction folded into the plane (raising its id) without touching
-/// A's words. No other key's count is in A's cells; A reads its own count
-/// of 65,536 windows ago.
+/// GUARANTEES section 4 ("Never over the limit, evicted or not"): an
+/// estimate reads above the key's count where a word's 16-bit window tag
+/// matches a window `2^16 k` windows earlier (stricter, never looser): key
+/// A, evicted with its limit in window 0 and idle since, reads its own old
+/// count `2^16` windows later, once another key's eviction raised the
+/// plane's id to that window without touching A's words. Red if the
+/// estimate checked more of the window than its tag (a tag that never
+/// aliases): then no C would leave A refused.
 #[test]
-#[ignore = "review: GUARANTEES' over-read wording omits the tag alias (and the ladder): A is refused 2^16 windows later for its own old count"]
-fn an_estimate_reads_above_the_count_only_for_other_keys_counts() {
+#[cfg_attr(miri, ignore = "200 tables: covered natively")]
+fn an_estimate_reads_a_window_2_to_the_16_earlier_through_its_tag() {
     const W: u64 = 10;
     let later = (1u64 << 16) * W;
     let mut seen = 0;
@@ -333,57 +346,14 @@ fn an_estimate_reads_above_the_count_only_for_other_keys_counts() {
         assert_eq!(t.try_acquire(b, 0, 1), Decision::Pass); // evicts A: 10 in window 0
         assert_eq!(t.try_acquire(c, later, 1), Decision::Pass); // recycles B's slot
         assert_eq!(t.try_acquire(d, later, 1), Decision::Pass); // evicts C: 1 in window 2^16
-                                                                // A booked nothing in the last 65,535 windows.
-        let left = t.remaining(a, later);
-        if left == 0 {
+        if t.remaining(a, later) == 0 {
             seen += 1;
-            assert_eq!(
-                t.try_acquire(a, later, 1),
-                Decision::Block,
-                "A is refused: its estimate is its own 10 from window 0"
-            );
-        }
-    }
-    assert_eq!(
-        seen, 0,
-        "{seen} of 200 keys C leave A refused 2^16 windows after it booked, for its own old count"
-    );
-}
-
-/// GUARANTEES ("Exactly its own gate while there is room"): "While its
-/// probe has room and no key has been evicted (or the policy is not
-/// `Evict`), a key is decided as a `Gate` of its own". A table that
-/// evicted under `Evict` and then changed to `Refuse` still seeds every
-/// key inserted later from its memory (`start_word`: "read whatever the
-/// policy is now"), so a key never seen before, with room in its probe,
-/// is refused where its own gate admits: its two cells are those of the
-/// evicted key A. Two slots, limit 10, N = 2: X busy in window 0, A books
-/// 10 in window 3, B evicts A; the policy becomes `Refuse`; in window 4
-/// X's slot is recyclable, and C (a stranger) finds room.
-#[test]
-#[ignore = "review: GUARANTEES' '(or the policy is not Evict)' is false after a policy change: a stranger with room is refused"]
-fn a_key_with_room_under_refuse_is_decided_as_its_own_gate() {
-    let mut refused = Vec::new();
-    for c in 10_000..200_000u64 {
-        let t = KeyedGate::<2, 2>::new(nz(10), 10);
-        let (x, a, b) = (1u64, 2u64, 3u64);
-        for _ in 0..300 {
-            let _ = t.try_acquire(x, 0, 1);
-        }
-        assert_eq!(t.try_acquire(a, 30, 10), Decision::Pass);
-        assert_eq!(t.try_acquire(b, 30, 1), Decision::Pass); // evicts A
-        assert_eq!(t.occupancy(30).evicted, 1);
-        let t = t.with_overflow(leaparray::keyed::Overflow::Refuse);
-        if t.try_acquire(c, 40, 1) == Decision::Block {
-            refused.push(c);
-            if refused.len() >= 3 {
-                break;
-            }
+            assert_eq!(t.try_acquire(a, later, 1), Decision::Block);
         }
     }
     assert!(
-        refused.is_empty(),
-        "keys {refused:?}, never seen, with room under Refuse, refused where a Gate of their own admits"
+        seen > 0,
+        "no C left A reading its old count through the tag"
     );
 }
 
@@ -453,6 +423,10 @@ fn bursts<const N: usize, const CAP: usize>(limit: u64, seed: u64) -> Result<(),
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn bursts_decide_as_single_calls() {
     let seeds = if cfg!(debug_assertions) { 15 } else { 150 };
     for seed in 1..=seeds {

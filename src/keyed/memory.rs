@@ -20,12 +20,13 @@
 //! limit: no window of a key holds more) is stored as the least code that
 //! reads as `x` or more. So a code never reads below the count it stands
 //! for; counts up to 4 (6 for limits up to 12) read exactly, and a larger
-//! one reads as at most twice itself or the limit. Most evicted keys of a
-//! flood hold 1 or 2 a window, and three bits are enough to tell them
-//! apart from a key at its limit: a word holds 16 cells where one-byte
-//! cells gave 6, so the same bytes make the sketch 2.7 times as wide, and
-//! two rows (each key raises one cell fewer) keep the cells it leaves
-//! lower still.
+//! one reads as the first of a quarter, a half and all of the limit that
+//! holds it (at least 5 and 6): a key evicted with 5 of 100 in a window
+//! comes back charged 25 there. Most evicted keys of a flood hold 1 or 2 a
+//! window, and three bits are enough to tell them apart from a key at its
+//! limit: a word holds 16 cells (one-byte cells would give 6), so the
+//! sketch is wide, and two rows (each key raises one cell fewer than with
+//! three) keep the cells it leaves lower still.
 //!
 //! - **Fold** (an eviction): for each window `w` of the evicted word with a
 //!   count `x > 0`: raise the plane id to `w` (`fetch_max`); if it was
@@ -66,9 +67,10 @@
 //! So an estimate of `K`'s window `w` reads above `K`'s count only if
 //! both of its cells hold a larger code from other keys' counts (and
 //! their seeds), read up the ladder. With `k` keys folded into a plane of
-//! `W` cells a row, a key no other key collides with reads its own count,
-//! and the chance that both of a fresh key's cells were raised is at most
-//! about `(1 - e^(-k / W))^2`. Under a flood of one-shot keys (a count of
+//! `W` cells (both rows hash into the same cells: `2k` raised), a key no
+//! other key collides with reads its own count, and the chance that both
+//! of a fresh key's cells were raised is at most about `(1 - e^(-2k /
+//! W))^2` (`review46::fresh_keys_read_a_collision_at_most_as_often_as_the_docs_say`). Under a flood of one-shot keys (a count of
 //! 1 each) such a collision mostly reads 1, and the key is still
 //! admitted. `cargo run --release -p leaparray-examples --example flood --
 //! --curve` measures the share of newcomers admitted as a flood grows

@@ -127,7 +127,8 @@
 //! shared with other keys only raise an estimate: under a heavy flood new
 //! keys start from more than they booked and are refused sooner (fail
 //! closed); a key evicted with more than 4 in a window may come back
-//! charged up to twice that, or its limit. `Overflow::Refuse` refuses a key
+//! charged a quarter, a half or all of its limit there (`memory.rs`: the
+//! ladder of a cell's codes). `Overflow::Refuse` refuses a key
 //! with no room; `Overflow::Admit` admits it uncounted.
 //!
 //! Under a flood of one-shot keys of up to 100 times the slots per window,

@@ -1192,5 +1192,5 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
 // Review of issue 46: ledger runs that see the window each booking went
 // into (late callers included).
 #[cfg(all(test, not(leaparray_loom)))]
-#[path = "review46_tests.rs"]
-mod review46_tests;
+#[path = "shared_tests.rs"]
+mod shared_tests;

@@ -190,8 +190,9 @@ fn many<const N: usize, const CAP: usize>(limits: &[u64], seeds: u64, len: usize
             seeds * v.parse::<u64>().unwrap(),
             std::env::var("R46_BASE").map_or(0, |b| b.parse().unwrap()),
         ),
-        // A debug build runs a tenth of the seeds.
-        Err(_) if cfg!(debug_assertions) => (seeds / 10, 0),
+        // A debug build (CI's) runs a hundredth of the seeds; a release
+        // build all of them.
+        Err(_) if cfg!(debug_assertions) => ((seeds / 100).max(1), 0),
         Err(_) => (seeds, 0),
     };
     for &limit in limits {
@@ -217,6 +218,10 @@ fn many<const N: usize, const CAP: usize>(limits: &[u64], seeds: u64, len: usize
 const LIMITS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 12, 13, 100, 1023, 32_767];
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn late_ledger_n1() {
     for lag in [1, 3] {
         many::<1, 1>(LIMITS, 200, 400, lag);
@@ -227,6 +232,10 @@ fn late_ledger_n1() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn late_ledger_n2() {
     for lag in [1, 3, 6] {
         many::<2, 1>(LIMITS, 200, 400, lag);
@@ -237,6 +246,10 @@ fn late_ledger_n2() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn late_ledger_n3_to_5() {
     for lag in [2, 6] {
         many::<3, 1>(LIMITS, 150, 400, lag);
@@ -250,6 +263,10 @@ fn late_ledger_n3_to_5() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn late_ledger_n_large() {
     for lag in [3, 10, 40] {
         many::<7, 1>(LIMITS, 100, 400, lag);
@@ -322,8 +339,19 @@ fn threads<const N: usize, const CAP: usize>(limit: u64, seed: u64, keys: u64, r
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "random runs: minutes under Miri; the ledger and model tests cover it there"
+)]
 fn threads_never_over() {
-    let rounds = std::env::var("R46_ROUNDS").map_or(20_000, |v| v.parse().unwrap());
+    let rounds = std::env::var("R46_ROUNDS").map_or(
+        if cfg!(debug_assertions) {
+            2_000
+        } else {
+            20_000
+        },
+        |v| v.parse().unwrap(),
+    );
     let rounds = if cfg!(debug_assertions) {
         rounds / 10
     } else {
