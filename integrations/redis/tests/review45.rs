@@ -295,3 +295,237 @@ fn an_expired_server_certificate_is_error_tls_of_open() {
         other => panic!("an expired certificate: {other:?}"),
     }
 }
+
+/// Waits until the interval ending at Redis's current window holds the
+/// whole limit with bookings in that window; returns the window.
+fn full_window(server: &Server, name: &str) -> u64 {
+    let mut con = server.con();
+    let t = Instant::now();
+    loop {
+        let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut con).unwrap();
+        let cur = (s * 1_000_000 + us) / 250_000;
+        let got: Vec<Option<u64>> = redis::cmd("HMGET")
+            .arg(format!("{{{name}}}"))
+            .arg((cur - 3..=cur).collect::<Vec<u64>>())
+            .query(&mut con)
+            .unwrap();
+        let load: u64 = got.iter().map(|n| n.unwrap_or(0)).sum();
+        if got[3].unwrap_or(0) > 0 && load >= 100 {
+            return cur;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "premise: no full interval");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// 3 gates x 2 threads (100 per 4 windows of 250 ms) on `server`; once an
+/// interval is full, `fault` runs on a connection of the test's own; the
+/// admissions are judged per interval after 3 s. Returns the fullest.
+fn fleet_with_fault(server: &Server, name: &str, lease: Option<u64>, fault: impl FnOnce(&mut redis::Connection)) -> u64 {
+    let gates: Vec<RedisGate<4>> = (0..3)
+        .map(|_| {
+            let mut c = Config::new(server.url(), name, Duration::from_millis(250), 100);
+            if let Some(b) = lease {
+                c = c.lease(b);
+            }
+            RedisGate::<4>::open(c).unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(600));
+    let ledger = Mutex::new(Permits::default());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for g in &gates {
+            for _ in 0..2 {
+                let (stop, ledger) = (&stop, &ledger);
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let d = g.try_acquire(1);
+                        if d.is_admitted() {
+                            ledger.lock().unwrap().note(d, 1);
+                        } else {
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1_000));
+        let w = full_window(server, name);
+        fault(&mut server.con());
+        println!("review45 {name}: fault after window {w} filled the interval");
+        std::thread::sleep(Duration::from_millis(2_000));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let l = ledger.into_inner().unwrap();
+    let worst = l.worst(4);
+    println!("review45 {name}: fullest interval {worst} of 100: {:?}", l.0);
+    worst
+}
+
+fn del(con: &mut redis::Connection, keys: &[String]) {
+    let _: i64 = redis::cmd("DEL").arg(keys).query(con).unwrap();
+}
+
+/// The limit's keys deleted on a live master (no restart): each alone,
+/// and `FLUSHDB`, in exact and lease mode: seen at the next call that
+/// names them (README table: the `FLUSHALL` row), 0 intervals over.
+#[test]
+fn deleting_any_key_of_the_limit_on_a_live_master_keeps_the_limit() {
+    let _g = serial();
+    for lease in [None, Some(10)] {
+        for (i, victim) in ["", ":epoch", ":run", ":restored", "FLUSHDB", "ALL"].into_iter().enumerate() {
+            let server = Server::start();
+            let name = format!("del{i}{}", if lease.is_some() { "l" } else { "e" });
+            let keys: Vec<String> = match victim {
+                "ALL" => ["", ":epoch", ":run", ":restored"].iter().map(|k| format!("{{{name}}}{k}")).collect(),
+                "FLUSHDB" => vec![],
+                k => vec![format!("{{{name}}}{k}")],
+            };
+            let worst = fleet_with_fault(&server, &name, lease, |con| {
+                if keys.is_empty() {
+                    let _: () = redis::cmd("FLUSHDB").query(con).unwrap();
+                } else {
+                    del(con, &keys);
+                }
+            });
+            assert!(worst <= 100, "{victim} deleted ({lease:?}): fullest interval {worst}");
+        }
+    }
+}
+
+/// Two sentinels watching the same master (quorum 1, Sentinel's default
+/// publish period of 2 s): how long after the one that ran `SENTINEL
+/// FAILOVER` names the new master does the other still name the old one?
+/// (Processes whose kept sentinel connection is the other one stay on the
+/// old master meanwhile; README: "the process follows the master the
+/// sentinels name within one heartbeat".)
+#[test]
+fn two_sentinels_disagree_for_how_long() {
+    let _g = serial();
+    let x = Server::start_with(&["--repl-diskless-sync", "no"]);
+    let y = Server::start_with(&["--repl-diskless-sync", "no", "--replicaof", "127.0.0.1", &x.port.to_string()]);
+    let s1 = common::Sentinel::start(&x, "m");
+    let s2 = common::Sentinel::start(&x, "m");
+    for s in [&s1, &s2] {
+        let _: () = redis::cmd("SENTINEL").arg("DEBUG").arg(&["publish-period", "2000"][..]).query(&mut s.con()).unwrap();
+    }
+    common::wait("S2 can promote Y", Duration::from_secs(20), || s2.can_promote(&y));
+    common::wait("the sentinels know each other", Duration::from_secs(20), || {
+        let v: Vec<std::collections::HashMap<String, String>> =
+            redis::cmd("SENTINEL").arg("SENTINELS").arg("m").query(&mut s1.con()).unwrap();
+        !v.is_empty()
+    });
+    s2.failover();
+    let t = Instant::now();
+    let (mut s2_at, mut s1_at) = (None, None);
+    while t.elapsed() < Duration::from_secs(15) && (s2_at.is_none() || s1_at.is_none()) {
+        if s2_at.is_none() && s2.master() == y.port {
+            s2_at = Some(t.elapsed());
+        }
+        if s1_at.is_none() && s1.master() == y.port {
+            s1_at = Some(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    println!("review45 two sentinels: S2 (failover) names Y at {s2_at:?}, S1 at {s1_at:?}; X's role then: {}", common::replication(&x, "role"));
+    // Within the default fence (500 ms) less a heartbeat and a backoff, a
+    // process on S1 still moves before the fence that one on S2 started ends.
+    let gap = s1_at.unwrap().saturating_sub(s2_at.unwrap());
+    assert!(gap < Duration::from_millis(350), "the sentinels disagreed for {gap:?}");
+}
+
+/// The warnings and errors the crate logs, kept for the tests to read.
+static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+struct Capture;
+impl log::Log for Capture {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Warn
+    }
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            LOGGED.lock().unwrap().push(format!("{} {}", r.level(), r.args()));
+        }
+    }
+    fn flush(&self) {}
+}
+fn capture_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        log::set_logger(&Capture).unwrap();
+        log::set_max_level(log::LevelFilter::Warn);
+    });
+}
+
+/// A misconfiguration that Redis (or Sentinel) answers clearly must be an
+/// error of `open`, or at least be named in a log line (GUIDE: "never a
+/// value that silently refuses everything"; README: "A decision Redis did
+/// not decide is counted and logged"). Returns (open's result as text,
+/// what the logs said about the limit within 1.5 s).
+fn misconfigured(url: String, name: &str) -> (String, Vec<String>) {
+    capture_logs();
+    let r = RedisGate::<4>::open(Config::new(url, name, Duration::from_millis(250), 100));
+    let what = match &r {
+        Ok(g) => {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(1_500) {
+                let _ = g.try_acquire(1);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            format!("Ok(gate), connected {}, {:?}", g.is_connected(), g.stats())
+        }
+        Err(e) => format!("Err({e})"),
+    };
+    let logs = LOGGED
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(&format!("leaparray-redis {name}:")))
+        .cloned()
+        .collect();
+    (what, logs)
+}
+
+/// A wrong password: Redis answers `WRONGPASS` on every connection.
+#[test]
+#[ignore = "review: a wrong password is neither an error of open nor named in any log: the gate refuses everything, logged as 'Redis is unreachable or slower than the timeout'"]
+fn a_wrong_password_is_named() {
+    let _g = serial();
+    let server = Server::start_with(&["--requirepass", "right"]);
+    let (what, logs) = misconfigured(format!("redis://:wrong@127.0.0.1:{}/", server.port), "limit-a");
+    println!("review45 wrong password: {what}; logs: {logs:#?}");
+    assert!(
+        what.starts_with("Err(") || logs.iter().any(|l| l.contains("WRONGPASS") || l.to_lowercase().contains("password")),
+        "a wrong password: {what}; logs: {logs:#?}"
+    );
+}
+
+/// A master name the sentinel does not know (a typo in the URL):
+/// Sentinel answers a null.
+#[test]
+#[ignore = "review: a master name the sentinels do not know is neither an error of open nor named in any log"]
+fn an_unknown_sentinel_master_name_is_named() {
+    let _g = serial();
+    let x = Server::start();
+    let s = common::Sentinel::start(&x, "m");
+    let (what, logs) = misconfigured(format!("redis+sentinel://127.0.0.1:{}/typo", s.port), "limit-b");
+    println!("review45 unknown master name: {what}; logs: {logs:#?}");
+    assert!(
+        what.starts_with("Err(") || logs.iter().any(|l| l.contains("does not know") || l.contains("master's name")),
+        "an unknown master name: {what}; logs: {logs:#?}"
+    );
+}
+
+/// A database index the server does not have (`SELECT 99` fails).
+#[test]
+#[ignore = "review: a database index out of range is neither an error of open nor named in any log"]
+fn a_database_out_of_range_is_named() {
+    let _g = serial();
+    let server = Server::start();
+    let (what, logs) = misconfigured(format!("redis://127.0.0.1:{}/99", server.port), "limit-c");
+    println!("review45 db 99: {what}; logs: {logs:#?}");
+    assert!(
+        what.starts_with("Err(") || logs.iter().any(|l| l.contains("DB") || l.contains("database") || l.contains("SELECT")),
+        "db 99: {what}; logs: {logs:#?}"
+    );
+}
