@@ -313,7 +313,10 @@ fn full_window(server: &Server, name: &str) -> u64 {
         if got[3].unwrap_or(0) > 0 && load >= 100 {
             return cur;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "premise: no full interval");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "premise: no full interval"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -321,7 +324,12 @@ fn full_window(server: &Server, name: &str) -> u64 {
 /// 3 gates x 2 threads (100 per 4 windows of 250 ms) on `server`; once an
 /// interval is full, `fault` runs on a connection of the test's own; the
 /// admissions are judged per interval after 3 s. Returns the fullest.
-fn fleet_with_fault(server: &Server, name: &str, lease: Option<u64>, fault: impl FnOnce(&mut redis::Connection)) -> u64 {
+fn fleet_with_fault(
+    server: &Server,
+    name: &str,
+    lease: Option<u64>,
+    fault: impl FnOnce(&mut redis::Connection),
+) -> u64 {
     let gates: Vec<RedisGate<4>> = (0..3)
         .map(|_| {
             let mut c = Config::new(server.url(), name, Duration::from_millis(250), 100);
@@ -359,7 +367,10 @@ fn fleet_with_fault(server: &Server, name: &str, lease: Option<u64>, fault: impl
     });
     let l = ledger.into_inner().unwrap();
     let worst = l.worst(4);
-    println!("review45 {name}: fullest interval {worst} of 100: {:?}", l.0);
+    println!(
+        "review45 {name}: fullest interval {worst} of 100: {:?}",
+        l.0
+    );
     worst
 }
 
@@ -374,11 +385,17 @@ fn del(con: &mut redis::Connection, keys: &[String]) {
 fn deleting_any_key_of_the_limit_on_a_live_master_keeps_the_limit() {
     let _g = serial();
     for lease in [None, Some(10)] {
-        for (i, victim) in ["", ":epoch", ":run", ":restored", "FLUSHDB", "ALL"].into_iter().enumerate() {
+        for (i, victim) in ["", ":epoch", ":run", ":restored", "FLUSHDB", "ALL"]
+            .into_iter()
+            .enumerate()
+        {
             let server = Server::start();
             let name = format!("del{i}{}", if lease.is_some() { "l" } else { "e" });
             let keys: Vec<String> = match victim {
-                "ALL" => ["", ":epoch", ":run", ":restored"].iter().map(|k| format!("{{{name}}}{k}")).collect(),
+                "ALL" => ["", ":epoch", ":run", ":restored"]
+                    .iter()
+                    .map(|k| format!("{{{name}}}{k}"))
+                    .collect(),
                 "FLUSHDB" => vec![],
                 k => vec![format!("{{{name}}}{k}")],
             };
@@ -389,7 +406,10 @@ fn deleting_any_key_of_the_limit_on_a_live_master_keeps_the_limit() {
                     del(con, &keys);
                 }
             });
-            assert!(worst <= 100, "{victim} deleted ({lease:?}): fullest interval {worst}");
+            assert!(
+                worst <= 100,
+                "{victim} deleted ({lease:?}): fullest interval {worst}"
+            );
         }
     }
 }
@@ -404,18 +424,37 @@ fn deleting_any_key_of_the_limit_on_a_live_master_keeps_the_limit() {
 fn two_sentinels_disagree_for_how_long() {
     let _g = serial();
     let x = Server::start_with(&["--repl-diskless-sync", "no"]);
-    let y = Server::start_with(&["--repl-diskless-sync", "no", "--replicaof", "127.0.0.1", &x.port.to_string()]);
+    let y = Server::start_with(&[
+        "--repl-diskless-sync",
+        "no",
+        "--replicaof",
+        "127.0.0.1",
+        &x.port.to_string(),
+    ]);
     let s1 = common::Sentinel::start(&x, "m");
     let s2 = common::Sentinel::start(&x, "m");
     for s in [&s1, &s2] {
-        let _: () = redis::cmd("SENTINEL").arg("DEBUG").arg(&["publish-period", "2000"][..]).query(&mut s.con()).unwrap();
+        let _: () = redis::cmd("SENTINEL")
+            .arg("DEBUG")
+            .arg(&["publish-period", "2000"][..])
+            .query(&mut s.con())
+            .unwrap();
     }
-    common::wait("S2 can promote Y", Duration::from_secs(20), || s2.can_promote(&y));
-    common::wait("the sentinels know each other", Duration::from_secs(20), || {
-        let v: Vec<std::collections::HashMap<String, String>> =
-            redis::cmd("SENTINEL").arg("SENTINELS").arg("m").query(&mut s1.con()).unwrap();
-        !v.is_empty()
+    common::wait("S2 can promote Y", Duration::from_secs(20), || {
+        s2.can_promote(&y)
     });
+    common::wait(
+        "the sentinels know each other",
+        Duration::from_secs(20),
+        || {
+            let v: Vec<std::collections::HashMap<String, String>> = redis::cmd("SENTINEL")
+                .arg("SENTINELS")
+                .arg("m")
+                .query(&mut s1.con())
+                .unwrap();
+            !v.is_empty()
+        },
+    );
     s2.failover();
     let t = Instant::now();
     let (mut s2_at, mut s1_at) = (None, None);
@@ -432,7 +471,10 @@ fn two_sentinels_disagree_for_how_long() {
     // Within the default fence (500 ms) less a heartbeat and a backoff, a
     // process on S1 still moves before the fence that one on S2 started ends.
     let gap = s1_at.unwrap().saturating_sub(s2_at.unwrap());
-    assert!(gap < Duration::from_millis(350), "the sentinels disagreed for {gap:?}");
+    assert!(
+        gap < Duration::from_millis(350),
+        "the sentinels disagreed for {gap:?}"
+    );
 }
 
 /// The warnings and errors the crate logs, kept for the tests to read.
@@ -444,7 +486,10 @@ impl log::Log for Capture {
     }
     fn log(&self, r: &log::Record) {
         if self.enabled(r.metadata()) {
-            LOGGED.lock().unwrap().push(format!("{} {}", r.level(), r.args()));
+            LOGGED
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", r.level(), r.args()));
         }
     }
     fn flush(&self) {}
@@ -492,10 +537,16 @@ fn misconfigured(url: String, name: &str) -> (String, Vec<String>) {
 fn a_wrong_password_is_named() {
     let _g = serial();
     let server = Server::start_with(&["--requirepass", "right"]);
-    let (what, logs) = misconfigured(format!("redis://:wrong@127.0.0.1:{}/", server.port), "limit-a");
+    let (what, logs) = misconfigured(
+        format!("redis://:wrong@127.0.0.1:{}/", server.port),
+        "limit-a",
+    );
     println!("review45 wrong password: {what}; logs: {logs:#?}");
     assert!(
-        what.starts_with("Err(") || logs.iter().any(|l| l.contains("WRONGPASS") || l.to_lowercase().contains("password")),
+        what.starts_with("Err(")
+            || logs
+                .iter()
+                .any(|l| l.contains("WRONGPASS") || l.to_lowercase().contains("password")),
         "a wrong password: {what}; logs: {logs:#?}"
     );
 }
@@ -508,10 +559,16 @@ fn an_unknown_sentinel_master_name_is_named() {
     let _g = serial();
     let x = Server::start();
     let s = common::Sentinel::start(&x, "m");
-    let (what, logs) = misconfigured(format!("redis+sentinel://127.0.0.1:{}/typo", s.port), "limit-b");
+    let (what, logs) = misconfigured(
+        format!("redis+sentinel://127.0.0.1:{}/typo", s.port),
+        "limit-b",
+    );
     println!("review45 unknown master name: {what}; logs: {logs:#?}");
     assert!(
-        what.starts_with("Err(") || logs.iter().any(|l| l.contains("does not know") || l.contains("master's name")),
+        what.starts_with("Err(")
+            || logs
+                .iter()
+                .any(|l| l.contains("does not know") || l.contains("master's name")),
         "an unknown master name: {what}; logs: {logs:#?}"
     );
 }
@@ -525,7 +582,10 @@ fn a_database_out_of_range_is_named() {
     let (what, logs) = misconfigured(format!("redis://127.0.0.1:{}/99", server.port), "limit-c");
     println!("review45 db 99: {what}; logs: {logs:#?}");
     assert!(
-        what.starts_with("Err(") || logs.iter().any(|l| l.contains("DB") || l.contains("database") || l.contains("SELECT")),
+        what.starts_with("Err(")
+            || logs
+                .iter()
+                .any(|l| l.contains("DB") || l.contains("database") || l.contains("SELECT")),
         "db 99: {what}; logs: {logs:#?}"
     );
 }
