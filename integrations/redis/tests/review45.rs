@@ -1,0 +1,591 @@
+//! Hostile review of issue 45 (branch `rev45`): reproducers against real
+//! `redis-server` / `redis-sentinel` on loopback. A test that shows a
+//! defect is `#[ignore = "review: ..."]`; run it with
+//! `cargo test -p leaparray-redis --test review45 <name> -- --ignored --nocapture`.
+mod common;
+use common::{serial, Proxy, Server};
+use leaparray_redis::{Config, Decision, RedisGate};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Opens `processes` gates through a proxy adding `each_way_ms` each way,
+/// with `timeout` = `factor` x the round trip `open` measured, runs
+/// `threads` paced callers per gate for `ms`: (availability, decisions,
+/// faulted, timeouts, measured round trip).
+fn slow_link_run(
+    mode_lease: Option<u64>,
+    each_way_ms: u64,
+    factor: u32,
+    processes: usize,
+    threads: usize,
+    ms: u64,
+) -> (f64, u64, u64, u64, Duration) {
+    let server = Server::start();
+    let proxy = Proxy::start(server.port);
+    proxy.delay(each_way_ms);
+    // The round trip as the crate measures it (`open`'s TIME).
+    let probe = RedisGate::<4>::open(
+        Config::new(proxy.url(), "probe", Duration::from_millis(250), 100)
+            .timeout(Duration::from_secs(2))
+            .restart_grace(Duration::from_secs(3)),
+    )
+    .unwrap();
+    let rtt = probe.round_trip().expect("measured");
+    drop(probe);
+    let timeout = rtt * factor;
+    let name = format!("slow{factor}");
+    let gates: Vec<RedisGate<4>> = (0..processes)
+        .map(|_| {
+            let mut c = Config::new(proxy.url(), name.clone(), Duration::from_millis(250), 100)
+                .timeout(timeout)
+                .restart_grace(
+                    Duration::from_millis(500).max(timeout + Duration::from_millis(200)),
+                );
+            if let Some(b) = mode_lease {
+                c = c.lease(b);
+            }
+            RedisGate::<4>::open(c).unwrap()
+        })
+        .collect();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for g in &gates {
+            for _ in 0..threads {
+                let stop = &stop;
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = g.try_acquire(1);
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(ms));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let (mut d, mut f, mut t) = (0, 0, 0);
+    for g in &gates {
+        let s = g.stats();
+        d += s.decisions;
+        f += s.faulted;
+        t += s.timeouts;
+    }
+    ((d - f) as f64 / d as f64, d, f, t, rtt)
+}
+
+/// README "Slow links: `timeout >= 2 x round trip`" and issue 45 item 6:
+/// at the documented boundary (timeout exactly twice the round trip that
+/// `open` measured; `open` neither refuses nor warns), 3 gates of 2 paced
+/// threads, exact mode: availability >= 0.99.
+#[test]
+fn slow_link_at_exactly_twice_the_round_trip_exact() {
+    let _g = serial();
+    let (a, d, f, t, rtt) = slow_link_run(None, 50, 2, 3, 2, 3_000);
+    println!("review45 slow link x2 exact: availability {a:.3} ({f} of {d} lost, {t} timeouts), rtt {rtt:?}");
+    assert!(a >= 0.99, "availability {a}");
+}
+
+/// The same in lease mode (blocks of 10): a refill's waiters wait at
+/// most one `timeout`.
+#[test]
+fn slow_link_at_exactly_twice_the_round_trip_lease() {
+    let _g = serial();
+    let (a, d, f, t, rtt) = slow_link_run(Some(10), 50, 2, 3, 2, 3_000);
+    println!("review45 slow link x2 lease: availability {a:.3} ({f} of {d} lost, {t} timeouts), rtt {rtt:?}");
+    assert!(a >= 0.99, "availability {a}");
+}
+
+fn redis_now(server: &Server) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut server.con()).unwrap();
+    s * 1_000_000 + us
+}
+
+/// Admissions per window, counting `n` permits per decision.
+#[derive(Default)]
+struct Permits(std::collections::BTreeMap<u64, u64>);
+
+impl Permits {
+    fn note(&mut self, d: Decision, n: u64) {
+        if let Some(w) = d.window() {
+            *self.0.entry(w).or_insert(0) += n;
+        }
+    }
+    fn worst(&self, n: u64) -> u64 {
+        self.0
+            .keys()
+            .map(|&w| self.0.range(w..w + n).map(|(_, c)| c).sum())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// A fleet with one process near Redis (B, direct) and one far (A, through
+/// a proxy adding `each_way_ms` each way), each configured as the README
+/// says for its own link: A's `timeout` is twice its measured round trip
+/// and its `restart_grace` `a_grace` (at least heartbeat + max_backoff +
+/// timeout); B keeps the default timeout (50 ms) with `restart_grace`
+/// `b_grace`. A admits the whole limit (one decision of 100) early in a
+/// window, Redis restarts empty, both keep asking. Returns the fullest
+/// interval (4 windows of 250 ms, limit 100) and the ledger.
+fn near_and_far_restart(
+    each_way_ms: u64,
+    a_grace: Option<Duration>,
+    b_grace: Duration,
+) -> (u64, Permits) {
+    let mut server = Server::start();
+    let proxy = Proxy::start(server.port);
+    proxy.delay(each_way_ms);
+    let probe = RedisGate::<4>::open(
+        Config::new(proxy.url(), "probe", Duration::from_millis(250), 100)
+            .timeout(Duration::from_secs(2))
+            .restart_grace(Duration::from_secs(3)),
+    )
+    .unwrap();
+    let rtt = probe.round_trip().expect("measured");
+    drop(probe);
+    let timeout = rtt * 2;
+    let mut ca =
+        Config::new(proxy.url(), "mixed", Duration::from_millis(250), 100).timeout(timeout);
+    let min_a = ca.heartbeat + ca.max_backoff + timeout;
+    ca = ca.restart_grace(a_grace.unwrap_or(min_a).max(min_a));
+    let a = RedisGate::<4>::open(ca.clone()).unwrap();
+    let b = RedisGate::<4>::open(
+        Config::new(server.url(), "mixed", Duration::from_millis(250), 100).restart_grace(b_grace),
+    )
+    .unwrap();
+    println!(
+        "review45 near/far: rtt {rtt:?}, A timeout {timeout:?} grace {:?}, B grace {b_grace:?}",
+        ca.restart_grace
+    );
+    std::thread::sleep(Duration::from_millis(1_500)); // past the first start's fences
+                                                      // Early in a window.
+    while redis_now(&server) % 250_000 > 30_000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let ledger = Mutex::new(Permits::default());
+    let d = a.try_acquire(100);
+    assert!(d.is_admitted(), "premise: A admits the whole limit: {d:?}");
+    let w = d.window().unwrap();
+    ledger.lock().unwrap().note(d, 100);
+    server.kill();
+    server.restart();
+    let t = Instant::now();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for g in [&a, &b] {
+            let (stop, ledger) = (&stop, &ledger);
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let d = g.try_acquire(1);
+                    ledger.lock().unwrap().note(d, 1);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2_000));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let ledger = ledger.into_inner().unwrap();
+    let worst = ledger.worst(4);
+    println!(
+        "review45 near/far restart: window {w}, fullest interval {worst} of 100 in {:?}: {:?}; A {:?}; B {:?}",
+        t.elapsed(),
+        ledger.0,
+        a.stats(),
+        b.stats()
+    );
+    (worst, ledger)
+}
+
+/// README ("Slow links", "Deployment: Everywhere, set"): `timeout >= 2 x`
+/// each process's round trip and `restart_grace >= heartbeat +
+/// max_backoff + timeout`. A far process (200 ms round trip, timeout 2x,
+/// restart_grace at its documented minimum, 550 ms) and a near one with
+/// every default (grace 500 ms): a restart of Redis must stay within the
+/// limit.
+#[test]
+#[ignore = "review: the fence is the grace of whichever process reaches Redis first; a far process's write-back (connect, check, restore: 3 round trips after its backoff) lands after a near process's fence"]
+fn a_far_process_writes_back_within_a_near_process_fence_defaults() {
+    let _g = serial();
+    let (worst, _) = near_and_far_restart(100, None, Duration::from_millis(500));
+    assert!(worst <= 100, "fullest interval {worst} of 100");
+}
+
+/// The same with B's grace at its documented minimum (heartbeat +
+/// max_backoff + timeout = 200 ms).
+#[test]
+#[ignore = "review: the fence is the grace of whichever process reaches Redis first; a far process's write-back lands after a near process's (legal, minimal) fence"]
+fn a_far_process_writes_back_within_a_near_process_fence_minimal_grace() {
+    let _g = serial();
+    let (worst, _) = near_and_far_restart(50, None, Duration::from_millis(200));
+    assert!(worst <= 100, "fullest interval {worst} of 100");
+}
+
+/// TLS (feature `tls`): a server whose certificate has expired (signed by
+/// the CA the gate trusts, names 127.0.0.1): `open` must say so
+/// (`Error::Tls` naming the expiry), never a gate that refuses everything.
+#[cfg(feature = "tls")]
+#[test]
+fn an_expired_server_certificate_is_error_tls_of_open() {
+    use leaparray_redis::Error;
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("leaparray-rev45-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.distinguished_name.push(DnType::CommonName, "rev45 CA");
+    let ca = p.self_signed(&ca_key).unwrap();
+    let leaf = |name: &str, expired: bool| {
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+        p.distinguished_name.push(DnType::CommonName, name);
+        if expired {
+            p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
+        (
+            p.signed_by(&key, &ca, &ca_key).unwrap().pem(),
+            key.serialize_pem(),
+        )
+    };
+    let server = leaf("redis", true);
+    let client = leaf("client", false);
+    for (f, pem) in [
+        ("ca.crt", ca.pem()),
+        ("server.crt", server.0),
+        ("server.key", server.1),
+    ] {
+        std::fs::write(dir.join(f), pem).unwrap();
+    }
+    let tls_port = common::free_port();
+    let f = |n: &str| dir.join(n).display().to_string();
+    let _s = Server::start_with(&[
+        "--tls-port",
+        &tls_port.to_string(),
+        "--tls-cert-file",
+        &f("server.crt"),
+        "--tls-key-file",
+        &f("server.key"),
+        "--tls-ca-cert-file",
+        &f("ca.crt"),
+    ]);
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", tls_port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let cfg = Config::new(
+        format!("rediss://127.0.0.1:{tls_port}/"),
+        "expired",
+        Duration::from_millis(250),
+        100,
+    )
+    .timeout(Duration::from_millis(250))
+    .tls_roots(ca.pem())
+    .tls_client(client.0, client.1);
+    let r = RedisGate::<4>::open(cfg);
+    println!("review45 expired certificate: {r:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+    match r {
+        Err(Error::Tls(why)) => assert!(why.to_lowercase().contains("expired"), "{why}"),
+        other => panic!("an expired certificate: {other:?}"),
+    }
+}
+
+/// Waits until the interval ending at Redis's current window holds the
+/// whole limit with bookings in that window; returns the window.
+fn full_window(server: &Server, name: &str) -> u64 {
+    let mut con = server.con();
+    let t = Instant::now();
+    loop {
+        let (s, us): (u64, u64) = redis::cmd("TIME").query(&mut con).unwrap();
+        let cur = (s * 1_000_000 + us) / 250_000;
+        let got: Vec<Option<u64>> = redis::cmd("HMGET")
+            .arg(format!("{{{name}}}"))
+            .arg((cur - 3..=cur).collect::<Vec<u64>>())
+            .query(&mut con)
+            .unwrap();
+        let load: u64 = got.iter().map(|n| n.unwrap_or(0)).sum();
+        if got[3].unwrap_or(0) > 0 && load >= 100 {
+            return cur;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "premise: no full interval"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// 3 gates x 2 threads (100 per 4 windows of 250 ms) on `server`; once an
+/// interval is full, `fault` runs on a connection of the test's own; the
+/// admissions are judged per interval after 3 s. Returns the fullest.
+fn fleet_with_fault(
+    server: &Server,
+    name: &str,
+    lease: Option<u64>,
+    fault: impl FnOnce(&mut redis::Connection),
+) -> u64 {
+    let gates: Vec<RedisGate<4>> = (0..3)
+        .map(|_| {
+            let mut c = Config::new(server.url(), name, Duration::from_millis(250), 100);
+            if let Some(b) = lease {
+                c = c.lease(b);
+            }
+            RedisGate::<4>::open(c).unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(600));
+    let ledger = Mutex::new(Permits::default());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for g in &gates {
+            for _ in 0..2 {
+                let (stop, ledger) = (&stop, &ledger);
+                s.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let d = g.try_acquire(1);
+                        if d.is_admitted() {
+                            ledger.lock().unwrap().note(d, 1);
+                        } else {
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1_000));
+        let w = full_window(server, name);
+        fault(&mut server.con());
+        println!("review45 {name}: fault after window {w} filled the interval");
+        std::thread::sleep(Duration::from_millis(2_000));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let l = ledger.into_inner().unwrap();
+    let worst = l.worst(4);
+    println!(
+        "review45 {name}: fullest interval {worst} of 100: {:?}",
+        l.0
+    );
+    worst
+}
+
+fn del(con: &mut redis::Connection, keys: &[String]) {
+    let _: i64 = redis::cmd("DEL").arg(keys).query(con).unwrap();
+}
+
+/// The limit's keys deleted on a live master (no restart): each alone,
+/// and `FLUSHDB`, in exact and lease mode: seen at the next call that
+/// names them (README table: the `FLUSHALL` row), 0 intervals over.
+#[test]
+fn deleting_any_key_of_the_limit_on_a_live_master_keeps_the_limit() {
+    let _g = serial();
+    for lease in [None, Some(10)] {
+        for (i, victim) in ["", ":epoch", ":run", ":restored", "FLUSHDB", "ALL"]
+            .into_iter()
+            .enumerate()
+        {
+            let server = Server::start();
+            let name = format!("del{i}{}", if lease.is_some() { "l" } else { "e" });
+            let keys: Vec<String> = match victim {
+                "ALL" => ["", ":epoch", ":run", ":restored"]
+                    .iter()
+                    .map(|k| format!("{{{name}}}{k}"))
+                    .collect(),
+                "FLUSHDB" => vec![],
+                k => vec![format!("{{{name}}}{k}")],
+            };
+            let worst = fleet_with_fault(&server, &name, lease, |con| {
+                if keys.is_empty() {
+                    let _: () = redis::cmd("FLUSHDB").query(con).unwrap();
+                } else {
+                    del(con, &keys);
+                }
+            });
+            assert!(
+                worst <= 100,
+                "{victim} deleted ({lease:?}): fullest interval {worst}"
+            );
+        }
+    }
+}
+
+/// Two sentinels watching the same master (quorum 1, Sentinel's default
+/// publish period of 2 s): how long after the one that ran `SENTINEL
+/// FAILOVER` names the new master does the other still name the old one?
+/// (Processes whose kept sentinel connection is the other one stay on the
+/// old master meanwhile; README: "the process follows the master the
+/// sentinels name within one heartbeat".)
+#[test]
+fn two_sentinels_disagree_for_how_long() {
+    let _g = serial();
+    let x = Server::start_with(&["--repl-diskless-sync", "no"]);
+    let y = Server::start_with(&[
+        "--repl-diskless-sync",
+        "no",
+        "--replicaof",
+        "127.0.0.1",
+        &x.port.to_string(),
+    ]);
+    let s1 = common::Sentinel::start(&x, "m");
+    let s2 = common::Sentinel::start(&x, "m");
+    for s in [&s1, &s2] {
+        let _: () = redis::cmd("SENTINEL")
+            .arg("DEBUG")
+            .arg(&["publish-period", "2000"][..])
+            .query(&mut s.con())
+            .unwrap();
+    }
+    common::wait("S2 can promote Y", Duration::from_secs(20), || {
+        s2.can_promote(&y)
+    });
+    common::wait(
+        "the sentinels know each other",
+        Duration::from_secs(20),
+        || {
+            let v: Vec<std::collections::HashMap<String, String>> = redis::cmd("SENTINEL")
+                .arg("SENTINELS")
+                .arg("m")
+                .query(&mut s1.con())
+                .unwrap();
+            !v.is_empty()
+        },
+    );
+    s2.failover();
+    let t = Instant::now();
+    let (mut s2_at, mut s1_at) = (None, None);
+    while t.elapsed() < Duration::from_secs(15) && (s2_at.is_none() || s1_at.is_none()) {
+        if s2_at.is_none() && s2.master() == y.port {
+            s2_at = Some(t.elapsed());
+        }
+        if s1_at.is_none() && s1.master() == y.port {
+            s1_at = Some(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    println!("review45 two sentinels: S2 (failover) names Y at {s2_at:?}, S1 at {s1_at:?}; X's role then: {}", common::replication(&x, "role"));
+    // Within the default fence (500 ms) less a heartbeat and a backoff, a
+    // process on S1 still moves before the fence that one on S2 started ends.
+    let gap = s1_at.unwrap().saturating_sub(s2_at.unwrap());
+    assert!(
+        gap < Duration::from_millis(350),
+        "the sentinels disagreed for {gap:?}"
+    );
+}
+
+/// The warnings and errors the crate logs, kept for the tests to read.
+static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+struct Capture;
+impl log::Log for Capture {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Warn
+    }
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            LOGGED
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", r.level(), r.args()));
+        }
+    }
+    fn flush(&self) {}
+}
+fn capture_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        log::set_logger(&Capture).unwrap();
+        log::set_max_level(log::LevelFilter::Warn);
+    });
+}
+
+/// A misconfiguration that Redis (or Sentinel) answers clearly must be an
+/// error of `open`, or at least be named in a log line (GUIDE: "never a
+/// value that silently refuses everything"; README: "A decision Redis did
+/// not decide is counted and logged"). Returns (open's result as text,
+/// what the logs said about the limit within 1.5 s).
+fn misconfigured(url: String, name: &str) -> (String, Vec<String>) {
+    capture_logs();
+    let r = RedisGate::<4>::open(Config::new(url, name, Duration::from_millis(250), 100));
+    let what = match &r {
+        Ok(g) => {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(1_500) {
+                let _ = g.try_acquire(1);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            format!("Ok(gate), connected {}, {:?}", g.is_connected(), g.stats())
+        }
+        Err(e) => format!("Err({e})"),
+    };
+    let logs = LOGGED
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(&format!("leaparray-redis {name}:")))
+        .cloned()
+        .collect();
+    (what, logs)
+}
+
+/// A wrong password: Redis answers `WRONGPASS` on every connection.
+#[test]
+#[ignore = "review: a wrong password is neither an error of open nor named in any log: the gate refuses everything, logged as 'Redis is unreachable or slower than the timeout'"]
+fn a_wrong_password_is_named() {
+    let _g = serial();
+    let server = Server::start_with(&["--requirepass", "right"]);
+    let (what, logs) = misconfigured(
+        format!("redis://:wrong@127.0.0.1:{}/", server.port),
+        "limit-a",
+    );
+    println!("review45 wrong password: {what}; logs: {logs:#?}");
+    assert!(
+        what.starts_with("Err(")
+            || logs
+                .iter()
+                .any(|l| l.contains("WRONGPASS") || l.to_lowercase().contains("password")),
+        "a wrong password: {what}; logs: {logs:#?}"
+    );
+}
+
+/// A master name the sentinel does not know (a typo in the URL):
+/// Sentinel answers a null.
+#[test]
+#[ignore = "review: a master name the sentinels do not know is neither an error of open nor named in any log"]
+fn an_unknown_sentinel_master_name_is_named() {
+    let _g = serial();
+    let x = Server::start();
+    let s = common::Sentinel::start(&x, "m");
+    let (what, logs) = misconfigured(
+        format!("redis+sentinel://127.0.0.1:{}/typo", s.port),
+        "limit-b",
+    );
+    println!("review45 unknown master name: {what}; logs: {logs:#?}");
+    assert!(
+        what.starts_with("Err(")
+            || logs
+                .iter()
+                .any(|l| l.contains("does not know") || l.contains("master's name")),
+        "an unknown master name: {what}; logs: {logs:#?}"
+    );
+}
+
+/// A database index the server does not have (`SELECT 99` fails).
+#[test]
+#[ignore = "review: a database index out of range is neither an error of open nor named in any log"]
+fn a_database_out_of_range_is_named() {
+    let _g = serial();
+    let server = Server::start();
+    let (what, logs) = misconfigured(format!("redis://127.0.0.1:{}/99", server.port), "limit-c");
+    println!("review45 db 99: {what}; logs: {logs:#?}");
+    assert!(
+        what.starts_with("Err(")
+            || logs
+                .iter()
+                .any(|l| l.contains("DB") || l.contains("database") || l.contains("SELECT")),
+        "db 99: {what}; logs: {logs:#?}"
+    );
+}
