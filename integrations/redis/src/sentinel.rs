@@ -65,6 +65,9 @@ pub(crate) fn is_sentinel(url: &str) -> bool {
     url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
 }
 
+/// What a sentinel's null answer means: it watches no master of that name.
+pub(crate) const UNKNOWN_MASTER: &str = "no sentinel that answered knows the master's name";
+
 /// The default port of a sentinel.
 const SENTINEL_PORT: u16 = 26379;
 
@@ -173,7 +176,9 @@ pub(crate) fn parse(url: &str, tls: &Tls) -> RedisResult<(Sentinels, ConnectionI
 impl Sentinels {
     /// The master's address as the first sentinel that answers names it
     /// (each asked within `timeout` to connect and `timeout` to answer);
-    /// that sentinel goes first for the next question.
+    /// that sentinel goes first for the next question. If none names it
+    /// and one answered that it knows no master of that name, that is the
+    /// error ([`UNKNOWN_MASTER`]: a typo, not an outage).
     pub fn ask(&self, timeout: Duration) -> RedisResult<(String, u16)> {
         let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = con.as_mut() {
@@ -184,6 +189,7 @@ impl Sentinels {
         }
         let addrs = self.addrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut last = invalid("no sentinel", String::new());
+        let mut unknown = None;
         for (i, (host, port)) in addrs.iter().enumerate() {
             match self.ask_one(host, *port, timeout) {
                 Ok((c, Some(at))) => {
@@ -198,15 +204,15 @@ impl Sentinels {
                     return Ok(at);
                 }
                 Ok((_, None)) => {
-                    last = invalid(
-                        "the sentinel does not know the master's name",
-                        format!("{} at {host}:{port}", self.master),
-                    )
+                    unknown = Some(invalid(
+                        UNKNOWN_MASTER,
+                        format!("{:?}, asked at {host}:{port}", self.master),
+                    ))
                 }
                 Err(e) => last = e,
             }
         }
-        Err(last)
+        Err(unknown.unwrap_or(last))
     }
 
     fn ask_one(
