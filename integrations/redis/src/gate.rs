@@ -1220,6 +1220,7 @@ impl<const N: usize> Inner<N> {
         }
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
+        self.calls.learn_grace(r.grace);
         if let Some(policy) = r.policy.as_deref() {
             self.eviction(policy)?;
         }
@@ -1301,6 +1302,10 @@ impl<const N: usize> Inner<N> {
                 // only its connection (`failed`). Then the keeper makes a
                 // checked one (`reach` beats), so an idle process keeps its
                 // heartbeat and its write-back after a restart.
+                // A failed beat reconnects at once (then with backoff), not
+                // a heartbeat later: a write-back after a restart waits for
+                // one heartbeat or one backoff, never both
+                // (`Config::min_restart_grace`).
                 let Some(mut con) = lock(&self.pool).pop() else {
                     match self.reach(true) {
                         Ok(con) => self.put(con),
@@ -1308,6 +1313,7 @@ impl<const N: usize> Inner<N> {
                         Err(e) => {
                             self.timed_out(&e);
                             self.broken();
+                            pause = Duration::ZERO;
                         }
                     }
                     continue;
@@ -1321,6 +1327,7 @@ impl<const N: usize> Inner<N> {
                     Err(e) => {
                         self.timed_out(&e);
                         self.broken();
+                        pause = Duration::ZERO;
                     }
                 }
             } else {

@@ -252,12 +252,13 @@ fn connected<const W: usize>(g: &RedisGate<W>) {
     }
 }
 
-/// Short timings (`restart_grace >= heartbeat + max_backoff + timeout`).
+/// Short timings, `restart_grace` at its least (`Config::min_restart_grace`).
 fn quick(mut c: Config) -> Config {
     c.heartbeat = Duration::from_millis(10);
     c.max_backoff = Duration::from_millis(10);
-    c.timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(70))
+    let c = c.timeout(Duration::from_millis(50));
+    let least = c.min_restart_grace(); // max(10, 10) + 6 x 50 = 310 ms
+    c.restart_grace(least)
 }
 
 /// A caller whose clock runs one window ahead of Redis's (within the

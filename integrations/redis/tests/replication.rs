@@ -9,12 +9,13 @@ use common::{replication, serial, Ledger, Server};
 use leaparray_redis::{Config, Decision, RedisGate};
 use std::time::{Duration, Instant};
 
-/// Short timings (`restart_grace >= heartbeat + max_backoff + timeout`).
+/// Short timings, `restart_grace` at its least (`Config::min_restart_grace`).
 fn quick(mut c: Config) -> Config {
     c.heartbeat = Duration::from_millis(10);
     c.max_backoff = Duration::from_millis(10);
-    c.timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(70))
+    let c = c.timeout(Duration::from_millis(50));
+    let least = c.min_restart_grace(); // max(10, 10) + 6 x 50 = 310 ms
+    c.restart_grace(least)
 }
 
 fn wait(what: &str, mut f: impl FnMut() -> bool) {
