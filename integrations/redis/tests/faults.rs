@@ -281,7 +281,7 @@ fn caller_one_window_ahead_across_a_restart() {
     let b = RedisGate::<2>::open(cfg).unwrap();
     connected(&a);
     connected(&b);
-    std::thread::sleep(Duration::from_millis(100)); // past the first fence
+    std::thread::sleep(Duration::from_millis(400)); // past the first fence
                                                     // Start in the first 300 ms of a Redis window, so that Redis's clock is
                                                     // still before the caller's window when the restart is written back.
     let mut con = server.con();
@@ -360,7 +360,7 @@ fn full_maxmemory_is_a_fault_not_a_refusal() {
     .unwrap();
     connected(&refuse);
     connected(&local);
-    std::thread::sleep(Duration::from_millis(100)); // past the first fence
+    std::thread::sleep(Duration::from_millis(400)); // past the first fence
     let mut ledger = BTreeMap::new();
     let mut record = |d: leaparray_redis::Decision| {
         if let Some(win) = d.window() {

@@ -129,7 +129,7 @@ fn a_failback_to_the_same_process_is_a_restart() {
     // Past the first start's fence; then start in the first 300 ms of a
     // window, so that the whole test stays within the interval of that
     // window and the next.
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(400));
     while redis_now(&x) % w > 300_000 {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -159,7 +159,7 @@ fn a_failback_to_the_same_process_is_a_restart() {
     wait("a reconnects", || a.is_connected());
     let b = RedisGate::<2>::open(cfg).unwrap();
     wait("b connects", || b.is_connected());
-    std::thread::sleep(Duration::from_millis(200)); // past any fence
+    std::thread::sleep(Duration::from_millis(400)); // past any fence
     for _ in 0..limit {
         ledger.note(a.try_acquire(1));
         ledger.note(b.try_acquire(1));

@@ -229,7 +229,7 @@ fn a_caller_far_from_redis_time_does_not_prune_the_fleets_current_windows() {
     let b = RedisGate::<4>::open(c).unwrap();
     connected(&a);
     connected(&b);
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
     let mut admin = server.con();
     // Stay inside one window of Redis time.
     while redis_now(&mut admin) % 1_000_000 > 300_000 {
@@ -290,7 +290,7 @@ fn the_fence_outlasts_a_live_process_whose_heartbeat_open_accepted() {
     let p2 = RedisGate::<4>::open(c).unwrap();
     connected(&p1);
     connected(&p2);
-    std::thread::sleep(Duration::from_millis(1_100)); // past the first fence
+    std::thread::sleep(Duration::from_millis(1_300)); // past the first fence
     let mut admin = server.con();
     // Right after P1's heartbeat, so its next one is 800 ms away.
     let beats = p1.stats().keeper_round_trips;
@@ -374,7 +374,7 @@ fn a_clock_step_back_of_fewer_than_n_windows_gives_no_fresh_room() {
     )))
     .unwrap();
     connected(&gate);
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
     let t = redis_now(&mut server.con());
     assert!(gate.try_acquire_at(t, 10).is_admitted());
     let steps: Vec<(u64, bool)> = (1..=4u64)
@@ -405,7 +405,7 @@ fn a_window_named_ahead_outlives_the_counters_hash() {
     let fleet = RedisGate::<4>::open(c).unwrap();
     connected(&ahead);
     connected(&fleet);
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
     let mut admin = server.con();
     // Early in a Redis window c.
     let now = loop {

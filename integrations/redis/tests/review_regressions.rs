@@ -37,7 +37,7 @@ fn quick(mut c: Config) -> Config {
 
 /// Waits past the first start's fence (`quick`'s grace).
 fn past_fence() {
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
 }
 
 /// Defect 1: Redis hangs (SIGSTOP) while 16 threads need a lease refill.
