@@ -43,9 +43,10 @@
 //! heartbeat on a LAN; each round trip at most `timeout`); its bookings at
 //! X until then are in its ledger and written back under Y's epoch. The
 //! fleet stays within the limit when every live process moves within the
-//! restart fence that the first one to reach Y starts (`restart_grace`,
-//! 500 ms), as for a restart (module `restart`, "What is and is not
-//! guaranteed"). If no sentinel answers
+//! restart fence that the first one to reach Y starts (the longest
+//! `restart_grace` of the limit's processes; module `restart`, "The
+//! fence", counts the sentinels' questions in its least), as for a
+//! restart. If no sentinel answers
 //! the heartbeat's question, the process stays on its master (with every
 //! sentinel down no failover happens; a process cut off from the
 //! sentinels but not from a deposed master is the README's split brain).
