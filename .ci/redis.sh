@@ -13,6 +13,9 @@
 # another writer; tests/slow_link.rs: a proxy of the test's own on
 # loopback adding 50 ms each way; tests/split_brain.rs: a master, its
 # replica cut off by such a proxy and promoted, min-replicas-to-write;
+# tests/review45.rs: a hostile review's reproducers (a far and a near
+# process across a restart through such a proxy, refused passwords,
+# databases and Sentinel master names, keys deleted, two sentinels);
 # tests/tls.rs, with the feature `tls`:
 # redis-server and a sentinel with --tls-port, certificates made by the
 # test), so this

@@ -205,10 +205,12 @@ pub struct Config {
     /// so that every live process can write its bookings back first
     /// (capped at `2N - 1` windows, which make a restart exact even for the
     /// bookings of processes that died, whichever clock named them; the
-    /// cap is never below `heartbeat + max_backoff + timeout`). Must be at least
-    /// `heartbeat + max_backoff + timeout` (else `open` returns
-    /// [`crate::Error::Config`]): a fence shorter than that can end before a
-    /// live process has written its bookings back. 500 ms.
+    /// cap is never below [`Config::min_restart_grace`]). Must be at least
+    /// [`Config::min_restart_grace`] (else `open` returns
+    /// [`crate::Error::Config`]): a fence shorter than that can end before
+    /// this process has written its bookings back. Every process of a
+    /// limit records its fence in Redis, and a new epoch is fenced for the
+    /// longest of them (module `restart`, "The fence"). 500 ms.
     pub restart_grace: Duration,
     /// What to do when Redis's `maxmemory-policy` can evict the limit's
     /// keys. [`OnEviction::Refuse`].
@@ -370,17 +372,48 @@ impl Config {
         self
     }
 
+    /// The least `restart_grace` [`RedisGate::open`](crate::RedisGate::open)
+    /// accepts: the longest a live process can take, from the moment
+    /// Redis answers again, to have its bookings written back:
+    /// `max(heartbeat, max_backoff) + k x timeout`, `k` = 6 (8 with a
+    /// Sentinel URL): the call that finds the old connection dead (or the
+    /// reconnection attempt in flight), a connect, the check (3 calls on a
+    /// restarted Redis, whose script cache is empty: `EVALSHA`, `SCRIPT
+    /// LOAD`, `EVALSHA`) and the restore, each at most `timeout`; with
+    /// Sentinel, the heartbeat's question and the reconnection's. Argued in
+    /// the module `restart`, "The fence".
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use leaparray_redis::Config;
+    /// let c = Config::new("redis://127.0.0.1/", "api", Duration::from_millis(250), 100);
+    /// // max(50 ms, 100 ms) + 6 x 50 ms
+    /// assert_eq!(c.min_restart_grace(), Duration::from_millis(400));
+    /// let s = Config::new("redis+sentinel://127.0.0.1/m", "api", Duration::from_millis(250), 100);
+    /// assert_eq!(s.min_restart_grace(), Duration::from_millis(500));
+    /// ```
+    #[must_use]
+    pub fn min_restart_grace(&self) -> Duration {
+        let k = if crate::sentinel::is_sentinel(&self.url) {
+            8
+        } else {
+            6
+        };
+        self.heartbeat
+            .max(self.max_backoff)
+            .saturating_add(self.timeout.saturating_mul(k))
+    }
+
     /// The restart fence: `restart_grace`, capped at `2N - 1` windows
     /// (past them no fresh booking shares an interval with a lost one,
     /// whichever clock named it: `src/restart.rs`, "How long a window
-    /// matters"), but never below `heartbeat + max_backoff + timeout` (so a
-    /// live process writes back before any fresh booking, however short
-    /// the interval).
+    /// matters"), but never below [`Config::min_restart_grace`] (so a live
+    /// process writes back before any fresh booking, however short the
+    /// interval).
     pub(crate) fn fence(&self, n_windows: usize) -> Duration {
         let windows = u32::try_from(2 * n_windows.max(1) - 1).unwrap_or(u32::MAX);
         let cap = self.window.saturating_mul(windows);
-        let round = self.heartbeat + self.max_backoff + self.timeout;
-        self.restart_grace.min(cap.max(round))
+        self.restart_grace.min(cap.max(self.min_restart_grace()))
     }
 
     pub(crate) fn check(&self, n_windows: usize) -> Result<(), crate::Error> {
@@ -430,8 +463,8 @@ impl Config {
                 return bad("Config::tls.roots holds no PEM certificate");
             }
         }
-        if self.restart_grace < self.heartbeat + self.max_backoff + self.timeout {
-            return bad("restart_grace must be at least heartbeat + max_backoff + timeout (else the restart fence can end before live processes write their bookings back)");
+        if self.restart_grace < self.min_restart_grace() {
+            return Err(crate::Error::Config(format!("restart_grace must be at least max(heartbeat, max_backoff) + {} x timeout = {:?} (Config::min_restart_grace; else the restart fence can end before this process writes its bookings back)", if crate::sentinel::is_sentinel(&self.url) { 8 } else { 6 }, self.min_restart_grace())));
         }
         Ok(())
     }
@@ -442,7 +475,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fence_is_the_grace_capped_at_2n_minus_1_windows_never_below_a_heartbeat_round() {
+    fn the_fence_is_the_grace_capped_at_2n_minus_1_windows_never_below_the_minimum() {
         let ms = Duration::from_millis;
         let c = |window: u64, grace: u64, heartbeat: u64| {
             let mut c =
@@ -454,9 +487,10 @@ mod tests {
         assert_eq!(c(100, 500, 50).fence(4), ms(500));
         // Capped at 2N - 1 = 7 windows.
         assert_eq!(c(100, 1_000, 50).fence(4), ms(700));
-        assert_eq!(c(100, 1_000, 50).fence(1), ms(200)); // the heartbeat round (50 + 100 + 50)
-                                                         // The cap (7 x 50 ms) is below the heartbeat round (800 + 100 + 50):
-                                                         // the round, which `check` keeps within the grace.
-        assert_eq!(c(50, 1_000, 800).fence(4), ms(950));
+        // The minimum, max(50, 100) + 6 x 50: above the cap (1 window).
+        assert_eq!(c(100, 1_000, 50).fence(1), ms(400));
+        // The cap (7 x 50 ms) is below the minimum, max(800, 100) + 6 x 50:
+        // the minimum, which `check` keeps within the grace.
+        assert_eq!(c(50, 1_500, 800).fence(4), ms(1_100));
     }
 }

@@ -51,6 +51,37 @@ pub(crate) fn classify(e: &RedisError) -> Failure {
     }
 }
 
+/// A connection refused for a reason in the configuration, which no
+/// retry fixes: the reason, named for the operator. A password or user
+/// Redis refuses (the `redis` crate's `AuthenticationFailed`, Redis's
+/// `WRONGPASS`), a password missing (`NOAUTH`), a database index Redis
+/// does not have (`SELECT` refused), a master name no sentinel that
+/// answered knows.
+pub(crate) fn misconfigured(e: &RedisError) -> Option<String> {
+    if e.kind() == redis::ErrorKind::AuthenticationFailed || e.code() == Some("WRONGPASS") {
+        return Some(format!(
+            "Redis refused the URL's user or password ({e}); fix the URL's credentials"
+        ));
+    }
+    if e.code() == Some("NOAUTH") {
+        return Some(format!(
+            "Redis requires a password and the URL gives none ({e}); add it to the URL"
+        ));
+    }
+    let text = e.to_string();
+    if e.kind() == redis::ErrorKind::ResponseError && text.contains("switch database") {
+        return Some(format!(
+            "Redis refused the URL's database index ({e}); use one below its `databases`"
+        ));
+    }
+    if text.contains(crate::sentinel::UNKNOWN_MASTER) {
+        return Some(format!(
+            "{e}; fix the master's name in the URL (`sentinel monitor <name> ...`)"
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +113,40 @@ mod tests {
         assert_eq!(classify(&again), Failure::Migrating);
         let down: RedisError = (ErrorKind::ClusterDown, "down").into();
         assert_eq!(classify(&down), Failure::Offline);
+    }
+
+    #[test]
+    fn a_refused_password_database_or_master_name_is_named() {
+        let auth: RedisError = (
+            ErrorKind::AuthenticationFailed,
+            "Password authentication failed",
+        )
+            .into();
+        assert!(misconfigured(&auth).unwrap().contains("password"));
+        assert!(misconfigured(&server("WRONGPASS"))
+            .unwrap()
+            .contains("password"));
+        assert!(misconfigured(&server("NOAUTH"))
+            .unwrap()
+            .contains("gives none"));
+        let db: RedisError = (
+            ErrorKind::ResponseError,
+            "Redis server refused to switch database",
+            "DB index is out of range".to_owned(),
+        )
+            .into();
+        assert!(misconfigured(&db).unwrap().contains("database index"));
+        let master: RedisError = (
+            ErrorKind::InvalidClientConfig,
+            crate::sentinel::UNKNOWN_MASTER,
+            "\"typo\"".to_owned(),
+        )
+            .into();
+        assert!(misconfigured(&master).unwrap().contains("typo"));
+        // Faults that a retry can fix are not named so.
+        let io: RedisError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
+        assert_eq!(misconfigured(&io), None);
+        assert_eq!(misconfigured(&server("READONLY")), None);
+        assert_eq!(misconfigured(&server("NOPERM")), None);
     }
 }

@@ -256,7 +256,11 @@ impl<const N: usize> RedisGate<N> {
     /// decides). If it reaches Redis, a Redis user without a command the
     /// limit needs is [`Error::Permission`] (the README's "Redis user"
     /// lists them; one that connects later stays offline, with a
-    /// `log::error!`), an evicting `maxmemory-policy` [`Error::Evicting`].
+    /// `log::error!`), an evicting `maxmemory-policy` [`Error::Evicting`];
+    /// a password or user Redis refuses (`WRONGPASS`, `NOAUTH`), a database
+    /// index it does not have, or a master name no sentinel that answers
+    /// knows is [`Error::Config`] naming it (later, a `log::error!` once
+    /// until a connection works).
     ///
     /// ```
     /// use std::time::Duration;
@@ -339,6 +343,9 @@ impl<const N: usize> RedisGate<N> {
             }
             Err(e) if crate::tls::failure(&e).is_some() => {
                 return Err(Error::Tls(crate::tls::failure(&e).unwrap_or_default()));
+            }
+            Err(e) if fault::misconfigured(&e).is_some() => {
+                return Err(Error::Config(fault::misconfigured(&e).unwrap_or_default()));
             }
             Err(e) if e.is_timeout() => {
                 inner.timeouts.fetch_add(1, Relaxed);
@@ -1213,6 +1220,7 @@ impl<const N: usize> Inner<N> {
         }
         self.keeper_round_trips.fetch_add(1, Relaxed);
         self.learn(local, &r);
+        self.calls.learn_grace(r.grace);
         if let Some(policy) = r.policy.as_deref() {
             self.eviction(policy)?;
         }
@@ -1261,7 +1269,8 @@ impl<const N: usize> Inner<N> {
         let first = Duration::from_millis(10).min(self.cfg.max_backoff);
         let mut backoff = first;
         let mut pause = Duration::ZERO;
-        // A missing permission or a TLS failure is logged once until a
+        // A missing permission, a TLS failure or a refused password,
+        // database or Sentinel master name is logged once until a
         // connection works.
         let mut said = false;
         let mut reported = (Instant::now(), 0, 0);
@@ -1293,6 +1302,10 @@ impl<const N: usize> Inner<N> {
                 // only its connection (`failed`). Then the keeper makes a
                 // checked one (`reach` beats), so an idle process keeps its
                 // heartbeat and its write-back after a restart.
+                // A failed beat reconnects at once (then with backoff), not
+                // a heartbeat later: a write-back after a restart waits for
+                // one heartbeat or one backoff, never both
+                // (`Config::min_restart_grace`).
                 let Some(mut con) = lock(&self.pool).pop() else {
                     match self.reach(true) {
                         Ok(con) => self.put(con),
@@ -1300,6 +1313,7 @@ impl<const N: usize> Inner<N> {
                         Err(e) => {
                             self.timed_out(&e);
                             self.broken();
+                            pause = Duration::ZERO;
                         }
                     }
                     continue;
@@ -1313,6 +1327,7 @@ impl<const N: usize> Inner<N> {
                     Err(e) => {
                         self.timed_out(&e);
                         self.broken();
+                        pause = Duration::ZERO;
                     }
                 }
             } else {
@@ -1333,6 +1348,10 @@ impl<const N: usize> Inner<N> {
                         if let (false, Some(why)) = (said, crate::tls::failure(&e)) {
                             said = true;
                             log::error!("leaparray-redis {}: TLS failed ({why}): the process stays offline (the fault policy decides); set Config::tls_roots to the server's CA (Config::tls_client if it asks for a client certificate)", self.cfg.name);
+                        }
+                        if let (false, Some(why)) = (said, fault::misconfigured(&e)) {
+                            said = true;
+                            log::error!("leaparray-redis {}: {why}: the process stays offline (the fault policy decides)", self.cfg.name);
                         }
                         pause = backoff;
                         backoff = (backoff * 2).min(self.cfg.max_backoff);

@@ -91,7 +91,10 @@ pub const MAX_CALLER_TIME_US: u64 = 1 << 52;
 /// ```
 #[derive(Debug)]
 pub enum Error {
-    /// The configuration is invalid (the message says which field).
+    /// The configuration is invalid (the message says which field), or
+    /// Redis refused part of it at `open`: the URL's password or user
+    /// (`WRONGPASS`, `NOAUTH`), its database index, a Sentinel master name
+    /// no sentinel that answered knows.
     Config(String),
     /// The Redis URL is invalid.
     Redis(redis::RedisError),

@@ -239,8 +239,9 @@
 //! * the fence is capped at `2N - 1` windows: it starts after every lost
 //!   booking, so past it no fresh booking shares an interval with one (a
 //!   longer fence refuses for nothing); the cap is never below
-//!   `heartbeat + max_backoff + timeout`, so a live process writes back
-//!   before any fresh booking even when the interval is shorter;
+//!   `Config::min_restart_grace` ("The fence" below), so a live process
+//!   writes back before any fresh booking even when the interval is
+//!   shorter;
 //! * pruning deletes only fields more than `2N` windows from both the
 //!   booking's window and Redis's: the bookings of callers within the
 //!   bound of either are within `2N - 2` windows of it.
@@ -266,12 +267,62 @@
 //! while thread B restores is either in B's ledger snapshot or waits for
 //! the new epoch (the lock), so no booking of a live process is lost.
 //!
+//! # The fence
+//!
+//! **Its length is the longest any process of the limit needs.** Every
+//! check (a fresh connection's first call, `open`'s included, and every
+//! heartbeat) raises the counters hash's field `grace` to its process's
+//! own fence (its `restart_grace`, capped as above) and returns the field;
+//! the process keeps the latest it read. A call that makes a new epoch
+//! sends the longer of its own fence and that one, and the script fences
+//! for the longer of it and the hash's field (kept when Redis kept the
+//! hash). So after an empty restart, where the record is gone, the first
+//! process to reach Redis still fences for the slowest process it had
+//! heard of. The race it prevents (`review45::
+//! a_far_process_writes_back_within_a_near_process_fence_*`: 140 and 200
+//! of 100 with each process's own fence):
+//!
+//! | time | Process 1 (near; grace 130 ms) | Process 2 (far: 200 ms round trip, timeout 400 ms, grace 2.5 s) |
+//! |---|---|---|
+//! | before | its check reads `grace` = 2.5 s | its check wrote `grace` = 2.5 s |
+//! | window 9 | | books 100 (ledger: w9 = 100) |
+//! | window 10 | Redis is back, empty; P1 reconnects first: new epoch E2, fenced for max(130 ms, 2.5 s) | offline, in its backoff |
+//! | +130 ms | books: refused, *fenced* (with its own fence: 100 fresh, 200 in w7..w10) | |
+//! | +1.25 s | | connect, check (3 calls), *stale*, restores w9 = 100 under E2 |
+//! | +2.5 s | the fence is over; books: w9's intervals hold 100, refused | |
+//!
+//! **Its least, `Config::min_restart_grace`:** `max(heartbeat,
+//! max_backoff) + k x timeout`, the longest a live process can take, from
+//! the moment Redis answers again, to write back when each of its calls
+//! takes at most `timeout` (a longer call fails, and the process is late:
+//! "What is and is not guaranteed"). A process connected when Redis went
+//! away either still holds a connection to it (its keeper's next beat
+//! comes within `heartbeat`) or is offline (its next attempt comes within
+//! `max_backoff`); a failed beat reconnects at once, so never both. Then,
+//! `k` = 6: the call that finds the old connection dead, or the attempt
+//! in flight that fails (1); a connect with the `redis` crate's setup (1);
+//! the check, 3 calls on a restarted Redis, whose script cache is empty
+//! (`EVALSHA`, `NOSCRIPT`, `SCRIPT LOAD`, `EVALSHA`); the restore (1).
+//! With Sentinel `k` = 8: the heartbeat's question (or the failed
+//! attempt's), and the reconnection's, to the sentinel kept connected. On
+//! Redis Cluster a failover adds the nodes tried before the new owner: 1
+//! per node that does not answer, 5 per node that redirects (connect,
+//! check, its role read); `open` cannot tell, the README says to add them.
+//! The write-back of `FaultPolicy::Local`'s admissions is one call more,
+//! outside the bound (they are over the limit while Redis is away anyway).
+//!
 //! # What is and is not guaranteed
 //!
-//! * Every live process that reaches Redis within the fence (the restart
-//!   grace, capped as above) has its bookings back before any fresh
-//!   booking: every interval stays within the limit. The defaults (heartbeat 50 ms, backoff at most 100 ms,
-//!   timeout 50 ms, grace 500 ms) leave room for that.
+//! * Every live process that reaches Redis within the fence has its
+//!   bookings back before any fresh booking: every interval stays within
+//!   the limit. A live process whose calls each take at most its
+//!   `timeout` reaches it within its own `restart_grace` (at least
+//!   `Config::min_restart_grace`, "The fence"), and the fence is at least
+//!   that long if the process that made the epoch had read it (any check
+//!   since the process's first) or Redis kept the hash. Not covered: a
+//!   process that opens while Redis is away and reaches it first fences
+//!   for its own grace only; so one grace for every process of a limit,
+//!   the largest any needs, is the setting to use.
 //! * Bookings of a process that died with Redis, or that reaches Redis only
 //!   after the grace, are missing until it writes them back: the intervals
 //!   that contain their windows can pass the limit by them. A grace of
@@ -280,6 +331,9 @@
 //!   one is over; one interval, `N` windows, is enough when every caller
 //!   uses `try_acquire`), at the price of refusing that long after each
 //!   restart.
+//! * The recorded `grace` is never lowered: a process that left keeps the
+//!   fleet's fence at its grace until `HDEL {name} grace` (each live
+//!   process records its own again at its next heartbeat).
 //! * The first start of a limit is indistinguishable from a restart, so it
 //!   is fenced too.
 //! * A restore is applied once per process and epoch; a flush of admissions

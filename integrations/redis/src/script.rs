@@ -2,6 +2,7 @@
 //! every operation, so a limit's state changes only inside it, atomically.
 
 use redis::{Connection, RedisResult, Script};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The script's source: the sliding window run by Redis.
 pub(crate) const SOURCE: &str = include_str!("window.lua");
@@ -34,6 +35,9 @@ pub(crate) struct Reply {
     pub policy: Option<String>,
     /// `check` of a fresh connection only: Redis runs as a cluster.
     pub cluster: bool,
+    /// `check` only: the longest fence a process of the limit recorded
+    /// (µs; the counters hash's field `grace`).
+    pub grace: u64,
 }
 
 /// The keys and fixed arguments of one limit.
@@ -43,7 +47,13 @@ pub(crate) struct Calls {
     keys: [String; 4],
     window_us: u64,
     n_windows: u64,
+    /// This process's own fence (µs).
     grace_us: u64,
+    /// The longest fence the limit's processes recorded, as the latest
+    /// check read it (µs): a new epoch this process makes gets the longer
+    /// of the two, even when Redis lost the record (module `restart`,
+    /// "The fence").
+    fleet_us: AtomicU64,
 }
 
 impl Calls {
@@ -59,7 +69,18 @@ impl Calls {
             window_us,
             n_windows,
             grace_us,
+            fleet_us: AtomicU64::new(0),
         }
+    }
+
+    /// Records the fleet's fence a check read.
+    pub fn learn_grace(&self, fleet_us: u64) {
+        self.fleet_us.store(fleet_us, Relaxed);
+    }
+
+    /// The fence a new epoch made by this process's calls gets (µs).
+    pub fn fence_us(&self) -> u64 {
+        self.grace_us.max(self.fleet_us.load(Relaxed))
     }
 
     fn invoke(
@@ -77,7 +98,7 @@ impl Calls {
             .arg(epoch)
             .arg(self.window_us)
             .arg(self.n_windows)
-            .arg(self.grace_us);
+            .arg(self.fence_us());
         for a in extra {
             inv.arg(a);
         }
@@ -110,7 +131,9 @@ impl Calls {
     /// persisted data, a failover), and reads the `maxmemory-policy`.
     /// `fresh`: a new connection's first call. `vouch` (fresh only): identities ("run node
     /// replid"), separated by commas, of masters that answered this process
-    /// `MOVED` (see the module `restart`).
+    /// `MOVED` (see the module `restart`). Records this process's fence
+    /// in the counters hash (raised, never lowered) and reads the
+    /// fleet's ([`Reply::grace`]).
     pub fn check(
         &self,
         con: &mut Connection,
@@ -119,7 +142,16 @@ impl Calls {
         vouch: &str,
     ) -> RedisResult<Reply> {
         let fresh = if fresh { "1" } else { "" };
-        self.invoke(con, "check", epoch, &[fresh.to_owned(), vouch.to_owned()])
+        self.invoke(
+            con,
+            "check",
+            epoch,
+            &[
+                fresh.to_owned(),
+                vouch.to_owned(),
+                self.grace_us.to_string(),
+            ],
+        )
     }
 
     /// Adds `windows` (id, permits) under `epoch`, once per `process` and
@@ -188,5 +220,6 @@ fn decode(v: &[redis::Value]) -> RedisResult<Reply> {
         room: int(5)?,
         policy,
         cluster: int(7)? == 1,
+        grace: int(8)?,
     })
 }

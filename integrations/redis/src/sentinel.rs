@@ -43,9 +43,10 @@
 //! heartbeat on a LAN; each round trip at most `timeout`); its bookings at
 //! X until then are in its ledger and written back under Y's epoch. The
 //! fleet stays within the limit when every live process moves within the
-//! restart fence that the first one to reach Y starts (`restart_grace`,
-//! 500 ms), as for a restart (module `restart`, "What is and is not
-//! guaranteed"). If no sentinel answers
+//! restart fence that the first one to reach Y starts (the longest
+//! `restart_grace` of the limit's processes; module `restart`, "The
+//! fence", counts the sentinels' questions in its least), as for a
+//! restart. If no sentinel answers
 //! the heartbeat's question, the process stays on its master (with every
 //! sentinel down no failover happens; a process cut off from the
 //! sentinels but not from a deposed master is the README's split brain).
@@ -64,6 +65,9 @@ const TLS_SCHEME: &str = "rediss+sentinel://";
 pub(crate) fn is_sentinel(url: &str) -> bool {
     url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
 }
+
+/// What a sentinel's null answer means: it watches no master of that name.
+pub(crate) const UNKNOWN_MASTER: &str = "no sentinel that answered knows the master's name";
 
 /// The default port of a sentinel.
 const SENTINEL_PORT: u16 = 26379;
@@ -173,7 +177,9 @@ pub(crate) fn parse(url: &str, tls: &Tls) -> RedisResult<(Sentinels, ConnectionI
 impl Sentinels {
     /// The master's address as the first sentinel that answers names it
     /// (each asked within `timeout` to connect and `timeout` to answer);
-    /// that sentinel goes first for the next question.
+    /// that sentinel goes first for the next question. If none names it
+    /// and one answered that it knows no master of that name, that is the
+    /// error ([`UNKNOWN_MASTER`]: a typo, not an outage).
     pub fn ask(&self, timeout: Duration) -> RedisResult<(String, u16)> {
         let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = con.as_mut() {
@@ -184,6 +190,7 @@ impl Sentinels {
         }
         let addrs = self.addrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut last = invalid("no sentinel", String::new());
+        let mut unknown = None;
         for (i, (host, port)) in addrs.iter().enumerate() {
             match self.ask_one(host, *port, timeout) {
                 Ok((c, Some(at))) => {
@@ -198,15 +205,15 @@ impl Sentinels {
                     return Ok(at);
                 }
                 Ok((_, None)) => {
-                    last = invalid(
-                        "the sentinel does not know the master's name",
-                        format!("{} at {host}:{port}", self.master),
-                    )
+                    unknown = Some(invalid(
+                        UNKNOWN_MASTER,
+                        format!("{:?}, asked at {host}:{port}", self.master),
+                    ))
                 }
                 Err(e) => last = e,
             }
         }
-        Err(last)
+        Err(unknown.unwrap_or(last))
     }
 
     fn ask_one(

@@ -3,7 +3,8 @@
 --                         field 'epoch' = the epoch the counts belong to (a
 --                         hash without it lost its counts: evicted, deleted),
 --                         field 'fence' = Redis time (us) until which fresh
---                         bookings wait for restores
+--                         bookings wait for restores; field 'grace' = the
+--                         longest fence (us) a process of the limit needs
 -- KEYS[2] {name}:epoch    string: this Redis's epoch token
 -- KEYS[3] {name}:restored set: "<epoch>:<process>" of restores already applied
 -- KEYS[4] {name}:run      string: the identity of the redis-server process
@@ -13,7 +14,8 @@
 -- for eviction, and under allkeys-* an evicted key is seen as an empty
 -- Redis is (a new epoch, the fence, every process writes back; argued in
 -- src/restart.rs, "Eviction"). Pruning bounds the hash.
--- ARGV: op, epoch, window_us, n_windows, grace_us, then per op (see below).
+-- ARGV: op, epoch, window_us, n_windows, grace_us (the fence of an epoch
+-- this call makes, unless the hash's 'grace' is longer), then per op.
 -- Every reply starts {status, now_us, epoch}; status 0 done, 1 refused by
 -- the limit, 2 stale epoch (restore first), 3 fenced (restart grace).
 -- Redis 3.2 to 4 need this to write after TIME; from Redis 5 on it is the
@@ -95,14 +97,18 @@ end
 -- hash, so that it is evicted only with the counts) for every process's
 -- write-back. The counts the hash holds stay counted; the restores of
 -- older epochs are forgotten.
+-- The fence is the longest any process of the limit needs (src/restart.rs,
+-- "The fence"): the caller's (ARGV[5]: its own, or a longer one it read
+-- from the hash before Redis lost it) or the hash's field 'grace', which
+-- every check raises to its caller's own.
 local function new_epoch(me)
   local t = redis.call('TIME')
   local e = t[1] .. t[2]
   redis.call('SET', KEYS[2], e)
   redis.call('SET', KEYS[4], me)
   redis.call('DEL', KEYS[3])
-  local grace = tonumber(ARGV[5]) or 0
-  redis.call('HSET', KEYS[1], 'epoch', e, 'fence', fmt(clock(nil) + grace))
+  local grace = math.max(tonumber(ARGV[5]) or 0, tonumber(redis.call('HGET', KEYS[1], 'grace')) or 0)
+  redis.call('HSET', KEYS[1], 'epoch', e, 'fence', fmt(clock(nil) + grace), 'grace', fmt(grace))
   return e
 end
 
@@ -142,13 +148,13 @@ if op == 'book' then
   if room < least then return {1, fmt(now), epoch, fmt(cur), 0, math.max(room, 0)} end
   local take = math.min(want, room)
   redis.call('HINCRBY', KEYS[1], fmt(cur), take)
-  if redis.call('HLEN', KEYS[1]) > 4 * nw + 2 then
+  if redis.call('HLEN', KEYS[1]) > 4 * nw + 3 then
     -- Deletes only fields more than 2N windows from both this call's
     -- window and Redis's (TIME): a caller far from Redis's time (any time
     -- up to MAX_CALLER_TIME_US is accepted) never deletes the windows of
     -- Redis-clock callers, nor they its. What stays needed is argued in
     -- src/restart.rs ("How long a window matters"); at most 2 (4N + 1)
-    -- window fields stay, and 'epoch' and 'fence'.
+    -- window fields stay, and 'epoch', 'fence' and 'grace'.
     local rcur = math.floor(clock(nil) / window)
     local function far(id, c) return id < c - 2 * nw or id > c + 2 * nw end
     for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
@@ -168,6 +174,9 @@ elseif op == 'check' then
   -- the identities "run node replid", separated by commas, of masters that
   -- answered the caller MOVED. ARGV[6] '1' on a fresh connection: the
   -- reply's 7th element is the maxmemory-policy, the 8th 1 on a cluster.
+  -- ARGV[8]: the caller's own fence (µs), recorded in the hash's 'grace'
+  -- (raised, never lowered: the longest of the limit's processes, which
+  -- the reply's 9th element returns and the next new epoch gets).
   local policy, cluster = '', 0
   local me, rep = identity()
   local stored = redis.call('GET', KEYS[4])
@@ -181,9 +190,18 @@ elseif op == 'check' then
   -- Every check: the policy can be changed at run time (CONFIG SET).
   policy = string.match(info('memory'), 'maxmemory_policy:([%w%-]+)') or ''
   if ARGV[6] == '1' and rep then cluster = 1 end
+  local grace = tonumber(redis.call('HGET', KEYS[1], 'grace')) or 0
+  local need = tonumber(ARGV[8]) or 0
+  if need > grace then
+    -- A write only when it raises the record (once per process); under
+    -- OOM it is left for the next check.
+    redis.pcall('HSET', KEYS[1], 'grace', fmt(need))
+    grace = need
+  end
   now = clock(nil)
-  if epoch ~= known then return {2, fmt(now), epoch, 0, 0, 0, policy, cluster} end
-  return {0, fmt(now), epoch, 0, 0, 0, policy, cluster}
+  local status = 0
+  if epoch ~= known then status = 2 end
+  return {status, fmt(now), epoch, 0, 0, 0, policy, cluster, fmt(grace)}
 elseif op == 'restore' then
   -- ARGV[6] process id ('' for a flush that is not
   -- idempotent), then pairs window id, permits.

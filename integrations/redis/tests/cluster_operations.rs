@@ -353,8 +353,8 @@ fn a_plain_migration_keeps_the_epoch() {
         Duration::from_millis(250),
         LIMIT,
     )
-    .restart_grace(Duration::from_secs(2));
-    cfg.timeout = Duration::from_secs(1);
+    .timeout(Duration::from_millis(400));
+    cfg.restart_grace = cfg.min_restart_grace(); // 100 + 6 x 400 ms
     let gate = RedisGate::<4>::open(cfg).unwrap();
     connected(&gate, "through X", Duration::from_secs(5));
     let mut ledger = Ledger::default();

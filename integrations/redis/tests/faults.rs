@@ -252,12 +252,13 @@ fn connected<const W: usize>(g: &RedisGate<W>) {
     }
 }
 
-/// Short timings (`restart_grace >= heartbeat + max_backoff + timeout`).
+/// Short timings, `restart_grace` at its least (`Config::min_restart_grace`).
 fn quick(mut c: Config) -> Config {
     c.heartbeat = Duration::from_millis(10);
     c.max_backoff = Duration::from_millis(10);
-    c.timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(70))
+    let c = c.timeout(Duration::from_millis(50));
+    let least = c.min_restart_grace(); // max(10, 10) + 6 x 50 = 310 ms
+    c.restart_grace(least)
 }
 
 /// A caller whose clock runs one window ahead of Redis's (within the
@@ -280,7 +281,7 @@ fn caller_one_window_ahead_across_a_restart() {
     let b = RedisGate::<2>::open(cfg).unwrap();
     connected(&a);
     connected(&b);
-    std::thread::sleep(Duration::from_millis(100)); // past the first fence
+    std::thread::sleep(Duration::from_millis(400)); // past the first fence
                                                     // Start in the first 300 ms of a Redis window, so that Redis's clock is
                                                     // still before the caller's window when the restart is written back.
     let mut con = server.con();
@@ -359,7 +360,7 @@ fn full_maxmemory_is_a_fault_not_a_refusal() {
     .unwrap();
     connected(&refuse);
     connected(&local);
-    std::thread::sleep(Duration::from_millis(100)); // past the first fence
+    std::thread::sleep(Duration::from_millis(400)); // past the first fence
     let mut ledger = BTreeMap::new();
     let mut record = |d: leaparray_redis::Decision| {
         if let Some(win) = d.window() {

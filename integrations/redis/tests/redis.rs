@@ -18,9 +18,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const N: u64 = 4;
 const WORKER: &str = env!("CARGO_BIN_EXE_leaparray-redis-fleet");
 
-/// The shortest `restart_grace` the default timings allow (heartbeat 50 ms
-/// + max_backoff 100 ms + timeout 50 ms): a short first-start fence.
-const GRACE: Duration = Duration::from_millis(200);
+/// The shortest `restart_grace` the default timings allow
+/// (`Config::min_restart_grace`: max(heartbeat 50 ms, max_backoff 100 ms)
+/// + 6 x timeout 50 ms): a short first-start fence.
+const GRACE: Duration = Duration::from_millis(400);
 
 /// Launches `processes` workers with `args`; returns them and their ledger paths.
 fn launch(

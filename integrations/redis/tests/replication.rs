@@ -9,12 +9,13 @@ use common::{replication, serial, Ledger, Server};
 use leaparray_redis::{Config, Decision, RedisGate};
 use std::time::{Duration, Instant};
 
-/// Short timings (`restart_grace >= heartbeat + max_backoff + timeout`).
+/// Short timings, `restart_grace` at its least (`Config::min_restart_grace`).
 fn quick(mut c: Config) -> Config {
     c.heartbeat = Duration::from_millis(10);
     c.max_backoff = Duration::from_millis(10);
-    c.timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(70))
+    let c = c.timeout(Duration::from_millis(50));
+    let least = c.min_restart_grace(); // max(10, 10) + 6 x 50 = 310 ms
+    c.restart_grace(least)
 }
 
 fn wait(what: &str, mut f: impl FnMut() -> bool) {
@@ -128,7 +129,7 @@ fn a_failback_to_the_same_process_is_a_restart() {
     // Past the first start's fence; then start in the first 300 ms of a
     // window, so that the whole test stays within the interval of that
     // window and the next.
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(400));
     while redis_now(&x) % w > 300_000 {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -158,7 +159,7 @@ fn a_failback_to_the_same_process_is_a_restart() {
     wait("a reconnects", || a.is_connected());
     let b = RedisGate::<2>::open(cfg).unwrap();
     wait("b connects", || b.is_connected());
-    std::thread::sleep(Duration::from_millis(200)); // past any fence
+    std::thread::sleep(Duration::from_millis(400)); // past any fence
     for _ in 0..limit {
         ledger.note(a.try_acquire(1));
         ledger.note(b.try_acquire(1));

@@ -28,13 +28,14 @@ fn hgetall(con: &mut redis::Connection, name: &str) -> BTreeMap<u64, i64> {
     common::counts(con, name)
 }
 
-/// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
-/// with a short grace, so a test waits little for the fence.
+/// Short timings, `restart_grace` at its least (`Config::min_restart_grace`),
+/// so a test waits little for the fence.
 fn quick(mut c: Config) -> Config {
     c.heartbeat = Duration::from_millis(10);
     c.max_backoff = Duration::from_millis(10);
-    c.timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(70))
+    let c = c.timeout(Duration::from_millis(50));
+    let least = c.min_restart_grace(); // max(10, 10) + 6 x 50 = 310 ms
+    c.restart_grace(least)
 }
 
 /// Highest load of an interval of `n` windows in `ledger`.
@@ -228,7 +229,7 @@ fn a_caller_far_from_redis_time_does_not_prune_the_fleets_current_windows() {
     let b = RedisGate::<4>::open(c).unwrap();
     connected(&a);
     connected(&b);
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
     let mut admin = server.con();
     // Stay inside one window of Redis time.
     while redis_now(&mut admin) % 1_000_000 > 300_000 {
@@ -270,7 +271,7 @@ fn a_caller_far_from_redis_time_does_not_prune_the_fleets_current_windows() {
 
 /// A live process whose clock runs 2.5 windows ahead of Redis (within the
 /// skew bound) books the limit right after its heartbeat (800 ms, longer
-/// than the interval of 400 ms; `open` accepts it with a grace of 1 s);
+/// than the interval of 400 ms; `open` accepts it with a grace of 1.1 s);
 /// Redis loses everything (`FLUSHALL`). A second process asking for the
 /// limit is admitted only in a window no interval shares with the first's:
 /// the fence outlasts what `open` accepted.
@@ -284,12 +285,12 @@ fn the_fence_outlasts_a_live_process_whose_heartbeat_open_accepted() {
     c.max_backoff = Duration::from_millis(100);
     let c = c
         .timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(1_000)); // >= 800 + 100 + 50
+        .restart_grace(Duration::from_millis(1_100)); // max(800, 100) + 6 x 50
     let p1 = RedisGate::<4>::open(c.clone()).expect("open accepts the configuration");
     let p2 = RedisGate::<4>::open(c).unwrap();
     connected(&p1);
     connected(&p2);
-    std::thread::sleep(Duration::from_millis(1_100)); // past the first fence
+    std::thread::sleep(Duration::from_millis(1_300)); // past the first fence
     let mut admin = server.con();
     // Right after P1's heartbeat, so its next one is 800 ms away.
     let beats = p1.stats().keeper_round_trips;
@@ -373,7 +374,7 @@ fn a_clock_step_back_of_fewer_than_n_windows_gives_no_fresh_room() {
     )))
     .unwrap();
     connected(&gate);
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
     let t = redis_now(&mut server.con());
     assert!(gate.try_acquire_at(t, 10).is_admitted());
     let steps: Vec<(u64, bool)> = (1..=4u64)
@@ -404,7 +405,7 @@ fn a_window_named_ahead_outlives_the_counters_hash() {
     let fleet = RedisGate::<4>::open(c).unwrap();
     connected(&ahead);
     connected(&fleet);
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
     let mut admin = server.con();
     // Early in a Redis window c.
     let now = loop {

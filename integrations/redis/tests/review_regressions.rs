@@ -25,18 +25,19 @@ fn signal(s: &Server, sig: &str) {
         .success());
 }
 
-/// Timings that satisfy `restart_grace >= heartbeat + max_backoff + timeout`
-/// with a short grace, so a test waits little for the fence.
+/// Short timings, `restart_grace` at its least (`Config::min_restart_grace`),
+/// so a test waits little for the fence.
 fn quick(mut c: Config) -> Config {
     c.heartbeat = Duration::from_millis(10);
     c.max_backoff = Duration::from_millis(10);
-    c.timeout(Duration::from_millis(50))
-        .restart_grace(Duration::from_millis(70))
+    let c = c.timeout(Duration::from_millis(50));
+    let least = c.min_restart_grace(); // max(10, 10) + 6 x 50 = 310 ms
+    c.restart_grace(least)
 }
 
 /// Waits past the first start's fence (`quick`'s grace).
 fn past_fence() {
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(400));
 }
 
 /// Defect 1: Redis hangs (SIGSTOP) while 16 threads need a lease refill.
@@ -147,11 +148,11 @@ fn caller_time_beyond_lua_precision_is_refused_and_the_gate_stays_up() {
     assert!(gate.try_acquire_at(MAX_CALLER_TIME_US, 1).is_admitted());
 }
 
-/// `restart_grace` below `heartbeat + max_backoff + timeout` (e.g. 0, which
-/// turns the fence off) is refused by `open`.
+/// `restart_grace` below `Config::min_restart_grace` (e.g. 0, which turns
+/// the fence off) is refused by `open`.
 #[test]
-fn restart_grace_below_heartbeat_backoff_timeout_is_refused() {
-    for ms in [0, 1, 199] {
+fn restart_grace_below_its_least_is_refused() {
+    for ms in [0, 1, 399] {
         let cfg = Config::new("redis://127.0.0.1:1/", "g", Duration::from_secs(1), 10)
             .restart_grace(Duration::from_millis(ms));
         assert!(
@@ -160,8 +161,23 @@ fn restart_grace_below_heartbeat_backoff_timeout_is_refused() {
         );
     }
     let ok = Config::new("redis://127.0.0.1:1/", "g", Duration::from_secs(1), 10)
-        .restart_grace(Duration::from_millis(200));
+        .restart_grace(Duration::from_millis(400));
     assert!(RedisGate::<2>::open(ok).is_ok());
+    // With Sentinel, 2 timeouts more (its questions): 500 ms.
+    let sentinel = |ms| {
+        Config::new(
+            "redis+sentinel://127.0.0.1:1/m",
+            "g",
+            Duration::from_secs(1),
+            10,
+        )
+        .restart_grace(Duration::from_millis(ms))
+    };
+    assert!(matches!(
+        RedisGate::<2>::open(sentinel(499)),
+        Err(Error::Config(_))
+    ));
+    assert!(RedisGate::<2>::open(sentinel(500)).is_ok());
 }
 
 /// Defect 2: the documented skew bound. Callers' clocks differ by less than

@@ -109,7 +109,7 @@ mod with_tls {
         /// A gate's configuration with this CA and the client certificate.
         fn config(&self, url: String, name: &str) -> Config {
             Config::new(url, name, Duration::from_millis(250), 100)
-                .timeout(Duration::from_millis(250))
+                .timeout(Duration::from_millis(100))
                 .restart_grace(GRACE)
                 .tls_roots(self.ca.clone())
                 .tls_client(self.client.0.clone(), self.client.1.clone())
@@ -184,8 +184,9 @@ mod with_tls {
     }
 
     /// The restart fence of the tests' gates (the first gate on an empty
-    /// Redis makes the epoch: fresh bookings wait this long).
-    const GRACE: Duration = Duration::from_millis(400);
+    /// Redis makes the epoch: fresh bookings wait this long): the least a
+    /// Sentinel URL with a timeout of 100 ms allows (100 + 8 x 100 ms).
+    const GRACE: Duration = Duration::from_millis(900);
 
     /// 150 requests of two gates at one caller time, past the first
     /// start's fence: exactly the limit is admitted, and Redis (read on
