@@ -365,7 +365,7 @@ fn bursts<const N: usize, const CAP: usize>(limit: u64, seed: u64) -> Result<(),
     let shared = KeyedGate::<N, CAP>::new(nz(window), limit).with_seed(seed);
     let single = KeyedGate::<N, CAP>::new(nz(window), limit).with_seed(seed);
     let mut local = LocalKeyedGate::<N, CAP>::new(nz(window), limit).with_seed(seed);
-    let mut r = Rng(seed * 0x9e37_79b9 | 1);
+    let mut r = Rng((seed * 0x9e37_79b9) | 1);
     let mut now = 1 << 30;
     let mut ledger = Ledger::default();
     let keys = CAP as u64 + 1 + r.below(40);
@@ -389,8 +389,11 @@ fn bursts<const N: usize, const CAP: usize>(limit: u64, seed: u64) -> Result<(),
             .collect();
         let mut ds = vec![Decision::Block; len];
         let mut dl = vec![Decision::Block; len];
-        shared.try_acquire_burst(now, &reqs, &mut ds);
-        local.try_acquire_burst(now, &reqs, &mut dl, |_| ());
+        assert_eq!(shared.try_acquire_burst(now, &reqs, &mut ds), reqs.len());
+        assert_eq!(
+            local.try_acquire_burst(now, &reqs, &mut dl, |_| ()),
+            reqs.len()
+        );
         for (i, &(key, n)) in reqs.iter().enumerate() {
             let d = single.try_acquire(key, now, n);
             if d != ds[i] || d != dl[i] {
