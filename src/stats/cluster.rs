@@ -173,7 +173,7 @@ use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, Ordering};
 
 /// Where a record goes: an origin's node at a generation, held by a pin,
 /// or (`None`) "other".
-type Pin<'a> = Option<(&'a OriginNode, u64)>;
+type Pin<'a, const S: usize, const M: usize> = Option<(&'a OriginNode<S, M>, u64)>;
 
 /// One resource's statistics: its totals over every call chain (Sentinel's
 /// `ClusterNode`), one [`OriginNode`] per resident origin (Sentinel's
@@ -182,6 +182,12 @@ type Pin<'a> = Option<(&'a OriginNode, u64)>;
 ///
 /// Records without an origin count in the totals and in "other", so the
 /// resident origins and "other" always partition the totals.
+///
+/// `SECOND` and `MINUTE` are every node's window counts
+/// ([`StatisticNode<SECOND, MINUTE>`]): Sentinel's 2 and 60 by default. The
+/// size is fixed by the type: `CAP + 2` nodes and `CAP` table slots,
+/// whatever the traffic; a shorter minute-level metric makes each origin
+/// node lighter ([`with_nodes`](Self::with_nodes)).
 ///
 /// ```
 /// use leaparray::stats::{ClusterNode, Origin};
@@ -195,9 +201,9 @@ type Pin<'a> = Option<(&'a OriginNode, u64)>;
 /// assert_eq!(resident + CN.others(0).second.pass, 16);
 /// assert_eq!(CN.total().second().pass(0), 16);
 /// ```
-pub struct ClusterNode<const CAP: usize> {
-    total: StatisticNode,
-    table: Table<Origins<CAP>, [Slot; CAP]>,
+pub struct ClusterNode<const CAP: usize, const SECOND: usize = 2, const MINUTE: usize = 60> {
+    total: StatisticNode<SECOND, MINUTE>,
+    table: Table<Origins<CAP, SECOND, MINUTE>, [Slot; CAP]>,
 }
 
 impl<const CAP: usize> ClusterNode<CAP> {
@@ -220,7 +226,9 @@ impl<const CAP: usize> ClusterNode<CAP> {
             )
         }
     }
+}
 
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP, SECOND, MINUTE> {
     const_fn_unless_loom! {
         /// A node with the totals `total`, the node of other origins `other`
         /// and the origin nodes `nodes`, all empty and with the same windows.
@@ -244,6 +252,18 @@ impl<const CAP: usize> ClusterNode<CAP> {
         ///     [const { OriginNode::new(StatisticNode::new(TENTH, US, US)) }; 8],
         /// );
         /// assert_eq!(CN.total().second().window(), 100_000);
+        ///
+        /// // Lighter origin nodes: 2 windows of 500 ms, 10 of 1 s.
+        /// const MS: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
+        /// const HALF: NonZeroU64 = NonZeroU64::new(500).unwrap();
+        /// type Node = StatisticNode<2, 10>;
+        /// static LIGHT: ClusterNode<64, 2, 10> = ClusterNode::with_nodes(
+        ///     Node::new(HALF, MS, MS),
+        ///     Node::new(HALF, MS, MS),
+        ///     [const { OriginNode::new(Node::new(HALF, MS, MS)) }; 64],
+        /// );
+        /// assert!(size_of::<ClusterNode<64, 2, 10>>() < size_of::<ClusterNode<64>>() / 4);
+        /// assert_eq!(LIGHT.total().minute().interval(), 10_000);
         /// ```
         ///
         /// ```compile_fail,E0080
@@ -257,7 +277,11 @@ impl<const CAP: usize> ClusterNode<CAP> {
         /// );
         /// ```
         #[must_use]
-        pub fn with_nodes(total: StatisticNode, other: StatisticNode, nodes: [OriginNode; CAP]) -> Self {
+        pub fn with_nodes(
+            total: StatisticNode<SECOND, MINUTE>,
+            other: StatisticNode<SECOND, MINUTE>,
+            nodes: [OriginNode<SECOND, MINUTE>; CAP],
+        ) -> Self {
             const {
                 assert!(CAP >= 1 && CAP <= MAX_CAP, "ClusterNode<CAP> needs 1 <= CAP <= 65,535");
             };
@@ -303,7 +327,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// assert_eq!(cn.total().block_request(0), 2);
     /// ```
     #[must_use]
-    pub const fn total(&self) -> &StatisticNode {
+    pub const fn total(&self) -> &StatisticNode<SECOND, MINUTE> {
         &self.total
     }
 
@@ -319,11 +343,11 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// assert_eq!(cn.other().total_pass(0), 1);
     /// ```
     #[must_use]
-    pub const fn other(&self) -> &StatisticNode {
+    pub const fn other(&self) -> &StatisticNode<SECOND, MINUTE> {
         &self.table.policy().other
     }
 
-    fn nodes(&self) -> &[OriginNode; CAP] {
+    fn nodes(&self) -> &[OriginNode<SECOND, MINUTE>; CAP] {
         &self.table.policy().nodes
     }
 
@@ -363,7 +387,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
 
     /// Pins `origin`'s node for a record at `now`, or gives "other"
     /// (module docs, "Recording").
-    fn pin(&self, origin: Option<Origin>, now: u64) -> Pin<'_> {
+    fn pin(&self, origin: Option<Origin>, now: u64) -> Pin<'_, SECOND, MINUTE> {
         let origin = origin?;
         let (pos, gen) = self.locate(origin, now)?;
         let node = &self.nodes()[pos];
@@ -372,12 +396,12 @@ impl<const CAP: usize> ClusterNode<CAP> {
     }
 
     /// The node a pin records into.
-    fn node_of<'a>(&'a self, pin: Pin<'a>) -> &'a StatisticNode {
+    fn node_of<'a>(&'a self, pin: Pin<'a, SECOND, MINUTE>) -> &'a StatisticNode<SECOND, MINUTE> {
         pin.map_or(self.other(), |(node, _)| &node.stats)
     }
 
     /// Removes a pin (module docs).
-    fn unpin(&self, pin: Pin<'_>, now: u64) {
+    fn unpin(&self, pin: Pin<'_, SECOND, MINUTE>, now: u64) {
         if let Some((node, gen)) = pin {
             node.unpin(gen, self.other(), now);
         }
@@ -389,7 +413,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
         &self,
         origin: Option<Origin>,
         now: u64,
-        op: impl Fn(&StatisticNode) -> Result<(), AddError>,
+        op: impl Fn(&StatisticNode<SECOND, MINUTE>) -> Result<(), AddError>,
     ) -> Result<(), AddError> {
         let t = op(&self.total);
         let pin = self.pin(origin, now);
@@ -470,7 +494,12 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// let s = cn.origin(a, 130).unwrap();
     /// assert_eq!((s.concurrency, s.second.success, s.second.rt), (0, 1, 30));
     /// ```
-    pub fn enter(&self, origin: Option<Origin>, now: u64, n: u64) -> OriginEntry<'_> {
+    pub fn enter(
+        &self,
+        origin: Option<Origin>,
+        now: u64,
+        n: u64,
+    ) -> OriginEntry<'_, SECOND, MINUTE> {
         let pin = self.pin(origin, now);
         for s in [&self.total, self.node_of(pin)] {
             let _ = s.add_pass(now, n);
@@ -545,7 +574,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// ```
     #[must_use]
     pub fn others(&self, now: u64) -> OriginStats {
-        let of = |n: &StatisticNode| OriginStats {
+        let of = |n: &StatisticNode<SECOND, MINUTE>| OriginStats {
             origin: None,
             second: Counts::of(n.second(), now),
             minute: Counts::of(n.minute(), now),
@@ -588,7 +617,9 @@ impl<const CAP: usize> ClusterNode<CAP> {
     }
 }
 
-impl<const CAP: usize> fmt::Debug for ClusterNode<CAP> {
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> fmt::Debug
+    for ClusterNode<CAP, SECOND, MINUTE>
+{
     /// The capacity and the totals.
     ///
     /// ```
@@ -604,7 +635,9 @@ impl<const CAP: usize> fmt::Debug for ClusterNode<CAP> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const CAP: usize> defmt::Format for ClusterNode<CAP> {
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> defmt::Format
+    for ClusterNode<CAP, SECOND, MINUTE>
+{
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
@@ -620,7 +653,10 @@ mod sealed {
     pub trait Sealed {}
 }
 
-impl<const CAP: usize> sealed::Sealed for ClusterNode<CAP> {}
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> sealed::Sealed
+    for ClusterNode<CAP, SECOND, MINUTE>
+{
+}
 
 /// A [`ClusterNode`] of any capacity, as a
 /// [`DefaultNode`](crate::stats::DefaultNode) and a flow rule reach it
@@ -671,16 +707,16 @@ impl<const CAP: usize> Cluster for ClusterNode<CAP> {
 /// assert_eq!((cn.total().concurrency(), cn.total().total_success(0)), (0, 0));
 /// ```
 #[must_use = "an entry is in flight until its exit"]
-pub struct OriginEntry<'a> {
-    total: &'a StatisticNode,
-    other: &'a StatisticNode,
-    pin: Pin<'a>,
+pub struct OriginEntry<'a, const SECOND: usize = 2, const MINUTE: usize = 60> {
+    total: &'a StatisticNode<SECOND, MINUTE>,
+    other: &'a StatisticNode<SECOND, MINUTE>,
+    pin: Pin<'a, SECOND, MINUTE>,
     start: u64,
     n: u64,
     open: bool,
 }
 
-impl OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> OriginEntry<'_, SECOND, MINUTE> {
     /// Sentinel's exit at `now`: the entry's `n` successes with the RT
     /// `now - start` (once, as Sentinel's `addRtAndSuccess(rt, n)`), `n`
     /// exceptions too if `error`, and one fewer in flight, in the totals
@@ -731,7 +767,7 @@ impl OriginEntry<'_> {
         self.pin.is_some()
     }
 
-    fn node(&self) -> &StatisticNode {
+    fn node(&self) -> &StatisticNode<SECOND, MINUTE> {
         self.pin.map_or(self.other, |(node, _)| &node.stats)
     }
 
@@ -748,7 +784,7 @@ impl OriginEntry<'_> {
     }
 }
 
-impl Drop for OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> Drop for OriginEntry<'_, SECOND, MINUTE> {
     fn drop(&mut self) {
         // No time: the start only names which windows a fold reads ids
         // near; it moves every window the node holds.
@@ -757,7 +793,7 @@ impl Drop for OriginEntry<'_> {
     }
 }
 
-impl fmt::Debug for OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> fmt::Debug for OriginEntry<'_, SECOND, MINUTE> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OriginEntry")
             .field("start", &self.start)
@@ -768,7 +804,7 @@ impl fmt::Debug for OriginEntry<'_> {
 }
 
 #[cfg(feature = "defmt")]
-impl defmt::Format for OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> defmt::Format for OriginEntry<'_, SECOND, MINUTE> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
