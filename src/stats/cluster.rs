@@ -605,14 +605,17 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
             return None;
         }
         let out = OriginStats {
-            origin: Some(Origin::from_hash(node.origin.load(Ordering::Relaxed))),
+            // ORDERING: acquire, as the counts' loads: a read of the next
+            // origin's name (stored after `folding`) sees `folding` below.
+            origin: Some(Origin::from_hash(node.origin.load(Ordering::Acquire))),
             second: Counts::of(node.stats.second(), now),
             minute: Counts::of(node.stats.minute(), now),
             concurrency: node.stats.concurrency(),
         };
-        // ORDERING: a fold writes `folding` before it empties the node, and
-        // the counts' loads are `SeqCst`: a read that saw an emptied cell
-        // sees `folding` (or later) here.
+        // ORDERING: a fold writes `folding` before it empties the node and
+        // notes the next origin (release stores), and the loads above
+        // acquire: a read that saw an emptied cell or the next origin sees
+        // `folding` (or later) here.
         open(node.state.load(Ordering::Acquire)).then_some(out)
     }
 }

@@ -198,7 +198,9 @@ impl<const SECOND: usize, const MINUTE: usize> OriginNode<SECOND, MINUTE> {
                     if ph == OPEN {
                         self.stats.drain_into(other, now);
                     }
-                    self.origin.store(origin.hash(), Ordering::Relaxed);
+                    // ORDERING: release: a reader that sees this origin
+                    // sees `folding` after it (`ClusterNode::read`).
+                    self.origin.store(origin.hash(), Ordering::Release);
                     // ORDERING: publishes the emptied node and its origin.
                     self.state.store(state(gen, OPEN, 1), Ordering::Release);
                     return true;
