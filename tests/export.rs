@@ -609,3 +609,118 @@ mod prometheus {
         assert!(parse(&e.to_string()).is_ok());
     }
 }
+
+/// Per-origin lines under a flood of origins into a `ClusterNode<4>`
+/// (40 callers over 3 windows): at most 5 origin rows per window (4
+/// resident and "other"), and, window by window, the origin lines add up
+/// to the resource's own line (Sentinel's parser reads them all).
+#[test]
+fn origin_lines_are_bounded_by_the_table_and_add_up_to_the_resource() {
+    use leaparray::stats::{ClusterNode, Origin};
+    use std::collections::BTreeMap;
+    let cn = Box::new(ClusterNode::<4>::millis());
+    let named: Vec<(Origin, String)> = (0..40)
+        .map(|i| (Origin::named(&format!("app{i}")), format!("app{i}")))
+        .collect();
+    let names = |o: Origin| named.iter().find(|(n, _)| *n == o).map(|(_, s)| s.as_str());
+    for t in 0..3_000u64 {
+        let (o, _) = &named[(t * 7 % 40) as usize];
+        if t % 3 == 0 {
+            cn.add_block(Some(*o), t, 1).unwrap();
+        } else {
+            cn.enter(Some(*o), t, 1).exit(t + 2, t % 5 == 0);
+        }
+        if t % 11 == 0 {
+            cn.add_pass(None, t, 1).unwrap();
+        }
+    }
+    let log = MetricLog::new(nz(1_000));
+    let now = 3_000;
+    let mut origins = String::new();
+    let last = log
+        .write_origins(&mut origins, "getOrder", &cn, &names, now, None)
+        .unwrap();
+    assert_eq!(last, Some(2_000));
+    let mut resource = String::new();
+    log.write_completed(&mut resource, "getOrder", cn.total().minute(), now, None)
+        .unwrap();
+    let mut sums: BTreeMap<u64, [u64; 7]> = BTreeMap::new();
+    let mut rows: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for line in origins.lines() {
+        let (ts, _, name, nums) = parse_line(line, LineFormat::Thin);
+        let origin = name.strip_prefix("getOrder@").expect("resource@origin");
+        assert!(
+            origin == "other" || names(Origin::named(origin)).is_some(),
+            "{origin}"
+        );
+        rows.entry(ts).or_default().push(origin.to_string());
+        let s = sums.entry(ts).or_default();
+        // Events add up; rt (a mean) and the peak do not.
+        for i in [0, 1, 2, 3, 5] {
+            s[i] += nums[i];
+        }
+    }
+    assert_eq!(rows.len(), 3);
+    for (ts, r) in &rows {
+        assert!(r.len() <= 5, "window {ts}: {r:?}");
+        assert!(r.iter().filter(|o| *o == "other").count() == 1, "{r:?}");
+    }
+    for line in resource.lines() {
+        let (ts, _, _, nums) = parse_line(line, LineFormat::Thin);
+        let s = sums[&ts];
+        for i in [0, 1, 2, 3, 5] {
+            assert_eq!(s[i], nums[i], "window {ts}, field {i}");
+        }
+    }
+}
+
+/// The exposition's origin rows: one per resident origin and one
+/// "other", their passes adding up to the resource's; a name that would
+/// break a label or pose as "other" is written as the hash.
+#[cfg(feature = "std")]
+#[test]
+fn exposition_origin_rows_add_up_and_never_pose_as_other() {
+    use leaparray::export::Exposition;
+    use leaparray::stats::{ClusterNode, Origin};
+    let cn = Box::new(ClusterNode::<2>::millis());
+    let (a, b, c) = (Origin::named("a"), Origin::named("b"), Origin::named("c"));
+    cn.add_pass(Some(a), 0, 1).unwrap();
+    cn.add_pass(Some(b), 0, 2).unwrap();
+    cn.add_pass(Some(c), 0, 4).unwrap(); // evicts a or b
+    let names = |o: Origin| {
+        Some(if o == a {
+            "a"
+        } else if o == b {
+            "other"
+        } else {
+            "c\nd"
+        })
+    };
+    let mut e = Exposition::new("x").unwrap();
+    e.cluster("r", &cn, &names, 0).unwrap();
+    let text = e.to_string();
+    let passes: Vec<(String, u64)> = text
+        .lines()
+        .filter(|l| l.starts_with("x_origin_second_events{") && l.contains("event=\"pass\""))
+        .map(|l| {
+            let origin = l
+                .split("origin=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            (
+                origin.to_string(),
+                l.rsplit(' ').next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(passes.len(), 3, "{text}");
+    assert_eq!(passes.iter().map(|(_, p)| p).sum::<u64>(), 7);
+    assert_eq!(passes.iter().filter(|(o, _)| o == "other").count(), 1);
+    assert!(
+        passes.contains(&(format!("#{:016x}", c.hash()), 4)),
+        "{passes:?}"
+    );
+}

@@ -164,6 +164,7 @@ use core::fmt;
 use crate::error::AddError;
 use crate::keyed::{Slot, Step, Table, Value};
 use crate::stats::counts::{Counts, OriginStats};
+use crate::stats::metric::MetricWindow;
 use crate::stats::node::StatisticNode;
 use crate::stats::origin::{
     gen_of, phase, pos_of, same_windows, state_gen, value_of, Origin, OriginNode, Origins, DONE,
@@ -581,42 +582,124 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
             concurrency: n.concurrency(),
         };
         let mut c = of(self.other());
-        for (pos, slot) in self.table.iter().enumerate() {
-            let node = &self.nodes()[pos];
-            let s = node.state.load(Ordering::Acquire);
-            let resident = slot.value().map(gen_of) == Some(state_gen(s));
-            if !resident && phase(s) != DONE {
-                let n = of(&node.stats);
-                c.second = c.second.plus(n.second);
-                c.minute = c.minute.plus(n.minute);
-                c.concurrency = c.concurrency.saturating_add(n.concurrency);
-            }
+        for pos in self.evicted() {
+            let n = of(&self.nodes()[pos].stats);
+            c.second = c.second.plus(n.second);
+            c.minute = c.minute.plus(n.minute);
+            c.concurrency = c.concurrency.saturating_add(n.concurrency);
         }
         c
+    }
+
+    /// Each resident origin's minute-level windows at `now`
+    /// ([`Metric::details`](crate::stats::Metric::details)), each origin read as [`origin`](Self::origin)
+    /// reads it, then "other" as [`others`](Self::others) counts it
+    /// (`None`), window by window, oldest first: at most `CAP + 1` rows,
+    /// what the metric log writes per origin
+    /// ([`MetricLog::write_origins`](crate::export::MetricLog::write_origins)).
+    ///
+    /// ```
+    /// use leaparray::stats::{ClusterNode, Event, Origin};
+    /// let cn = ClusterNode::<4>::millis();
+    /// cn.add_pass(Some(Origin::named("a")), 0, 2).unwrap();
+    /// cn.add_block(None, 1_500, 1).unwrap();
+    /// let rows: Vec<_> = cn.origin_windows(1_500).collect();
+    /// assert_eq!(rows.len(), 2);
+    /// assert_eq!(rows[0].0, Some(Origin::named("a")));
+    /// assert_eq!((rows[0].1[0].start, rows[0].1[0].get(Event::Pass)), (0, 2));
+    /// assert_eq!((rows[1].0, rows[1].1[0].start, rows[1].1[0].get(Event::Block)), (None, 1_000, 1));
+    /// ```
+    pub fn origin_windows(
+        &self,
+        now: u64,
+    ) -> impl Iterator<Item = (Option<Origin>, heapless::Vec<MetricWindow, MINUTE>)> + '_ {
+        let resident = self.table.iter().enumerate().filter_map(move |(pos, s)| {
+            self.read_node(pos, gen_of(s.value()?), |node| {
+                (
+                    Some(Origin::from_hash(node.origin.load(Ordering::Acquire))),
+                    node.stats.minute().details(now),
+                )
+            })
+        });
+        resident.chain(core::iter::once_with(move || {
+            let mut rows = self.other().minute().details(now);
+            for pos in self.evicted() {
+                for w in self.nodes()[pos].stats.minute().details(now) {
+                    match rows.iter_mut().find(|r| r.start == w.start) {
+                        Some(r) => *r = plus(r, &w),
+                        // Both hold live windows only: at most MINUTE.
+                        None => {
+                            let _ = rows.push(w);
+                        }
+                    }
+                }
+            }
+            rows.sort_unstable_by_key(|w| w.start);
+            (None, rows)
+        }))
+    }
+
+    /// The origin nodes that hold counts of an evicted origin not folded
+    /// yet: their generation is not their slot's and they are not done.
+    fn evicted(&self) -> impl Iterator<Item = usize> + '_ {
+        self.table.iter().enumerate().filter_map(|(pos, slot)| {
+            let s = self.nodes()[pos].state.load(Ordering::Acquire);
+            let resident = slot.value().map(gen_of) == Some(state_gen(s));
+            (!resident && phase(s) != DONE).then_some(pos)
+        })
     }
 
     /// The node at `pos` if it is open for generation `gen`, read between
     /// two reads of its state.
     fn read(&self, pos: usize, gen: u64, now: u64) -> Option<OriginStats> {
-        let node = self.nodes().get(pos)?;
-        let open = |s: u64| state_gen(s) == gen && phase(s) == OPEN;
-        let before = node.state.load(Ordering::Acquire);
-        if !open(before) {
-            return None;
-        }
-        let out = OriginStats {
+        self.read_node(pos, gen, |node| OriginStats {
             // ORDERING: acquire, as the counts' loads: a read of the next
             // origin's name (stored after `folding`) sees `folding` below.
             origin: Some(Origin::from_hash(node.origin.load(Ordering::Acquire))),
             second: Counts::of(node.stats.second(), now),
             minute: Counts::of(node.stats.minute(), now),
             concurrency: node.stats.concurrency(),
-        };
+        })
+    }
+
+    /// `f` of the node at `pos` if it is open for generation `gen` both
+    /// before and after `f` reads it.
+    fn read_node<T>(
+        &self,
+        pos: usize,
+        gen: u64,
+        f: impl FnOnce(&OriginNode<SECOND, MINUTE>) -> T,
+    ) -> Option<T> {
+        let node = self.nodes().get(pos)?;
+        let open = |s: u64| state_gen(s) == gen && phase(s) == OPEN;
+        let before = node.state.load(Ordering::Acquire);
+        if !open(before) {
+            return None;
+        }
+        let out = f(node);
         // ORDERING: a fold writes `folding` before it empties the node and
-        // notes the next origin (release stores), and the loads above
-        // acquire: a read that saw an emptied cell or the next origin sees
-        // `folding` (or later) here.
+        // notes the next origin (release stores), and `f`'s loads acquire:
+        // a read that saw an emptied cell or the next origin sees `folding`
+        // (or later) here.
         open(node.state.load(Ordering::Acquire)).then_some(out)
+    }
+}
+
+/// Two readings of one window added: events summed, the least minimum
+/// RT, the higher peak.
+fn plus(a: &MetricWindow, b: &MetricWindow) -> MetricWindow {
+    let mut counts = a.counts;
+    for (c, d) in counts.iter_mut().zip(b.counts) {
+        *c = c.saturating_add(d);
+    }
+    MetricWindow {
+        start: a.start,
+        counts,
+        min_rt: match (a.min_rt, b.min_rt) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        },
+        max_concurrency: a.max_concurrency.max(b.max_concurrency),
     }
 }
 
