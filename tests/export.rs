@@ -404,6 +404,35 @@ mod prometheus {
     /// A node, two gates and a keyed table, with a hostile name: the output
     /// parses strictly, has every family for every resource, and each value
     /// is what the API reads at the same `now`.
+    /// A cluster node's origin rows pass the strict parser: one family
+    /// each, the labels `resource`, `origin` (and `event`), every origin
+    /// row once.
+    #[test]
+    fn prometheus_origin_rows_parse_strictly() {
+        use leaparray::stats::{ClusterNode, Origin};
+        let cn = Box::new(ClusterNode::<2>::millis());
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            cn.add_pass(Some(Origin::named(name)), 0, i as u64 + 1).unwrap();
+        }
+        let names = |o: Origin| (o == Origin::named("a")).then_some("a");
+        let mut e = Exposition::new("leaparray").unwrap();
+        e.cluster(HOSTILE, &cn, &names, 0).unwrap();
+        let text = e.to_string();
+        let p = parse(&text).unwrap_or_else(|err| panic!("{err}\n{text}"));
+        let rows: BTreeSet<String> = p
+            .samples
+            .iter()
+            .filter(|s| s.name == "leaparray_origin_concurrency")
+            .map(|s| {
+                assert_eq!(s.labels[0], ("resource".to_string(), HOSTILE.to_string()));
+                assert_eq!(s.labels[1].0, "origin");
+                s.labels[1].1.clone()
+            })
+            .collect();
+        assert_eq!(rows.len(), 3, "two resident and other: {rows:?}");
+        assert!(rows.contains("other"));
+    }
+
     #[test]
     fn prometheus_parses_strictly_with_the_values_the_api_reads() {
         let node = StatisticNode::millis();

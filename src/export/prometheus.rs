@@ -217,6 +217,13 @@ fn family<W: fmt::Write + ?Sized, T>(
     Ok(())
 }
 
+/// An origin family: name, help, and an origin's samples.
+type OriginFamily = (
+    &'static str,
+    &'static str,
+    fn(&OriginSample) -> Vec<(Option<&'static str>, u64)>,
+);
+
 /// The origin families: like [`family`], with the label `origin`.
 fn origin_families<W: fmt::Write + ?Sized>(
     out: &mut W,
@@ -226,11 +233,7 @@ fn origin_families<W: fmt::Write + ?Sized>(
     if rows.is_empty() {
         return Ok(());
     }
-    let families: [(
-        &str,
-        &str,
-        fn(&OriginSample) -> Vec<(Option<&'static str>, u64)>,
-    ); 3] = [
+    let families: [OriginFamily; 3] = [
         (
             "origin_second_events",
             "Each event's count over an origin's second-level sliding interval.",
