@@ -141,7 +141,11 @@
 //!   the fold returns (it adds to "other", then empties the node);
 //! - an origin's [`snapshot`](ClusterNode::origin) never mixes two
 //!   generations: it is read between two reads of the node's state that
-//!   must both be `open` at the origin's generation.
+//!   must both be `open` at the origin's generation, and its loads of the
+//!   counts and of the node's origin acquire what the fold released after
+//!   `folding` (loom: `a_read_during_a_fold_never_mixes_two_origins`). It
+//!   is not one atomic read of every count: a record can land between
+//!   its second- and minute-level reads.
 //!
 //! A record the totals refuse as `Stale` (a caller whose clock is behind
 //! the resource's newest window by a whole metric) may still count in its
