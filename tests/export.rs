@@ -412,7 +412,8 @@ mod prometheus {
         use leaparray::stats::{ClusterNode, Origin};
         let cn = Box::new(ClusterNode::<2>::millis());
         for (i, name) in ["a", "b", "c"].iter().enumerate() {
-            cn.add_pass(Some(Origin::named(name)), 0, i as u64 + 1).unwrap();
+            cn.add_pass(Some(Origin::named(name)), 0, i as u64 + 1)
+                .unwrap();
         }
         let names = |o: Origin| (o == Origin::named("a")).then_some("a");
         let mut e = Exposition::new("leaparray").unwrap();

@@ -88,6 +88,10 @@ fn caller(i: usize) -> Origin {
 type Ledger = BTreeMap<(usize, u64), (u64, u64)>; // (caller, window) -> (pass, block)
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "64,000 decisions and records on 4 threads: too slow under Miri"
+)]
 fn a_flood_of_100x_the_origins_keeps_the_totals_exact_in_fixed_memory() {
     let rules = FlowRules::new(&RULES);
     let names: Vec<Origin> = (0..FLOOD).map(caller).collect();
