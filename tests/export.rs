@@ -754,3 +754,45 @@ fn exposition_origin_rows_add_up_and_never_pose_as_other() {
         "{passes:?}"
     );
 }
+
+/// Two origins the resolver gives one name: the second row is written by
+/// its hash, so no two series of the exposition are one.
+#[cfg(feature = "std")]
+#[test]
+fn exposition_origin_rows_never_share_a_label() {
+    use leaparray::export::Exposition;
+    use leaparray::stats::{ClusterNode, Origin};
+    let cn = Box::new(ClusterNode::<4>::millis());
+    cn.add_pass(Some(Origin::named("a")), 0, 1).unwrap();
+    cn.add_pass(Some(Origin::named("b")), 0, 1).unwrap();
+    let mut e = Exposition::new("x").unwrap();
+    e.cluster("r", &cn, &|_| Some("same"), 0).unwrap();
+    let text = e.to_string();
+    let mut rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("x_origin_concurrency{"))
+        .collect();
+    let n = rows.len();
+    rows.sort();
+    rows.dedup();
+    assert_eq!((n, rows.len()), (3, 3), "{text}");
+}
+
+/// Two origins the resolver gives one name: the second's lines name it by
+/// its hash, so no two lines of one window share a resource field.
+#[test]
+fn origin_lines_never_share_a_resource_field() {
+    use leaparray::stats::{ClusterNode, Origin};
+    let cn = Box::new(ClusterNode::<4>::millis());
+    cn.add_pass(Some(Origin::named("a")), 0, 1).unwrap();
+    cn.add_pass(Some(Origin::named("b")), 0, 1).unwrap();
+    let mut out = String::new();
+    MetricLog::new(nz(1_000))
+        .write_origins(&mut out, "r", &cn, &|_| Some("same"), 1_000, None)
+        .unwrap();
+    let mut fields: Vec<&str> = out.lines().map(|l| l.split('|').nth(1).unwrap()).collect();
+    let n = fields.len();
+    fields.sort();
+    fields.dedup();
+    assert_eq!((n, fields.len()), (2, 2), "{out}");
+}

@@ -393,8 +393,9 @@ impl MetricLog {
     /// of its minute-level metric that have ended by `now` and start
     /// after `after` ([`ClusterNode::origin_windows`]; at most `CAP + 1`
     /// origins). The resource field is `resource@origin`, the origin named
-    /// by `names` ([`origin_label`]): the numbers are where Sentinel's
-    /// parsers read them. Returns the start of the newest window written
+    /// by `names` ([`origin_label`]; an origin whose name an earlier row
+    /// has, by its hash): the numbers are where Sentinel's parsers read
+    /// them. Returns the start of the newest window written
     /// (or `after`), as [`write_completed`](Self::write_completed). On an
     /// error about `resource` nothing is written.
     ///
@@ -436,8 +437,18 @@ impl MetricLog {
         let window = node.total().minute().window();
         let current = now / window;
         let mut newest: Option<u64> = None;
+        let mut named: heapless::Vec<&str, CAP> = heapless::Vec::new();
         for (origin, windows) in node.origin_windows(now) {
-            let label = origin_label(origin, names);
+            let mut label = origin_label(origin, names);
+            if let (OriginLabel::Name(n), Some(o)) = (label, origin) {
+                if named.contains(&n) {
+                    // Two origins `names` calls the same: the later by its hash.
+                    label = OriginLabel::Hash(o.hash());
+                } else {
+                    // At most CAP resident origins: never full.
+                    let _ = named.push(n);
+                }
+            }
             for d in windows {
                 let ended = d.start / window < current;
                 let new = after.is_none_or(|a| d.start > a);

@@ -348,7 +348,9 @@ impl Exposition {
     /// Adds the cluster node `node`, read at `now`, as the resource `name`:
     /// its totals as a node ([`node`](Self::node)), and a row per resident
     /// origin and one for other origins (at most `CAP + 1`), labelled
-    /// `origin` by [`origin_label`](super::origin_label) with `names`: the
+    /// `origin` by [`origin_label`](super::origin_label) with `names` (an
+    /// origin whose name an earlier row of the resource has, by its hash:
+    /// no two series are one): the
     /// families `origin_second_events{resource, origin, event}`,
     /// `origin_minute_events{..}` (events `pass`, `block`, `exception`,
     /// `success`) and `origin_concurrency{resource, origin}`.
@@ -380,7 +382,12 @@ impl Exposition {
         self.node(name, node.total(), now)?;
         let rows = node.origins(now).chain(core::iter::once(node.others(now)));
         for o in rows {
-            let label = super::origin_label(o.origin, names).to_string();
+            let mut label = super::origin_label(o.origin, names).to_string();
+            let taken = |l: &str| self.origins.iter().any(|(r, s)| r == name && s.origin == l);
+            if let (true, Some(origin)) = (taken(&label), o.origin) {
+                // Two origins `names` calls the same: the later by its hash.
+                label = super::OriginLabel::Hash(origin.hash()).to_string();
+            }
             self.origins
                 .push((name.to_string(), OriginSample::of(label, &o)));
         }
