@@ -71,7 +71,7 @@
 //! | `OccupiableBucketLeapArray.addWaiting(t, n)` / `currentWaiting()` | `add_waiting(now, t, n)` / `waiting(now)` |
 //! | `StatisticNode.tryOccupyNext(now, n, threshold)` | `try_occupy_next(now, n, limit, timeout)` |
 //! | `StatisticNode` | [`stats::StatisticNode`] |
-//! | `ClusterNode`, its `getOrCreateOriginNode(origin)` / `getOriginCountMap()` | [`stats::ClusterNode`]: records take an [`Origin`](stats::Origin); `origin(o, now)` / `origins(now)`, and `others(now)` for evicted origins |
+//! | `ClusterNode`, its `getOrCreateOriginNode(origin)` / `getOriginCountMap()` | [`stats::ClusterNode`]: records take an [`Origin`](stats::Origin); `origin(o, now)` / `origins(now)`, and `others(now)` for evicted origins; exported per origin by [`MetricLog::write_origins`](export::MetricLog::write_origins) and `Exposition::cluster` |
 //! | `EntranceNode` / `DefaultNode` (NodeSelectorSlot's tree), `entry` / `exit` | [`stats::EntranceNode`] / [`stats::DefaultNode`] as `static`s; [`DefaultNode::entry`](stats::DefaultNode::entry) / [`Entry::exit`](stats::Entry::exit) |
 //! | `FlowRule` with `limitApp` / `strategy`, `FlowRuleChecker.selectNodeByRequesterAndStrategy` | [`stats::FlowRule`] ([`LimitApp`](stats::LimitApp), [`Strategy`](stats::Strategy)), [`FlowRule::select`](stats::FlowRule::select); [`stats::FlowRules::check`] |
 //! | `AuthorityRule` (white / black list) | [`stats::AuthorityRule`] |

@@ -404,6 +404,36 @@ mod prometheus {
     /// A node, two gates and a keyed table, with a hostile name: the output
     /// parses strictly, has every family for every resource, and each value
     /// is what the API reads at the same `now`.
+    /// A cluster node's origin rows pass the strict parser: one family
+    /// each, the labels `resource`, `origin` (and `event`), every origin
+    /// row once.
+    #[test]
+    fn prometheus_origin_rows_parse_strictly() {
+        use leaparray::stats::{ClusterNode, Origin};
+        let cn = Box::new(ClusterNode::<2>::millis());
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            cn.add_pass(Some(Origin::named(name)), 0, i as u64 + 1)
+                .unwrap();
+        }
+        let names = |o: Origin| (o == Origin::named("a")).then_some("a");
+        let mut e = Exposition::new("leaparray").unwrap();
+        e.cluster(HOSTILE, &cn, &names, 0).unwrap();
+        let text = e.to_string();
+        let p = parse(&text).unwrap_or_else(|err| panic!("{err}\n{text}"));
+        let rows: BTreeSet<String> = p
+            .samples
+            .iter()
+            .filter(|s| s.name == "leaparray_origin_concurrency")
+            .map(|s| {
+                assert_eq!(s.labels[0], ("resource".to_string(), HOSTILE.to_string()));
+                assert_eq!(s.labels[1].0, "origin");
+                s.labels[1].1.clone()
+            })
+            .collect();
+        assert_eq!(rows.len(), 3, "two resident and other: {rows:?}");
+        assert!(rows.contains("other"));
+    }
+
     #[test]
     fn prometheus_parses_strictly_with_the_values_the_api_reads() {
         let node = StatisticNode::millis();
@@ -608,4 +638,161 @@ mod prometheus {
         e.gate("n", &gate, 0).unwrap();
         assert!(parse(&e.to_string()).is_ok());
     }
+}
+
+/// Per-origin lines under a flood of origins into a `ClusterNode<4>`
+/// (40 callers over 3 windows): at most 5 origin rows per window (4
+/// resident and "other"), and, window by window, the origin lines add up
+/// to the resource's own line (Sentinel's parser reads them all).
+#[test]
+fn origin_lines_are_bounded_by_the_table_and_add_up_to_the_resource() {
+    use leaparray::stats::{ClusterNode, Origin};
+    use std::collections::BTreeMap;
+    let cn = Box::new(ClusterNode::<4>::millis());
+    let named: Vec<(Origin, String)> = (0..40)
+        .map(|i| (Origin::named(&format!("app{i}")), format!("app{i}")))
+        .collect();
+    let names = |o: Origin| named.iter().find(|(n, _)| *n == o).map(|(_, s)| s.as_str());
+    for t in 0..3_000u64 {
+        let (o, _) = &named[(t * 7 % 40) as usize];
+        if t % 3 == 0 {
+            cn.add_block(Some(*o), t, 1).unwrap();
+        } else {
+            cn.enter(Some(*o), t, 1).exit(t + 2, t % 5 == 0);
+        }
+        if t % 11 == 0 {
+            cn.add_pass(None, t, 1).unwrap();
+        }
+    }
+    let log = MetricLog::new(nz(1_000));
+    let now = 3_000;
+    let mut origins = String::new();
+    let last = log
+        .write_origins(&mut origins, "getOrder", &cn, &names, now, None)
+        .unwrap();
+    assert_eq!(last, Some(2_000));
+    let mut resource = String::new();
+    log.write_completed(&mut resource, "getOrder", cn.total().minute(), now, None)
+        .unwrap();
+    let mut sums: BTreeMap<u64, [u64; 7]> = BTreeMap::new();
+    let mut rows: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for line in origins.lines() {
+        let (ts, _, name, nums) = parse_line(line, LineFormat::Thin);
+        let origin = name.strip_prefix("getOrder@").expect("resource@origin");
+        assert!(
+            origin == "other" || names(Origin::named(origin)).is_some(),
+            "{origin}"
+        );
+        rows.entry(ts).or_default().push(origin.to_string());
+        let s = sums.entry(ts).or_default();
+        // Events add up; rt (a mean) and the peak do not.
+        for i in [0, 1, 2, 3, 5] {
+            s[i] += nums[i];
+        }
+    }
+    assert_eq!(rows.len(), 3);
+    for (ts, r) in &rows {
+        assert!(r.len() <= 5, "window {ts}: {r:?}");
+        assert!(r.iter().filter(|o| *o == "other").count() == 1, "{r:?}");
+    }
+    for line in resource.lines() {
+        let (ts, _, _, nums) = parse_line(line, LineFormat::Thin);
+        let s = sums[&ts];
+        for i in [0, 1, 2, 3, 5] {
+            assert_eq!(s[i], nums[i], "window {ts}, field {i}");
+        }
+    }
+}
+
+/// The exposition's origin rows: one per resident origin and one
+/// "other", their passes adding up to the resource's; a name that would
+/// break a label or pose as "other" is written as the hash.
+#[cfg(feature = "std")]
+#[test]
+fn exposition_origin_rows_add_up_and_never_pose_as_other() {
+    use leaparray::export::Exposition;
+    use leaparray::stats::{ClusterNode, Origin};
+    let cn = Box::new(ClusterNode::<2>::millis());
+    let (a, b, c) = (Origin::named("a"), Origin::named("b"), Origin::named("c"));
+    cn.add_pass(Some(a), 0, 1).unwrap();
+    cn.add_pass(Some(b), 0, 2).unwrap();
+    cn.add_pass(Some(c), 0, 4).unwrap(); // evicts a or b
+    let names = |o: Origin| {
+        Some(if o == a {
+            "a"
+        } else if o == b {
+            "other"
+        } else {
+            "c\nd"
+        })
+    };
+    let mut e = Exposition::new("x").unwrap();
+    e.cluster("r", &cn, &names, 0).unwrap();
+    let text = e.to_string();
+    let passes: Vec<(String, u64)> = text
+        .lines()
+        .filter(|l| l.starts_with("x_origin_second_events{") && l.contains("event=\"pass\""))
+        .map(|l| {
+            let origin = l
+                .split("origin=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            (
+                origin.to_string(),
+                l.rsplit(' ').next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(passes.len(), 3, "{text}");
+    assert_eq!(passes.iter().map(|(_, p)| p).sum::<u64>(), 7);
+    assert_eq!(passes.iter().filter(|(o, _)| o == "other").count(), 1);
+    assert!(
+        passes.contains(&(format!("#{:016x}", c.hash()), 4)),
+        "{passes:?}"
+    );
+}
+
+/// Two origins the resolver gives one name: the second row is written by
+/// its hash, so no two series of the exposition are one.
+#[cfg(feature = "std")]
+#[test]
+fn exposition_origin_rows_never_share_a_label() {
+    use leaparray::export::Exposition;
+    use leaparray::stats::{ClusterNode, Origin};
+    let cn = Box::new(ClusterNode::<4>::millis());
+    cn.add_pass(Some(Origin::named("a")), 0, 1).unwrap();
+    cn.add_pass(Some(Origin::named("b")), 0, 1).unwrap();
+    let mut e = Exposition::new("x").unwrap();
+    e.cluster("r", &cn, &|_| Some("same"), 0).unwrap();
+    let text = e.to_string();
+    let mut rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("x_origin_concurrency{"))
+        .collect();
+    let n = rows.len();
+    rows.sort();
+    rows.dedup();
+    assert_eq!((n, rows.len()), (3, 3), "{text}");
+}
+
+/// Two origins the resolver gives one name: the second's lines name it by
+/// its hash, so no two lines of one window share a resource field.
+#[test]
+fn origin_lines_never_share_a_resource_field() {
+    use leaparray::stats::{ClusterNode, Origin};
+    let cn = Box::new(ClusterNode::<4>::millis());
+    cn.add_pass(Some(Origin::named("a")), 0, 1).unwrap();
+    cn.add_pass(Some(Origin::named("b")), 0, 1).unwrap();
+    let mut out = String::new();
+    MetricLog::new(nz(1_000))
+        .write_origins(&mut out, "r", &cn, &|_| Some("same"), 1_000, None)
+        .unwrap();
+    let mut fields: Vec<&str> = out.lines().map(|l| l.split('|').nth(1).unwrap()).collect();
+    let n = fields.len();
+    fields.sort();
+    fields.dedup();
+    assert_eq!((n, fields.len()), (2, 2), "{out}");
 }

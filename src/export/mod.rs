@@ -40,6 +40,20 @@
 //! refused with an [`ExportError`] before anything is written: a log never
 //! holds a corrupt or ambiguous line.
 //!
+//! # Per origin
+//!
+//! A [`ClusterNode`]'s origins have lines of their own
+//! ([`MetricLog::write_origins`]): the same fields, the resource field
+//! `resource@origin`, one row per resident origin and one for other
+//! origins, so at most `CAP + 1` lines per window whatever the number of
+//! callers; window by window they add up to the resource's own line
+//! (events; `rt` is a mean). A node stores an origin's 64-bit hash, not
+//! its name: the caller passes `names`, a `&dyn Fn(Origin) -> Option<&str>`
+//! (a `match` over its callers, a map it keeps), consulted only when it
+//! exports, so recording stays one hash and no node holds a string.
+//! [`origin_label`] says how an origin is written: `other`, its name, or
+//! `#` and its hash when it has no name that fits.
+//!
 //! # Prometheus (feature `std`)
 //!
 //! `Exposition` collects named [`StatisticNode`](crate::stats::StatisticNode)s,
@@ -56,6 +70,8 @@
 //! | `node_concurrency{resource}` | gauge | requests in flight |
 //! | `node_avg_rt_seconds{resource}` | gauge | mean RT over the second-level interval |
 //! | `node_min_rt_seconds{resource}` | gauge | smallest RT over it (absent without one) |
+//! | `origin_second_events{resource, origin, event}`, `origin_minute_events{..}` | gauge | a cluster node's origins (`Exposition::cluster`): each resident origin and `other`, events `pass`, `block`, `exception`, `success` |
+//! | `origin_concurrency{resource, origin}` | gauge | an origin's requests in flight |
 //! | `gate_limit{resource}` | gauge | permits per interval |
 //! | `gate_load{resource}` | gauge | permits booked in the fullest interval a request now would join |
 //! | `gate_remaining{resource}` | gauge | permits a request now could still get |
@@ -74,8 +90,10 @@
 use core::fmt;
 use core::num::NonZeroU64;
 
+use crate::stats::cluster::ClusterNode;
 use crate::stats::event::Event;
 use crate::stats::metric::{Access, Metric, MetricWindow};
+use crate::stats::origin::Origin;
 
 /// Why an export was refused. Nothing was written.
 ///
@@ -299,7 +317,7 @@ impl MetricLog {
     fn line<W: fmt::Write + ?Sized>(
         &self,
         out: &mut W,
-        resource: &str,
+        resource: impl fmt::Display,
         d: &MetricWindow,
     ) -> Result<(), ExportError> {
         let ts = self.unix_ms(d.start);
@@ -368,6 +386,142 @@ impl MetricLog {
             }
         }
         Ok(newest.or(after))
+    }
+
+    /// Lines per origin of the cluster node `node` of `resource`: for
+    /// each resident origin, then for other origins as one, the windows
+    /// of its minute-level metric that have ended by `now` and start
+    /// after `after` ([`ClusterNode::origin_windows`]; at most `CAP + 1`
+    /// origins). The resource field is `resource@origin`, the origin named
+    /// by `names` ([`origin_label`]; an origin whose name an earlier row
+    /// has, by its hash): the numbers are where Sentinel's parsers read
+    /// them. Returns the start of the newest window written
+    /// (or `after`), as [`write_completed`](Self::write_completed). On an
+    /// error about `resource` nothing is written.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::export::MetricLog;
+    /// use leaparray::stats::{ClusterNode, Origin};
+    /// let log = MetricLog::new(NonZeroU64::new(1_000).unwrap());
+    /// let cn = ClusterNode::<4>::millis();
+    /// let (a, b) = (Origin::named("appA"), Origin::from_hash(0xab));
+    /// cn.add_pass(Some(a), 100, 2).unwrap();
+    /// cn.add_block(Some(b), 200, 1).unwrap();
+    /// cn.add_pass(None, 300, 1).unwrap();
+    /// let names = |o: Origin| (o == a).then_some("appA");
+    /// let mut out = String::new();
+    /// let last = log.write_origins(&mut out, "getOrder", &cn, &names, 1_000, None).unwrap();
+    /// assert_eq!(last, Some(0));
+    /// let mut lines: Vec<&str> = out.lines().collect();
+    /// lines.sort();
+    /// assert_eq!(lines, [
+    ///     "0|getOrder@#00000000000000ab|0|1|0|0|0|0|0",
+    ///     "0|getOrder@appA|2|0|0|0|0|0|0",
+    ///     "0|getOrder@other|1|0|0|0|0|0|0",
+    /// ]);
+    /// ```
+    pub fn write_origins<'n, W, const CAP: usize, const S: usize, const M: usize>(
+        &self,
+        out: &mut W,
+        resource: &str,
+        node: &ClusterNode<CAP, S, M>,
+        names: &dyn Fn(Origin) -> Option<&'n str>,
+        now: u64,
+        after: Option<u64>,
+    ) -> Result<Option<u64>, ExportError>
+    where
+        W: fmt::Write + ?Sized,
+    {
+        check_resource(resource)?;
+        let window = node.total().minute().window();
+        let current = now / window;
+        let mut newest: Option<u64> = None;
+        let mut named: heapless::Vec<&str, CAP> = heapless::Vec::new();
+        for (origin, windows) in node.origin_windows(now) {
+            let mut label = origin_label(origin, names);
+            if let (OriginLabel::Name(n), Some(o)) = (label, origin) {
+                if named.contains(&n) {
+                    // Two origins `names` calls the same: the later by its hash.
+                    label = OriginLabel::Hash(o.hash());
+                } else {
+                    // At most CAP resident origins: never full.
+                    let _ = named.push(n);
+                }
+            }
+            for d in windows {
+                let ended = d.start / window < current;
+                let new = after.is_none_or(|a| d.start > a);
+                if ended && new {
+                    self.line(out, format_args!("{resource}@{label}"), &d)?;
+                    newest = Some(newest.map_or(d.start, |n| n.max(d.start)));
+                }
+            }
+        }
+        Ok(newest.or(after))
+    }
+}
+
+/// How an origin is named in an export: `other` for other origins
+/// (`None`); else the name `names` gives it, if it has one that fits
+/// (not empty, not `other`, none of `@`, `|`, `"`, `\`, a line break);
+/// else `#` and its hash in 16 hex digits. So a label never breaks a
+/// line, never splits a field, and no origin is written as "other".
+///
+/// ```
+/// use leaparray::export::origin_label;
+/// use leaparray::stats::Origin;
+/// let a = Origin::named("appA");
+/// let names = |o: Origin| if o == a { Some("appA") } else { Some("a|b") };
+/// assert_eq!(origin_label(Some(a), &names).to_string(), "appA");
+/// assert_eq!(origin_label(None, &names).to_string(), "other");
+/// assert_eq!(origin_label(Some(Origin::from_hash(255)), &names).to_string(), "#00000000000000ff");
+/// ```
+#[must_use]
+pub fn origin_label<'n>(
+    origin: Option<Origin>,
+    names: &dyn Fn(Origin) -> Option<&'n str>,
+) -> OriginLabel<'n> {
+    match origin {
+        None => OriginLabel::Other,
+        Some(o) => match names(o) {
+            Some(n)
+                if !n.is_empty()
+                    && n != "other"
+                    && !n.contains(['@', '|', '"', '\\', '\n', '\r']) =>
+            {
+                OriginLabel::Name(n)
+            }
+            _ => OriginLabel::Hash(o.hash()),
+        },
+    }
+}
+
+/// An origin as an export names it ([`origin_label`]); written by its
+/// `Display`.
+///
+/// ```
+/// use leaparray::export::OriginLabel;
+/// assert_eq!(OriginLabel::Hash(1).to_string(), "#0000000000000001");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OriginLabel<'n> {
+    /// The origin's name.
+    Name(&'n str),
+    /// An origin without a name that fits: its hash.
+    Hash(u64),
+    /// Other origins.
+    Other,
+}
+
+impl fmt::Display for OriginLabel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OriginLabel::Name(n) => f.write_str(n),
+            OriginLabel::Hash(h) => write!(f, "#{h:016x}"),
+            OriginLabel::Other => f.write_str("other"),
+        }
     }
 }
 

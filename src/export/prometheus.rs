@@ -8,8 +8,11 @@ use std::vec::Vec;
 use super::ExportError;
 use crate::gate::Gate;
 use crate::keyed::KeyedTable;
+use crate::stats::cluster::ClusterNode;
+use crate::stats::counts::{Counts, OriginStats};
 use crate::stats::event::Event;
 use crate::stats::node::StatisticNode;
+use crate::stats::origin::Origin;
 
 /// The events a node exposes, with their label values.
 const EVENTS: [(Event, &str); 5] = [
@@ -27,6 +30,32 @@ struct NodeSample {
     concurrency: u64,
     avg_rt_seconds: f64,
     min_rt_seconds: Option<f64>,
+}
+
+/// One origin of a cluster node: its resource, its label
+/// ([`origin_label`](super::origin_label)) and its counts.
+#[derive(Debug, Clone, PartialEq)]
+struct OriginSample {
+    origin: String,
+    second: [u64; 4],
+    minute: [u64; 4],
+    concurrency: u64,
+}
+
+/// The events an origin row exposes (a cluster node's origin nodes count
+/// no borrowed passes).
+const ORIGIN_EVENTS: [&str; 4] = ["pass", "block", "exception", "success"];
+
+impl OriginSample {
+    fn of(origin: String, s: &OriginStats) -> Self {
+        let ev = |c: Counts| [c.pass, c.block, c.exception, c.success];
+        OriginSample {
+            origin,
+            second: ev(s.second),
+            minute: ev(s.minute),
+            concurrency: s.concurrency,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +107,7 @@ struct KeyedSample {
 pub struct Exposition {
     prefix: String,
     nodes: Vec<(String, NodeSample)>,
+    origins: Vec<(String, OriginSample)>,
     gates: Vec<(String, GateSample)>,
     keyed: Vec<(String, KeyedSample)>,
     refused: Vec<(String, u64)>,
@@ -187,6 +217,72 @@ fn family<W: fmt::Write + ?Sized, T>(
     Ok(())
 }
 
+/// An origin family: name, help, and an origin's samples.
+type OriginFamily = (
+    &'static str,
+    &'static str,
+    fn(&OriginSample) -> Vec<(Option<&'static str>, u64)>,
+);
+
+/// The origin families: like [`family`], with the label `origin`.
+fn origin_families<W: fmt::Write + ?Sized>(
+    out: &mut W,
+    prefix: &str,
+    rows: &[(String, OriginSample)],
+) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let families: [OriginFamily; 3] = [
+        (
+            "origin_second_events",
+            "Each event's count over an origin's second-level sliding interval.",
+            |s| {
+                ORIGIN_EVENTS
+                    .iter()
+                    .zip(s.second)
+                    .map(|(e, c)| (Some(*e), c))
+                    .collect()
+            },
+        ),
+        (
+            "origin_minute_events",
+            "Each event's count over an origin's minute-level sliding interval.",
+            |s| {
+                ORIGIN_EVENTS
+                    .iter()
+                    .zip(s.minute)
+                    .map(|(e, c)| (Some(*e), c))
+                    .collect()
+            },
+        ),
+        (
+            "origin_concurrency",
+            "An origin's requests in flight.",
+            |s| std::vec![(None, s.concurrency)],
+        ),
+    ];
+    for (name, help, values) in families {
+        writeln!(out, "# HELP {prefix}_{name} {help}")?;
+        writeln!(out, "# TYPE {prefix}_{name} gauge")?;
+        for (resource, s) in rows {
+            for (event, value) in values(s) {
+                write!(
+                    out,
+                    "{prefix}_{name}{{resource=\"{}\",origin=\"{}\"",
+                    Escaped(resource),
+                    Escaped(&s.origin)
+                )?;
+                if let Some(e) = event {
+                    write!(out, ",event=\"{e}\"")?;
+                }
+                writeln!(out, "}} {value}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Exposition {
     /// The media type of this format, for the `Content-Type` header.
     ///
@@ -212,6 +308,7 @@ impl Exposition {
         Ok(Exposition {
             prefix: prefix.to_string(),
             nodes: Vec::new(),
+            origins: Vec::new(),
             gates: Vec::new(),
             keyed: Vec::new(),
             refused: Vec::new(),
@@ -245,6 +342,55 @@ impl Exposition {
             min_rt_seconds: node.min_rt(now).map(|rt| rt as f64 / tps),
         };
         add(&mut self.nodes, name, sample)?;
+        Ok(self)
+    }
+
+    /// Adds the cluster node `node`, read at `now`, as the resource `name`:
+    /// its totals as a node ([`node`](Self::node)), and a row per resident
+    /// origin and one for other origins (at most `CAP + 1`), labelled
+    /// `origin` by [`origin_label`](super::origin_label) with `names` (an
+    /// origin whose name an earlier row of the resource has, by its hash:
+    /// no two series are one): the
+    /// families `origin_second_events{resource, origin, event}`,
+    /// `origin_minute_events{..}` (events `pass`, `block`, `exception`,
+    /// `success`) and `origin_concurrency{resource, origin}`.
+    ///
+    /// ```
+    /// use leaparray::export::Exposition;
+    /// use leaparray::stats::{ClusterNode, Origin};
+    /// let cn = ClusterNode::<4>::millis();
+    /// let a = Origin::named("appA");
+    /// cn.add_pass(Some(a), 0, 2).unwrap();
+    /// cn.add_block(Some(Origin::named("appB")), 0, 1).unwrap();
+    /// let names = |o: Origin| (o == a).then_some("appA");
+    /// let mut e = Exposition::new("x").unwrap();
+    /// e.cluster("getOrder", &cn, &names, 0).unwrap();
+    /// let text = e.to_string();
+    /// assert!(text.contains("x_node_second_events{resource=\"getOrder\",event=\"pass\"} 2\n"));
+    /// assert!(text.contains("x_origin_second_events{resource=\"getOrder\",origin=\"appA\",event=\"pass\"} 2\n"));
+    /// assert!(text.contains("x_origin_second_events{resource=\"getOrder\",origin=\"other\",event=\"pass\"} 0\n"));
+    /// let b = format!("origin=\"#{:016x}\",event=\"block\"}} 1\n", Origin::named("appB").hash());
+    /// assert!(text.contains(&b));
+    /// ```
+    pub fn cluster<'n, const CAP: usize, const S: usize, const M: usize>(
+        &mut self,
+        name: &str,
+        node: &ClusterNode<CAP, S, M>,
+        names: &dyn Fn(Origin) -> Option<&'n str>,
+        now: u64,
+    ) -> Result<&mut Self, ExportError> {
+        self.node(name, node.total(), now)?;
+        let rows = node.origins(now).chain(core::iter::once(node.others(now)));
+        for o in rows {
+            let mut label = super::origin_label(o.origin, names).to_string();
+            let taken = |l: &str| self.origins.iter().any(|(r, s)| r == name && s.origin == l);
+            if let (true, Some(origin)) = (taken(&label), o.origin) {
+                // Two origins `names` calls the same: the later by its hash.
+                label = super::OriginLabel::Hash(origin.hash()).to_string();
+            }
+            self.origins
+                .push((name.to_string(), OriginSample::of(label, &o)));
+        }
         Ok(self)
     }
 
@@ -373,6 +519,7 @@ impl Exposition {
                 ),
             ],
         )?;
+        origin_families(out, p, &self.origins)?;
         family::<W, GateSample>(
             out,
             p,

@@ -141,7 +141,11 @@
 //!   the fold returns (it adds to "other", then empties the node);
 //! - an origin's [`snapshot`](ClusterNode::origin) never mixes two
 //!   generations: it is read between two reads of the node's state that
-//!   must both be `open` at the origin's generation.
+//!   must both be `open` at the origin's generation, and its loads of the
+//!   counts and of the node's origin acquire what the fold released after
+//!   `folding` (loom: `a_read_during_a_fold_never_mixes_two_origins`). It
+//!   is not one atomic read of every count: a record can land between
+//!   its second- and minute-level reads.
 //!
 //! A record the totals refuse as `Stale` (a caller whose clock is behind
 //! the resource's newest window by a whole metric) may still count in its
@@ -164,6 +168,7 @@ use core::fmt;
 use crate::error::AddError;
 use crate::keyed::{Slot, Step, Table, Value};
 use crate::stats::counts::{Counts, OriginStats};
+use crate::stats::metric::MetricWindow;
 use crate::stats::node::StatisticNode;
 use crate::stats::origin::{
     gen_of, phase, pos_of, same_windows, state_gen, value_of, Origin, OriginNode, Origins, DONE,
@@ -173,7 +178,7 @@ use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, Ordering};
 
 /// Where a record goes: an origin's node at a generation, held by a pin,
 /// or (`None`) "other".
-type Pin<'a> = Option<(&'a OriginNode, u64)>;
+type Pin<'a, const S: usize, const M: usize> = Option<(&'a OriginNode<S, M>, u64)>;
 
 /// One resource's statistics: its totals over every call chain (Sentinel's
 /// `ClusterNode`), one [`OriginNode`] per resident origin (Sentinel's
@@ -182,6 +187,12 @@ type Pin<'a> = Option<(&'a OriginNode, u64)>;
 ///
 /// Records without an origin count in the totals and in "other", so the
 /// resident origins and "other" always partition the totals.
+///
+/// `SECOND` and `MINUTE` are every node's window counts
+/// ([`StatisticNode<SECOND, MINUTE>`]): Sentinel's 2 and 60 by default. The
+/// size is fixed by the type: `CAP + 2` nodes and `CAP` table slots,
+/// whatever the traffic; a shorter minute-level metric makes each origin
+/// node lighter ([`with_nodes`](Self::with_nodes)).
 ///
 /// ```
 /// use leaparray::stats::{ClusterNode, Origin};
@@ -195,9 +206,9 @@ type Pin<'a> = Option<(&'a OriginNode, u64)>;
 /// assert_eq!(resident + CN.others(0).second.pass, 16);
 /// assert_eq!(CN.total().second().pass(0), 16);
 /// ```
-pub struct ClusterNode<const CAP: usize> {
-    total: StatisticNode,
-    table: Table<Origins<CAP>, [Slot; CAP]>,
+pub struct ClusterNode<const CAP: usize, const SECOND: usize = 2, const MINUTE: usize = 60> {
+    total: StatisticNode<SECOND, MINUTE>,
+    table: Table<Origins<CAP, SECOND, MINUTE>, [Slot; CAP]>,
 }
 
 impl<const CAP: usize> ClusterNode<CAP> {
@@ -220,7 +231,9 @@ impl<const CAP: usize> ClusterNode<CAP> {
             )
         }
     }
+}
 
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP, SECOND, MINUTE> {
     const_fn_unless_loom! {
         /// A node with the totals `total`, the node of other origins `other`
         /// and the origin nodes `nodes`, all empty and with the same windows.
@@ -244,6 +257,18 @@ impl<const CAP: usize> ClusterNode<CAP> {
         ///     [const { OriginNode::new(StatisticNode::new(TENTH, US, US)) }; 8],
         /// );
         /// assert_eq!(CN.total().second().window(), 100_000);
+        ///
+        /// // Lighter origin nodes: 2 windows of 500 ms, 10 of 1 s.
+        /// const MS: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
+        /// const HALF: NonZeroU64 = NonZeroU64::new(500).unwrap();
+        /// type Node = StatisticNode<2, 10>;
+        /// static LIGHT: ClusterNode<64, 2, 10> = ClusterNode::with_nodes(
+        ///     Node::new(HALF, MS, MS),
+        ///     Node::new(HALF, MS, MS),
+        ///     [const { OriginNode::new(Node::new(HALF, MS, MS)) }; 64],
+        /// );
+        /// assert!(size_of::<ClusterNode<64, 2, 10>>() < size_of::<ClusterNode<64>>() / 4);
+        /// assert_eq!(LIGHT.total().minute().interval(), 10_000);
         /// ```
         ///
         /// ```compile_fail,E0080
@@ -257,7 +282,11 @@ impl<const CAP: usize> ClusterNode<CAP> {
         /// );
         /// ```
         #[must_use]
-        pub fn with_nodes(total: StatisticNode, other: StatisticNode, nodes: [OriginNode; CAP]) -> Self {
+        pub fn with_nodes(
+            total: StatisticNode<SECOND, MINUTE>,
+            other: StatisticNode<SECOND, MINUTE>,
+            nodes: [OriginNode<SECOND, MINUTE>; CAP],
+        ) -> Self {
             const {
                 assert!(CAP >= 1 && CAP <= MAX_CAP, "ClusterNode<CAP> needs 1 <= CAP <= 65,535");
             };
@@ -303,7 +332,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// assert_eq!(cn.total().block_request(0), 2);
     /// ```
     #[must_use]
-    pub const fn total(&self) -> &StatisticNode {
+    pub const fn total(&self) -> &StatisticNode<SECOND, MINUTE> {
         &self.total
     }
 
@@ -319,11 +348,11 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// assert_eq!(cn.other().total_pass(0), 1);
     /// ```
     #[must_use]
-    pub const fn other(&self) -> &StatisticNode {
+    pub const fn other(&self) -> &StatisticNode<SECOND, MINUTE> {
         &self.table.policy().other
     }
 
-    fn nodes(&self) -> &[OriginNode; CAP] {
+    fn nodes(&self) -> &[OriginNode<SECOND, MINUTE>; CAP] {
         &self.table.policy().nodes
     }
 
@@ -363,7 +392,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
 
     /// Pins `origin`'s node for a record at `now`, or gives "other"
     /// (module docs, "Recording").
-    fn pin(&self, origin: Option<Origin>, now: u64) -> Pin<'_> {
+    fn pin(&self, origin: Option<Origin>, now: u64) -> Pin<'_, SECOND, MINUTE> {
         let origin = origin?;
         let (pos, gen) = self.locate(origin, now)?;
         let node = &self.nodes()[pos];
@@ -372,12 +401,12 @@ impl<const CAP: usize> ClusterNode<CAP> {
     }
 
     /// The node a pin records into.
-    fn node_of<'a>(&'a self, pin: Pin<'a>) -> &'a StatisticNode {
+    fn node_of<'a>(&'a self, pin: Pin<'a, SECOND, MINUTE>) -> &'a StatisticNode<SECOND, MINUTE> {
         pin.map_or(self.other(), |(node, _)| &node.stats)
     }
 
     /// Removes a pin (module docs).
-    fn unpin(&self, pin: Pin<'_>, now: u64) {
+    fn unpin(&self, pin: Pin<'_, SECOND, MINUTE>, now: u64) {
         if let Some((node, gen)) = pin {
             node.unpin(gen, self.other(), now);
         }
@@ -389,7 +418,7 @@ impl<const CAP: usize> ClusterNode<CAP> {
         &self,
         origin: Option<Origin>,
         now: u64,
-        op: impl Fn(&StatisticNode) -> Result<(), AddError>,
+        op: impl Fn(&StatisticNode<SECOND, MINUTE>) -> Result<(), AddError>,
     ) -> Result<(), AddError> {
         let t = op(&self.total);
         let pin = self.pin(origin, now);
@@ -470,7 +499,12 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// let s = cn.origin(a, 130).unwrap();
     /// assert_eq!((s.concurrency, s.second.success, s.second.rt), (0, 1, 30));
     /// ```
-    pub fn enter(&self, origin: Option<Origin>, now: u64, n: u64) -> OriginEntry<'_> {
+    pub fn enter(
+        &self,
+        origin: Option<Origin>,
+        now: u64,
+        n: u64,
+    ) -> OriginEntry<'_, SECOND, MINUTE> {
         let pin = self.pin(origin, now);
         for s in [&self.total, self.node_of(pin)] {
             let _ = s.add_pass(now, n);
@@ -545,50 +579,137 @@ impl<const CAP: usize> ClusterNode<CAP> {
     /// ```
     #[must_use]
     pub fn others(&self, now: u64) -> OriginStats {
-        let of = |n: &StatisticNode| OriginStats {
+        let of = |n: &StatisticNode<SECOND, MINUTE>| OriginStats {
             origin: None,
             second: Counts::of(n.second(), now),
             minute: Counts::of(n.minute(), now),
             concurrency: n.concurrency(),
         };
         let mut c = of(self.other());
-        for (pos, slot) in self.table.iter().enumerate() {
-            let node = &self.nodes()[pos];
-            let s = node.state.load(Ordering::Acquire);
-            let resident = slot.value().map(gen_of) == Some(state_gen(s));
-            if !resident && phase(s) != DONE {
-                let n = of(&node.stats);
-                c.second = c.second.plus(n.second);
-                c.minute = c.minute.plus(n.minute);
-                c.concurrency = c.concurrency.saturating_add(n.concurrency);
-            }
+        for pos in self.evicted() {
+            let n = of(&self.nodes()[pos].stats);
+            c.second = c.second.plus(n.second);
+            c.minute = c.minute.plus(n.minute);
+            c.concurrency = c.concurrency.saturating_add(n.concurrency);
         }
         c
+    }
+
+    /// Each resident origin's minute-level windows at `now`
+    /// ([`Metric::details`](crate::stats::Metric::details)), each origin read as [`origin`](Self::origin)
+    /// reads it, then "other" as [`others`](Self::others) counts it
+    /// (`None`), window by window, oldest first: at most `CAP + 1` rows,
+    /// what the metric log writes per origin
+    /// ([`MetricLog::write_origins`](crate::export::MetricLog::write_origins)).
+    ///
+    /// ```
+    /// use leaparray::stats::{ClusterNode, Event, Origin};
+    /// let cn = ClusterNode::<4>::millis();
+    /// cn.add_pass(Some(Origin::named("a")), 0, 2).unwrap();
+    /// cn.add_block(None, 1_500, 1).unwrap();
+    /// let rows: Vec<_> = cn.origin_windows(1_500).collect();
+    /// assert_eq!(rows.len(), 2);
+    /// assert_eq!(rows[0].0, Some(Origin::named("a")));
+    /// assert_eq!((rows[0].1[0].start, rows[0].1[0].get(Event::Pass)), (0, 2));
+    /// assert_eq!((rows[1].0, rows[1].1[0].start, rows[1].1[0].get(Event::Block)), (None, 1_000, 1));
+    /// ```
+    pub fn origin_windows(
+        &self,
+        now: u64,
+    ) -> impl Iterator<Item = (Option<Origin>, heapless::Vec<MetricWindow, MINUTE>)> + '_ {
+        let resident = self.table.iter().enumerate().filter_map(move |(pos, s)| {
+            self.read_node(pos, gen_of(s.value()?), |node| {
+                (
+                    Some(Origin::from_hash(node.origin.load(Ordering::Acquire))),
+                    node.stats.minute().details(now),
+                )
+            })
+        });
+        resident.chain(core::iter::once_with(move || {
+            let mut rows = self.other().minute().details(now);
+            for pos in self.evicted() {
+                for w in self.nodes()[pos].stats.minute().details(now) {
+                    match rows.iter_mut().find(|r| r.start == w.start) {
+                        Some(r) => *r = plus(r, &w),
+                        // Both hold live windows only: at most MINUTE.
+                        None => {
+                            let _ = rows.push(w);
+                        }
+                    }
+                }
+            }
+            rows.sort_unstable_by_key(|w| w.start);
+            (None, rows)
+        }))
+    }
+
+    /// The origin nodes that hold counts of an evicted origin not folded
+    /// yet: their generation is not their slot's and they are not done.
+    fn evicted(&self) -> impl Iterator<Item = usize> + '_ {
+        self.table.iter().enumerate().filter_map(|(pos, slot)| {
+            let s = self.nodes()[pos].state.load(Ordering::Acquire);
+            let resident = slot.value().map(gen_of) == Some(state_gen(s));
+            (!resident && phase(s) != DONE).then_some(pos)
+        })
     }
 
     /// The node at `pos` if it is open for generation `gen`, read between
     /// two reads of its state.
     fn read(&self, pos: usize, gen: u64, now: u64) -> Option<OriginStats> {
+        self.read_node(pos, gen, |node| OriginStats {
+            // ORDERING: acquire, as the counts' loads: a read of the next
+            // origin's name (stored after `folding`) sees `folding` below.
+            origin: Some(Origin::from_hash(node.origin.load(Ordering::Acquire))),
+            second: Counts::of(node.stats.second(), now),
+            minute: Counts::of(node.stats.minute(), now),
+            concurrency: node.stats.concurrency(),
+        })
+    }
+
+    /// `f` of the node at `pos` if it is open for generation `gen` both
+    /// before and after `f` reads it.
+    fn read_node<T>(
+        &self,
+        pos: usize,
+        gen: u64,
+        f: impl FnOnce(&OriginNode<SECOND, MINUTE>) -> T,
+    ) -> Option<T> {
         let node = self.nodes().get(pos)?;
         let open = |s: u64| state_gen(s) == gen && phase(s) == OPEN;
         let before = node.state.load(Ordering::Acquire);
         if !open(before) {
             return None;
         }
-        let out = OriginStats {
-            origin: Some(Origin::from_hash(node.origin.load(Ordering::Relaxed))),
-            second: Counts::of(node.stats.second(), now),
-            minute: Counts::of(node.stats.minute(), now),
-            concurrency: node.stats.concurrency(),
-        };
-        // ORDERING: a fold writes `folding` before it empties the node, and
-        // the counts' loads are `SeqCst`: a read that saw an emptied cell
-        // sees `folding` (or later) here.
+        let out = f(node);
+        // ORDERING: a fold writes `folding` before it empties the node and
+        // notes the next origin (release stores), and `f`'s loads acquire:
+        // a read that saw an emptied cell or the next origin sees `folding`
+        // (or later) here.
         open(node.state.load(Ordering::Acquire)).then_some(out)
     }
 }
 
-impl<const CAP: usize> fmt::Debug for ClusterNode<CAP> {
+/// Two readings of one window added: events summed, the least minimum
+/// RT, the higher peak.
+fn plus(a: &MetricWindow, b: &MetricWindow) -> MetricWindow {
+    let mut counts = a.counts;
+    for (c, d) in counts.iter_mut().zip(b.counts) {
+        *c = c.saturating_add(d);
+    }
+    MetricWindow {
+        start: a.start,
+        counts,
+        min_rt: match (a.min_rt, b.min_rt) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        },
+        max_concurrency: a.max_concurrency.max(b.max_concurrency),
+    }
+}
+
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> fmt::Debug
+    for ClusterNode<CAP, SECOND, MINUTE>
+{
     /// The capacity and the totals.
     ///
     /// ```
@@ -604,7 +725,9 @@ impl<const CAP: usize> fmt::Debug for ClusterNode<CAP> {
 }
 
 #[cfg(feature = "defmt")]
-impl<const CAP: usize> defmt::Format for ClusterNode<CAP> {
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> defmt::Format
+    for ClusterNode<CAP, SECOND, MINUTE>
+{
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
@@ -620,7 +743,10 @@ mod sealed {
     pub trait Sealed {}
 }
 
-impl<const CAP: usize> sealed::Sealed for ClusterNode<CAP> {}
+impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> sealed::Sealed
+    for ClusterNode<CAP, SECOND, MINUTE>
+{
+}
 
 /// A [`ClusterNode`] of any capacity, as a
 /// [`DefaultNode`](crate::stats::DefaultNode) and a flow rule reach it
@@ -671,16 +797,16 @@ impl<const CAP: usize> Cluster for ClusterNode<CAP> {
 /// assert_eq!((cn.total().concurrency(), cn.total().total_success(0)), (0, 0));
 /// ```
 #[must_use = "an entry is in flight until its exit"]
-pub struct OriginEntry<'a> {
-    total: &'a StatisticNode,
-    other: &'a StatisticNode,
-    pin: Pin<'a>,
+pub struct OriginEntry<'a, const SECOND: usize = 2, const MINUTE: usize = 60> {
+    total: &'a StatisticNode<SECOND, MINUTE>,
+    other: &'a StatisticNode<SECOND, MINUTE>,
+    pin: Pin<'a, SECOND, MINUTE>,
     start: u64,
     n: u64,
     open: bool,
 }
 
-impl OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> OriginEntry<'_, SECOND, MINUTE> {
     /// Sentinel's exit at `now`: the entry's `n` successes with the RT
     /// `now - start` (once, as Sentinel's `addRtAndSuccess(rt, n)`), `n`
     /// exceptions too if `error`, and one fewer in flight, in the totals
@@ -731,7 +857,7 @@ impl OriginEntry<'_> {
         self.pin.is_some()
     }
 
-    fn node(&self) -> &StatisticNode {
+    fn node(&self) -> &StatisticNode<SECOND, MINUTE> {
         self.pin.map_or(self.other, |(node, _)| &node.stats)
     }
 
@@ -748,7 +874,7 @@ impl OriginEntry<'_> {
     }
 }
 
-impl Drop for OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> Drop for OriginEntry<'_, SECOND, MINUTE> {
     fn drop(&mut self) {
         // No time: the start only names which windows a fold reads ids
         // near; it moves every window the node holds.
@@ -757,7 +883,7 @@ impl Drop for OriginEntry<'_> {
     }
 }
 
-impl fmt::Debug for OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> fmt::Debug for OriginEntry<'_, SECOND, MINUTE> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OriginEntry")
             .field("start", &self.start)
@@ -768,7 +894,7 @@ impl fmt::Debug for OriginEntry<'_> {
 }
 
 #[cfg(feature = "defmt")]
-impl defmt::Format for OriginEntry<'_> {
+impl<const SECOND: usize, const MINUTE: usize> defmt::Format for OriginEntry<'_, SECOND, MINUTE> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,

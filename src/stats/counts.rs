@@ -1,6 +1,7 @@
 //! What a reader of a [`ClusterNode`](crate::stats::ClusterNode) gets:
 //! a metric's [`Counts`] and an origin's [`OriginStats`].
 
+use crate::stats::event::Event;
 use crate::stats::origin::Origin;
 
 /// One metric's counts at a time: the events over its live windows, the
@@ -32,29 +33,34 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// `metric`'s counts at `now`.
+    /// `metric`'s counts at `now`: each live window read once, whole
+    /// ([`Metric::details`](crate::stats::Metric::details)).
     ///
     /// ```
     /// use core::num::NonZeroU64;
     /// use leaparray::stats::{Counts, Event, Metric};
     /// let m = Metric::<2>::new(NonZeroU64::new(500).unwrap());
     /// m.add(0, Event::Block, 2).unwrap();
-    /// assert_eq!(Counts::of(&m, 0).block, 2);
+    /// m.add_rt_and_success(600, 9, 1).unwrap();
+    /// let c = Counts::of(&m, 600);
+    /// assert_eq!((c.block, c.success, c.rt, c.min_rt), (2, 1, 9, Some(9)));
     /// ```
     #[must_use]
     pub fn of<const N: usize, A: crate::stats::Access>(
         metric: &crate::stats::Metric<N, A>,
         now: u64,
     ) -> Counts {
-        Counts {
-            pass: metric.pass(now),
-            block: metric.block(now),
-            success: metric.success(now),
-            exception: metric.exception(now),
-            rt: metric.rt(now),
-            min_rt: metric.min_rt(now),
-            max_concurrency: metric.max_concurrency(now),
-        }
+        metric.details(now).iter().fold(Counts::default(), |c, w| {
+            c.plus(Counts {
+                pass: w.get(Event::Pass),
+                block: w.get(Event::Block),
+                success: w.get(Event::Success),
+                exception: w.get(Event::Exception),
+                rt: w.get(Event::Rt),
+                min_rt: w.min_rt,
+                max_concurrency: w.max_concurrency,
+            })
+        })
     }
 
     /// The counts of both: events added, the least minimum RT, the higher

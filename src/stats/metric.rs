@@ -246,7 +246,14 @@ impl<const N: usize, A: Access> Metric<N, A> {
                 }
             }
             if let Ok(cells) = self.counts.0.enter_single_writer(id) {
-                for cell in cells.cells {
+                // Only the cells that count something: a cell at 0 for the
+                // window is already what an empty window holds for it.
+                for (cell, _) in cells
+                    .cells
+                    .iter()
+                    .zip(cells.counts)
+                    .filter(|(_, c)| *c != 0)
+                {
                     // ORDERING: the only writer; released again by the
                     // fold's store of its node's state (`stats/origin.rs`).
                     cell.store(cells.tag, crate::sync::Ordering::Release);

@@ -125,15 +125,15 @@ pub(crate) const fn pins(s: u64) -> u64 {
 /// let nodes: [OriginNode; 4] = [const { OriginNode::new(StatisticNode::millis()) }; 4];
 /// # let _ = nodes;
 /// ```
-pub struct OriginNode {
+pub struct OriginNode<const SECOND: usize = 2, const MINUTE: usize = 60> {
     /// Generation, phase, pins (module docs, "A node's state").
     pub(crate) state: AtomicU64,
     /// The origin's hash, written while the node is `folding`.
     pub(crate) origin: AtomicU64,
-    pub(crate) stats: StatisticNode,
+    pub(crate) stats: StatisticNode<SECOND, MINUTE>,
 }
 
-impl OriginNode {
+impl<const SECOND: usize, const MINUTE: usize> OriginNode<SECOND, MINUTE> {
     const_fn_unless_loom! {
         /// A node with the windows of `stats` (which must be empty), holding no
         /// origin.
@@ -144,7 +144,7 @@ impl OriginNode {
         /// # let _ = &N;
         /// ```
         #[must_use]
-        pub fn new(stats: StatisticNode) -> OriginNode {
+        pub fn new(stats: StatisticNode<SECOND, MINUTE>) -> Self {
             OriginNode {
                 state: atomic_u64(state(0, DONE, 0)),
                 origin: atomic_u64(0),
@@ -154,13 +154,19 @@ impl OriginNode {
     }
 }
 
-impl OriginNode {
+impl<const SECOND: usize, const MINUTE: usize> OriginNode<SECOND, MINUTE> {
     /// Pins the node for generation `gen` of `origin` at `now`: `false`
     /// if the record goes to `other` instead. Takes the node from an
     /// older generation (folding it into `other`) when that is open with
     /// no pin or done, and closes it when it has pins (the protocol:
     /// `stats/cluster.rs`, "Recording").
-    pub(crate) fn pin(&self, gen: u64, origin: Origin, other: &StatisticNode, now: u64) -> bool {
+    pub(crate) fn pin(
+        &self,
+        gen: u64,
+        origin: Origin,
+        other: &StatisticNode<SECOND, MINUTE>,
+        now: u64,
+    ) -> bool {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             let (g, ph, p) = (state_gen(s), phase(s), pins(s));
@@ -192,7 +198,9 @@ impl OriginNode {
                     if ph == OPEN {
                         self.stats.drain_into(other, now);
                     }
-                    self.origin.store(origin.hash(), Ordering::Relaxed);
+                    // ORDERING: release: a reader that sees this origin
+                    // sees `folding` after it (`ClusterNode::read`).
+                    self.origin.store(origin.hash(), Ordering::Release);
                     // ORDERING: publishes the emptied node and its origin.
                     self.state.store(state(gen, OPEN, 1), Ordering::Release);
                     return true;
@@ -203,7 +211,7 @@ impl OriginNode {
 
     /// Removes a pin of generation `gen`; the last pin of a closed node
     /// folds it into `other` at `now`.
-    pub(crate) fn unpin(&self, gen: u64, other: &StatisticNode, now: u64) {
+    pub(crate) fn unpin(&self, gen: u64, other: &StatisticNode<SECOND, MINUTE>, now: u64) {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             let last = phase(s) == CLOSED && pins(s) == 1;
@@ -230,7 +238,7 @@ impl OriginNode {
     }
 }
 
-impl fmt::Debug for OriginNode {
+impl<const SECOND: usize, const MINUTE: usize> fmt::Debug for OriginNode<SECOND, MINUTE> {
     /// The state's generation, phase and pins.
     ///
     /// ```
@@ -252,7 +260,7 @@ impl fmt::Debug for OriginNode {
 }
 
 #[cfg(feature = "defmt")]
-impl defmt::Format for OriginNode {
+impl<const SECOND: usize, const MINUTE: usize> defmt::Format for OriginNode<SECOND, MINUTE> {
     fn format(&self, f: defmt::Formatter<'_>) {
         let s = self.state.load(Ordering::Acquire);
         defmt::write!(
@@ -266,7 +274,10 @@ impl defmt::Format for OriginNode {
 }
 
 /// Whether `a` and `b` have the same windows and tick rate.
-pub(crate) const fn same_windows(a: &StatisticNode, b: &StatisticNode) -> bool {
+pub(crate) const fn same_windows<const S: usize, const M: usize>(
+    a: &StatisticNode<S, M>,
+    b: &StatisticNode<S, M>,
+) -> bool {
     a.second().window() == b.second().window()
         && a.minute().window() == b.minute().window()
         && a.ticks_per_second() == b.ticks_per_second()
@@ -274,14 +285,14 @@ pub(crate) const fn same_windows(a: &StatisticNode, b: &StatisticNode) -> bool {
 
 /// The table's policy: the origin nodes, "other", and the generations
 /// (module docs).
-pub(crate) struct Origins<const CAP: usize> {
-    pub(crate) nodes: [OriginNode; CAP],
-    pub(crate) other: StatisticNode,
+pub(crate) struct Origins<const CAP: usize, const S: usize, const M: usize> {
+    pub(crate) nodes: [OriginNode<S, M>; CAP],
+    pub(crate) other: StatisticNode<S, M>,
     /// The last generation handed out.
     pub(crate) gens: AtomicU64,
 }
 
-impl<const CAP: usize> Policy for Origins<CAP> {
+impl<const CAP: usize, const S: usize, const M: usize> Policy for Origins<CAP, S, M> {
     /// The caller's `now`.
     type Context = u64;
     /// Activity: 0 for an origin that has not recorded in its node yet,
@@ -322,7 +333,7 @@ impl<const CAP: usize> Policy for Origins<CAP> {
     }
 }
 
-impl<const CAP: usize> fmt::Debug for Origins<CAP> {
+impl<const CAP: usize, const S: usize, const M: usize> fmt::Debug for Origins<CAP, S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Origins")
             .field("capacity", &CAP)
