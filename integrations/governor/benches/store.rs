@@ -17,6 +17,12 @@
 //!   advanced 1 microsecond every 256 decisions with 1,000 keys and every
 //!   4,096 with 1,000,000, so nearly every decision admits. Refusals are
 //!   counted and printed.
+//! - `flood/*`: a new key every decision, the clock 1 microsecond later
+//!   each time, 10 per second per key (`workload::flood_quota`): the
+//!   `KeyedStore` of 2^20 slots told the quota, evicting; governor's
+//!   stores with `retain_recent` and `shrink_to_fit` every 1,000,000
+//!   decisions (a second of the flood's clock), inside the measured
+//!   closure, so their cost is amortized into the time per decision.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -31,7 +37,10 @@ use governor::RateLimiter;
 use leaparray_governor::KeyedStore;
 
 mod workload;
-use workload::{keys, quota, CAP_1K, CAP_1M, SIZE_1K, SIZE_1M};
+use workload::{
+    flood_key, flood_quota, keys, quota, CAP_1K, CAP_1M, CAP_FLOOD, FLOOD_RETAIN_EVERY, SIZE_1K,
+    SIZE_1M,
+};
 
 fn bench_store<S: StateStore<Key = u64>>(
     c: &mut Criterion,
@@ -71,7 +80,49 @@ fn bench_store<S: StateStore<Key = u64>>(
     eprintln!("{group}/{name}: {refused} of {decided} decisions refused");
 }
 
+/// The flood: one new key per decision; `cleanup` runs every
+/// [`FLOOD_RETAIN_EVERY`] decisions (governor's stores: `retain_recent` and
+/// `shrink_to_fit`; `KeyedStore`: nothing).
+fn bench_flood<S: StateStore<Key = u64>>(
+    c: &mut Criterion,
+    name: &str,
+    store: S,
+    cleanup: fn(&RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>>),
+) {
+    let clock = FakeRelativeClock::default();
+    let lim: RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>> =
+        RateLimiter::new(flood_quota(), store, clock.clone());
+    let (mut i, mut refused) = (0u64, 0u64);
+    c.benchmark_group("flood").bench_function(name, |b| {
+        b.iter(|| {
+            i += 1;
+            clock.advance(Duration::from_micros(1));
+            if i.is_multiple_of(FLOOD_RETAIN_EVERY) {
+                cleanup(&lim);
+            }
+            let r = black_box(lim.check_key(black_box(&flood_key(i))));
+            refused += u64::from(r.is_err());
+        })
+    });
+    eprintln!("flood/{name}: {refused} of {i} decisions refused");
+}
+
 fn stores(c: &mut Criterion) {
+    // The flood first: its stores are the largest, dropped before the rest.
+    bench_flood(
+        c,
+        "keyed_store",
+        KeyedStore::<u64>::with_capacity(CAP_FLOOD).with_quota(flood_quota()),
+        |_| {},
+    );
+    bench_flood(c, "dashmap", DashMapStateStore::<u64>::default(), |lim| {
+        lim.retain_recent();
+        lim.shrink_to_fit();
+    });
+    bench_flood(c, "hashmap", HashMapStateStore::<u64>::default(), |lim| {
+        lim.retain_recent();
+        lim.shrink_to_fit();
+    });
     let (set, seq) = keys(SIZE_1K.keys, SIZE_1K.seed);
     bench_store(
         c,

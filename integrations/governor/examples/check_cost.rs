@@ -12,9 +12,13 @@
 //! ```
 //!
 //! Arguments: the store (`keyed_store`, `dashmap`, `hashmap`) and the key
-//! set (`1k`: 1,000 keys, `KeyedStore<u64, 2048>`; `1m`: 1,000,000 keys,
-//! `KeyedStore<u64, 2^21>`), then optionally the decisions measured
-//! (default 1,000,000). Each key of the set is inserted, then `warm`
+//! set (`1k`: 1,000 keys, a `KeyedStore` of 2,048 slots; `1m`: 1,000,000
+//! keys, 2^21 slots; `flood`: `benches/store.rs`'s flood, a new key every
+//! decision, 2^20 slots, governor's stores with `retain_recent` and
+//! `shrink_to_fit` every 1,000,000 decisions), then optionally the
+//! decisions measured (default 1,000,000; the flood's warm-up is always
+//! 2,000,000, so that governor's stores have been cleaned up at least
+//! once). Each key of the set is inserted, then `warm`
 //! decisions (as many as are measured) run outside the measured function,
 //! then the measured ones continue the same sequence. Instructions per
 //! decision are the callgrind total over the decisions measured, and
@@ -28,6 +32,7 @@ use std::time::Duration;
 use governor::clock::FakeRelativeClock;
 use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
+use governor::state::keyed::ShrinkableKeyedStateStore;
 use governor::state::keyed::{DashMapStateStore, HashMapStateStore};
 use governor::state::StateStore;
 use governor::RateLimiter;
@@ -35,7 +40,10 @@ use leaparray_governor::KeyedStore;
 
 #[path = "../benches/workload/mod.rs"]
 mod workload;
-use workload::{keys, quota, CAP_1K, CAP_1M, SIZE_1K, SIZE_1M};
+use workload::{
+    flood_key, flood_quota, keys, quota, CAP_1K, CAP_1M, CAP_FLOOD, FLOOD_RETAIN_EVERY, SIZE_1K,
+    SIZE_1M,
+};
 
 type Limiter<S> = RateLimiter<u64, S, FakeRelativeClock, NoOpMiddleware<Nanos>>;
 
@@ -94,9 +102,69 @@ fn cost<S: StateStore<Key = u64>>(store: S, set: &[u64], seq: &[u64], every: usi
     );
 }
 
+/// The flood's decisions from `*i` on (`benches/store.rs`'s `bench_flood`);
+/// returns the refusals.
+#[inline(always)]
+fn run_flood<S: StateStore<Key = u64>>(
+    lim: &Limiter<S>,
+    clock: &FakeRelativeClock,
+    cleanup: fn(&Limiter<S>),
+    i: &mut u64,
+    n: usize,
+) -> u64 {
+    let mut refused = 0u64;
+    for _ in 0..n {
+        *i += 1;
+        clock.advance(Duration::from_micros(1));
+        if i.is_multiple_of(FLOOD_RETAIN_EVERY) {
+            cleanup(lim);
+        }
+        let r = black_box(lim.check_key(black_box(&flood_key(*i))));
+        refused += u64::from(r.is_err());
+    }
+    refused
+}
+
+/// The measured flood decisions: callgrind's `--toggle-collect` names this
+/// too (`*check_cost*measured*`).
+#[inline(never)]
+fn measured_flood<S: StateStore<Key = u64>>(
+    lim: &Limiter<S>,
+    clock: &FakeRelativeClock,
+    cleanup: fn(&Limiter<S>),
+    i: &mut u64,
+    n: usize,
+) -> u64 {
+    run_flood(lim, clock, cleanup, i, n)
+}
+
+fn cost_flood<S: StateStore<Key = u64>>(store: S, cleanup: fn(&Limiter<S>), n: usize) {
+    let clock = FakeRelativeClock::default();
+    let lim: Limiter<S> = RateLimiter::new(flood_quota(), store, clock.clone());
+    let mut i = 0u64;
+    let warm_refused = run_flood(
+        &lim,
+        &clock,
+        cleanup,
+        &mut i,
+        2 * FLOOD_RETAIN_EVERY as usize,
+    );
+    let refused = measured_flood(&lim, &clock, cleanup, &mut i, n);
+    println!(
+        "refused: {warm_refused} of {} warm-up, {refused} of {n} measured",
+        2 * FLOOD_RETAIN_EVERY
+    );
+}
+
+/// governor's stores in the flood: what a user of them runs periodically.
+fn shrink<S: ShrinkableKeyedStateStore<u64>>(lim: &Limiter<S>) {
+    lim.retain_recent();
+    lim.shrink_to_fit();
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: check_cost (keyed_store|dashmap|hashmap) (1k|1m) [decisions]";
+    let usage = "usage: check_cost (keyed_store|dashmap|hashmap) (1k|1m|flood) [decisions]";
     let (Some(store), Some(size)) = (args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return ExitCode::FAILURE;
@@ -109,6 +177,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if size == "flood" {
+        match store.as_str() {
+            "keyed_store" => cost_flood(
+                KeyedStore::<u64>::with_capacity(CAP_FLOOD).with_quota(flood_quota()),
+                |_| {},
+                n,
+            ),
+            "dashmap" => cost_flood(DashMapStateStore::<u64>::default(), shrink, n),
+            "hashmap" => cost_flood(HashMapStateStore::<u64>::default(), shrink, n),
+            _ => {
+                eprintln!("{usage}");
+                return ExitCode::FAILURE;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
     let w = match size.as_str() {
         "1k" => SIZE_1K,
         "1m" => SIZE_1M,

@@ -61,3 +61,24 @@ pub fn quota() -> Quota {
         .unwrap()
         .allow_burst(NonZeroU32::new(1_000).unwrap())
 }
+
+/// The flood: a new key every decision, the clock advanced 1 microsecond
+/// every decision (a million new keys a second), a quota of 10 per second
+/// per key (each key's arrival time 100 ms ahead: about 100,000 keys live
+/// at once), in a store of [`CAP_FLOOD`] slots told the quota.
+pub const CAP_FLOOD: usize = 1 << 20;
+
+/// Decisions between `retain_recent` and `shrink_to_fit` on governor's
+/// stores in the flood: one second of the flood's clock, so they hold at
+/// most a second of keys (about 1,000,000).
+pub const FLOOD_RETAIN_EVERY: u64 = 1_000_000;
+
+/// The flood's quota: 10 per second per key.
+pub fn flood_quota() -> Quota {
+    Quota::per_second(NonZeroU32::new(10).unwrap())
+}
+
+/// The flood's `i`-th key: distinct for every `i` (an odd multiplier).
+pub fn flood_key(i: u64) -> u64 {
+    i.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
