@@ -189,3 +189,66 @@ fn copied_gate_is_not_a_shard_writer() {
         assert_eq!(leap_shard_writer_add(w, 0, 0, 1), LEAP_ERR_UNINIT);
     }
 }
+
+/// D3. The header: try_acquire books `n` "if every interval of 2 windows
+/// that contains the booking window stays within the limit"; "Times are
+/// any monotonic tick (ms, us, cycles)". It states no bound on time. The
+/// core keeps a word gate's window ids modulo 2^33 (`Shape::Word64 {
+/// id_bits: 33 }` for every limit up to 1,023 at N = 2) and reads a
+/// caller 2^32 windows or more after the newest as late: a gate idle for
+/// 2^32 windows refuses into an empty interval for up to 2^32 more windows.
+/// With 1 ms windows: one pass, 49.7 days of quiet, then 49.7 days of
+/// LEAP_BLOCK (retry_after says so) -- a firmware gate for a rare event.
+/// (The core states the modulus in its private `gate::packed` docs;
+/// GUARANTEES says a far-future gate time "resets ... its callers are
+/// admitted"; the C header says nothing.)
+#[test]
+#[ignore = "review: a word gate refuses an empty interval 2^32 windows after its last pass (D3)"]
+fn gate_after_2_pow_32_idle_windows_admits() {
+    let b = Buf::new(LEAP_GATE2_SIZE, 16);
+    let g: *mut leap_gate2_t = b.at(0);
+    let day_ms = 86_400_000u64;
+    let t = 1u64 << 32; // ms: 49.7 days after the pass at 0
+    let mut wait = 0u64;
+    // SAFETY: zeroed storage of its type.
+    unsafe {
+        assert_eq!(leap_gate2_init(g, 1, 1), LEAP_OK); // 1 per 2 ms
+        assert_eq!(leap_gate2_try_acquire(g, 0, 1), LEAP_PASS);
+        assert_eq!(leap_gate2_retry_after(g, t, 1, &mut wait), LEAP_OK);
+        let d = leap_gate2_try_acquire(g, t, 1);
+        assert_eq!(
+            (d, wait),
+            (LEAP_PASS, 0),
+            "{:.1} days after the only pass: {d:?}, retry_after {:.1} days",
+            t as f64 / day_ms as f64,
+            wait as f64 / day_ms as f64
+        );
+    }
+}
+
+/// D4. Near the top of time a bucket-shaped gate (a limit no word holds:
+/// `LEAP_GATE_MAX_LIMIT`, windows of 50) contradicts itself: after one pass
+/// at 0, at `UINT64_MAX` (and anywhere in the last ~2^52 ticks)
+/// `remaining` says `LEAP_GATE_MAX_LIMIT - 1` and `retry_after` says
+/// LEAP_OK with 0 ticks ("would pass now"), and `try_acquire(.., 1)`
+/// returns LEAP_BLOCK. A fresh gate passes there.
+#[test]
+#[ignore = "review: near UINT64_MAX a bucket gate blocks while retry_after says 0 (D4)"]
+fn bucket_gate_answers_agree_at_the_end_of_time() {
+    let b = Buf::new(LEAP_GATE2_SIZE, 16);
+    let g: *mut leap_gate2_t = b.at(0);
+    let (mut left, mut wait) = (0u64, u64::MAX);
+    // SAFETY: zeroed storage of its type.
+    unsafe {
+        assert_eq!(leap_gate2_init(g, 50, LEAP_GATE_MAX_LIMIT), LEAP_OK);
+        assert_eq!(leap_gate2_try_acquire(g, 0, 1), LEAP_PASS);
+        let t = u64::MAX;
+        assert_eq!(leap_gate2_remaining(g, t, &mut left), LEAP_OK);
+        assert_eq!(leap_gate2_retry_after(g, t, 1, &mut wait), LEAP_OK);
+        let d = leap_gate2_try_acquire(g, t, 1);
+        assert_eq!(
+            d, LEAP_PASS,
+            "remaining {left}, retry_after {wait}, and try_acquire {d:?}"
+        );
+    }
+}
