@@ -428,6 +428,76 @@ mod tests {
         }
     }
 
+    /// Review (rev50), D1: an interrupt handler (modelled by a call nested
+    /// in the first) inits a shared table in the storage of a single-writer
+    /// table whose call it interrupted. The header promises
+    /// LEAP_ERR_BUSY; init reads the local table's IN_USE as "not
+    /// initialised" (another type's tag), wins the word and `ptr::write`s
+    /// a `KeyedGate` under the live `&mut LocalKeyedGate` (Miri: a
+    /// Stacked Borrows violation); then the outer call stores the local
+    /// table's READY over the keyed table's bytes.
+    #[test]
+    #[ignore = "review: init of another type inside an exclusive call writes under its &mut (D1)"]
+    fn wrong_type_init_inside_an_exclusive_call_is_refused() {
+        use crate::leap_keyed64_t;
+        use leaparray::KeyedGate;
+        // 128-aligned, 5120 bytes: storage for either type.
+        let mut t = zeroed::<leap_keyed64_t>();
+        let k: *mut leap_keyed64_t = &mut *t;
+        let l: *mut leap_local64_t = k.cast();
+        // SAFETY: `k` is zeroed storage of both types' size and alignment.
+        unsafe {
+            assert_eq!(
+                init(l, || Ok(()), |()| LocalKeyedGate::<2, 64>::new(window(), 3)),
+                leap_status_t::LEAP_OK
+            );
+            let inner = exclusive(l, |g| {
+                let _ = g.try_acquire(1, 0, 1);
+                let r = init(k, || Ok(()), |()| KeyedGate::<2, 64>::new(window(), 3));
+                let _ = g.try_acquire(1, 0, 1);
+                r
+            });
+            assert_eq!(inner, Ok(leap_status_t::LEAP_ERR_BUSY));
+        }
+    }
+
+    /// Review (rev50), D1: two inits of different types on one storage,
+    /// the second running while the first writes its value (between its
+    /// claim and its READY: another thread, or a handler). The module docs:
+    /// "Two inits race on the compare-and-swap: one wins, the other finds
+    /// BUILDING or READY ... and writes nothing". Here the second reads
+    /// the first's BUILDING as "not initialised", wins too, and both write
+    /// (concurrently: a data race) and both return LEAP_OK.
+    #[test]
+    #[ignore = "review: inits of two types on one storage both write (D1)"]
+    fn racing_inits_of_two_types_write_once() {
+        use crate::leap_array_t;
+        use leaparray::LeapArray;
+        let mut g = zeroed::<leap_gate2_t>();
+        let p: *mut leap_gate2_t = &mut *g;
+        // SAFETY: zeroed storage of both types' size and alignment (512, 16).
+        unsafe {
+            let mut inner = None;
+            let outer = init(
+                p,
+                || Ok(()),
+                |()| {
+                    inner = Some(init(
+                        p.cast::<leap_array_t>(),
+                        || Ok(()),
+                        |()| LeapArray::<10, 4>::new(window()),
+                    ));
+                    Gate::<2>::new(window(), 7)
+                },
+            );
+            let one_wrote = matches!(
+                (outer, inner),
+                (leap_status_t::LEAP_OK, Some(leap_status_t::LEAP_ERR_BUSY))
+            );
+            assert!(one_wrote, "outer {outer:?}, inner {inner:?}");
+        }
+    }
+
     /// Every state value the protocol writes differs from the others and
     /// from zeroed storage, for every type's tag at any aligned address.
     #[test]
