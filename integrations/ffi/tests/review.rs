@@ -1,9 +1,11 @@
-//! Review of issue 50 (rev50): reproducers of defects in the C ABI. Each
-//! test fails (or, under Miri, reports undefined behaviour) on the code it
-//! was written against, so each is `#[ignore]`d with the defect it shows.
-//! Run them: `cargo test -p leaparray-ffi --test review -- --ignored`, and
-//! under Miri: `cargo +nightly miri test -p leaparray-ffi --test review --
-//! --ignored <name>`.
+//! Review of issue 50 (rev50): the reviewer's reproducers. D1 and D2 (a
+//! wrong-typed init on a live object; an object copied to another address
+//! read as another type) are regression tests of `src/storage.rs`'s
+//! encoding and run with the others, under Miri too. D3 and D4 are the
+//! core's behaviour beyond the ranges the header states (a word gate idle
+//! for 2^(T-1) windows; times 2^47 windows or more apart): `#[ignore]`d
+//! with the defect they show, run with `cargo test -p leaparray-ffi --test
+//! review -- --ignored`.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
@@ -48,13 +50,10 @@ impl P {
     }
 }
 
-/// D1. The header: "init on an initialised object returns
-/// LEAP_ERR_ALREADY_INIT"; storage.rs: "An initialised object is never
-/// written again by `init`". An init of ANOTHER type on a live object
-/// reads the other type's READY as "not initialised", wins the state word
-/// and overwrites the live object: LEAP_OK, and the gate is gone.
+/// D1. The header: "init on storage that holds an initialised object, of
+/// any type, returns LEAP_ERR_ALREADY_INIT". An init of another type on a
+/// live gate is refused and the gate decides on.
 #[test]
-#[ignore = "review: init of another type overwrites a live object (D1)"]
 fn wrong_type_init_on_a_live_object_is_refused() {
     let b = Buf::new(LEAP_GATE2_SIZE, 16);
     let g: *mut leap_gate2_t = b.at(0);
@@ -75,13 +74,11 @@ fn wrong_type_init_on_a_live_object_is_refused() {
     }
 }
 
-/// D1, the undefined behaviour it reaches: one thread decides on a live
-/// gate (holding `&Gate<2>` during each call) while another inits a
-/// `leap_array_t` in the same storage, which `ptr::write`s over the gate.
-/// Natively the assertion fails (the init returns LEAP_OK); under Miri the
-/// write races the gate's atomics (a data race: undefined behaviour).
+/// D1 under threads: one thread decides on a live gate (holding `&Gate<2>`
+/// during each call) while another inits a `leap_array_t` in the same
+/// storage. The init is refused; a write there would race the gate's
+/// atomics (Miri reports the data race when init does not refuse).
 #[test]
-#[ignore = "review: init of another type races a live object's users (D1)"]
 fn wrong_type_init_racing_a_shared_user() {
     let b = Buf::new(LEAP_GATE2_SIZE, 16);
     let g = P(b.at::<u8>(0));
@@ -106,11 +103,9 @@ fn wrong_type_init_racing_a_shared_user() {
 /// holds `&mut LocalKeyedGate`) while another thread -- or a signal or
 /// interrupt handler, see tests/c/review -- inits a shared table in the
 /// same storage. The header promises the second caller LEAP_ERR_BUSY
-/// ("never a corrupted table"); it gets LEAP_OK and writes under the
-/// `&mut`. When the first call ends it stores the local table's READY
-/// back, so the storage says "leap_local64_t" over a KeyedGate's bytes.
+/// (mid-call) or LEAP_ERR_ALREADY_INIT (between calls), never a write
+/// under the `&mut`.
 #[test]
-#[ignore = "review: init of another type writes under an exclusive call's &mut (D1)"]
 fn wrong_type_init_racing_an_exclusive_call() {
     // 128-aligned: valid storage for leap_local64_t and leap_keyed64_t.
     let b = Buf::new(LEAP_LOCAL64_SIZE, 128);
@@ -142,18 +137,13 @@ fn wrong_type_init_racing_an_exclusive_call() {
     );
 }
 
-/// D2. The header: a call on storage that holds no object "initialised at
-/// that address, as that type" returns LEAP_ERR_UNINIT, "copied elsewhere
-/// with memcpy, or another type's" included; storage.rs says only
-/// garbage can match, "one value in 2^64". But READY is `TAG ^ address`
-/// and the tags differ only in bits 8..13 (`tag(id) = C ^ (id << 8)`), so
-/// a type X object memcpy'd to address `A ^ ((id_X ^ id_Y) << 8)` reads
-/// as an initialised type Y object there: deterministic, at distances of
-/// 0x100..0x3f00 bytes. Here a leap_array_t (id 30) copied 0x1f00 bytes
-/// away is taken for a leap_gate2_t (id 1): the Rust side makes a
-/// `&Gate<2>` over `LeapArray<10, 4>` bytes.
+/// D2. The header: an object copied elsewhere with memcpy is no object
+/// there, of any type. A state word of `TAG ^ address` with tags that
+/// differed only in bits 8..13 (ids 30 and 1) read a leap_array_t copied
+/// 0x1f00 bytes away as a leap_gate2_t, and made a `&Gate<2>` over
+/// `LeapArray<10, 4>` bytes; `storage.rs`'s words never collide across
+/// addresses (its unit test `state_words_are_distinct` checks the class).
 #[test]
-#[ignore = "review: a copied object of another type passes the state check (D2)"]
 fn copied_object_of_another_type_is_not_an_object() {
     let b = Buf::new(0x4000, 0x4000);
     let a: *mut leap_array_t = b.at(0);
@@ -172,12 +162,11 @@ fn copied_object_of_another_type_is_not_an_object() {
     }
 }
 
-/// D2 with a shard writer: a leap_gate2_t (id 1) copied 0x2100 bytes away
-/// reads as an initialised leap_shard_writer_t (id 32), whose value holds
-/// `&Shard`: the Rust side follows a pointer made of a gate's bytes
-/// (natively a crash or a write to a wild address; under Miri UB).
+/// D2 with a shard writer: a leap_gate2_t copied 0x2100 bytes away (the
+/// distance of the old ids 1 and 32) is no leap_shard_writer_t, whose
+/// value holds `&Shard`: taken for one, the Rust side would follow a
+/// pointer made of a gate's bytes (natively a crash; under Miri UB).
 #[test]
-#[ignore = "review: a copied object of another type is used as a shard writer (D2; crashes)"]
 fn copied_gate_is_not_a_shard_writer() {
     let b = Buf::new(0x4000, 0x4000);
     let g: *mut leap_gate2_t = b.at(0);
@@ -190,18 +179,13 @@ fn copied_gate_is_not_a_shard_writer() {
     }
 }
 
-/// D3. The header: try_acquire books `n` "if every interval of 2 windows
-/// that contains the booking window stays within the limit"; "Times are
-/// any monotonic tick (ms, us, cycles)". It states no bound on time. The
-/// core keeps a word gate's window ids modulo 2^33 (`Shape::Word64 {
+/// D3, the core's behaviour (the header states it as a bound, "RANGES";
+/// the test waits for the core to admit here). The core keeps a word gate's window ids modulo 2^33 (`Shape::Word64 {
 /// id_bits: 33 }` for every limit up to 1,023 at N = 2) and reads a
 /// caller 2^32 windows or more after the newest as late: a gate idle for
 /// 2^32 windows refuses into an empty interval for up to 2^32 more windows.
 /// With 1 ms windows: one pass, 49.7 days of quiet, then 49.7 days of
 /// LEAP_BLOCK (retry_after says so) -- a firmware gate for a rare event.
-/// (The core states the modulus in its private `gate::packed` docs;
-/// GUARANTEES says a far-future gate time "resets ... its callers are
-/// admitted"; the C header says nothing.)
 #[test]
 #[ignore = "review: a word gate refuses an empty interval 2^32 windows after its last pass (D3)"]
 fn gate_after_2_pow_32_idle_windows_admits() {
@@ -231,7 +215,10 @@ fn gate_after_2_pow_32_idle_windows_admits() {
 /// at 0, at `UINT64_MAX` (and anywhere in the last ~2^52 ticks)
 /// `remaining` says `LEAP_GATE_MAX_LIMIT - 1` and `retry_after` says
 /// LEAP_OK with 0 ticks ("would pass now"), and `try_acquire(.., 1)`
-/// returns LEAP_BLOCK. A fresh gate passes there.
+/// returns LEAP_BLOCK. A fresh gate passes there. The core's behaviour:
+/// times 0 and `UINT64_MAX` are 2^58 windows of 50 apart, beyond the
+/// 2^47 - 1 windows the header's "RANGES" allows between times in use, where
+/// answers are defined but not exact; the test waits for them to agree.
 #[test]
 #[ignore = "review: near UINT64_MAX a bucket gate blocks while retry_after says 0 (D4)"]
 fn bucket_gate_answers_agree_at_the_end_of_time() {

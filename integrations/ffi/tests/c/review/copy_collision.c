@@ -1,9 +1,10 @@
 /* Review rev50, D2 from C: the header says a call on storage that holds no
  * object "initialised at that address, as that type" returns
  * LEAP_ERR_UNINIT, objects "copied elsewhere with memcpy, or another
- * type's" included. The state word is TAG ^ address, and the tags of two
- * types differ only in bits 8..13, so an object of type X copied to
- * address A ^ ((id_X ^ id_Y) << 8) reads as an initialised type Y object.
+ * type's" included. A state word of TAG ^ address, with tags of two types
+ * that differed only in bits 8..13, read an object of type X copied to
+ * address A ^ ((id_X ^ id_Y) << 8) as an initialised type Y object; the
+ * distances below are those of the old ids.
  *
  * Case 1: a leap_array_t (id 30) memcpy'd 0x1f00 bytes away is taken for a
  * leap_gate2_t (id 1): a decision on a ring's bytes, LEAP_OK.

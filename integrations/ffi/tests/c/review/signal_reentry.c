@@ -5,15 +5,15 @@
  * Part 1 (holds): the handler calls the same table: LEAP_ERR_BUSY while the
  * main loop is inside a call, a decision otherwise; never a second &mut.
  *
- * Part 2 (defect): the handler inits a leap_keyed64_t in the table's
- * storage (a wrong-typed pointer: the docs say such storage is handled).
- * The header promises init on an initialised object LEAP_ERR_ALREADY_INIT
- * and a second caller of a one-caller object LEAP_ERR_BUSY ("never a
- * corrupted table"); the init returns LEAP_OK and writes a KeyedGate under
- * the interrupted call's &mut LocalKeyedGate. Exit 1 and "DEFECT" if so;
- * with the debug staticlib the interrupted call then usually trips one of
- * the core's debug assertions on the overwritten bytes and aborts (a panic
- * in an extern "C" function); a release build runs on, on corrupt state. */
+ * Part 2: the handler inits a leap_keyed64_t in the table's storage (a
+ * wrong-typed pointer). The header promises init on storage holding an
+ * object of any type LEAP_ERR_ALREADY_INIT, and a second caller of a
+ * one-caller object mid-call LEAP_ERR_BUSY ("never a corrupted table").
+ * Exit 1 and "DEFECT" if the init returns LEAP_OK (it then writes a
+ * KeyedGate under the interrupted call's &mut LocalKeyedGate: with the
+ * debug staticlib the interrupted call usually trips one of the core's
+ * debug assertions and aborts; a release build runs on, on corrupt state),
+ * or if no init ever landed inside a call. */
 #define _DEFAULT_SOURCE
 #include <signal.h>
 #include <stdint.h>
@@ -28,7 +28,7 @@
 /* 128-aligned: storage of the size and alignment of either type. */
 static _Alignas(LEAP_KEYED64_ALIGN) leap_local64_t table;
 
-static volatile sig_atomic_t part, handled, busy, decided, init_ok, in_call;
+static volatile sig_atomic_t part, handled, busy, decided, init_ok, in_call, inits, init_busy;
 static volatile int init_status = 99;
 
 static void on_alarm(int sig) {
@@ -42,6 +42,8 @@ static void on_alarm(int sig) {
   } else if (part == 2 && in_call && !init_ok) {
     leap_status_t s = leap_keyed64_init((leap_keyed64_t *)(void *)&table, 50, 5);
     init_status = s;
+    inits++;
+    if (s == LEAP_ERR_BUSY) init_busy++;
     if (s == LEAP_OK) {
       static const char m[] = "DEFECT part 2: in the handler, leap_keyed64_init on the interrupted "
                               "single-writer table's storage returned LEAP_OK (want "
@@ -75,7 +77,9 @@ int main(void) {
          (int)handled, (int)busy, (int)decided);
 
   part = 2;
-  for (uint64_t now = 2; !init_ok && now < 2000000; now++) {
+  /* Until the handler's init has run 1,000 times, 100 of them inside a
+   * call (LEAP_ERR_BUSY once fixed), or returned LEAP_OK once. */
+  for (uint64_t now = 2; !init_ok && (inits < 1000 || init_busy < 100) && now < 2000000; now++) {
     in_call = 1; /* the handler acts only while a call may be running */
     (void)leap_local64_try_acquire_burst(&table, now, req, 256, dec);
     in_call = 0;
@@ -83,7 +87,9 @@ int main(void) {
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_REAL, &off, NULL);
   if (!init_ok) {
-    printf("part 2: the handler's init never returned LEAP_OK (last %d): holds\n", init_status);
+    printf("part 2: the handler's init ran %d times, %d of them LEAP_ERR_BUSY (mid-call), never "
+           "LEAP_OK (last %d): holds\n", (int)inits, (int)init_busy, init_status);
+    if (init_busy == 0) return 1; /* never interrupted a call: proves nothing */
     return 0;
   }
   /* What the main loop finds next: the storage says leap_local64_t again
