@@ -177,7 +177,8 @@ unsafe fn gate_remaining<S: Storage<Value = Gate<N>>, const N: usize>(
 /// 2 windows of `window` ticks, in the storage at `gate`. `LEAP_OK`; or
 /// `LEAP_ERR_NULL`, `LEAP_ERR_MISALIGNED`, `LEAP_ERR_WINDOW` (0),
 /// `LEAP_ERR_LIMIT` (0 or above `LEAP_GATE_MAX_LIMIT`),
-/// `LEAP_ERR_ALREADY_INIT`, `LEAP_ERR_BUSY` (another init is running).
+/// `LEAP_ERR_ALREADY_INIT` (an object of any type lives there),
+/// `LEAP_ERR_BUSY` (an init, or a one-caller object's call, is running there).
 ///
 /// # Safety
 ///
@@ -251,7 +252,8 @@ pub unsafe extern "C" fn leap_gate2_remaining(
 /// 4 windows of `window` ticks, in the storage at `gate`. `LEAP_OK`; or
 /// `LEAP_ERR_NULL`, `LEAP_ERR_MISALIGNED`, `LEAP_ERR_WINDOW` (0),
 /// `LEAP_ERR_LIMIT` (0 or above `LEAP_GATE_MAX_LIMIT`),
-/// `LEAP_ERR_ALREADY_INIT`, `LEAP_ERR_BUSY` (another init is running).
+/// `LEAP_ERR_ALREADY_INIT` (an object of any type lives there),
+/// `LEAP_ERR_BUSY` (an init, or a one-caller object's call, is running there).
 ///
 /// # Safety
 ///
@@ -325,7 +327,8 @@ pub unsafe extern "C" fn leap_gate4_remaining(
 /// 10 windows of `window` ticks, in the storage at `gate`. `LEAP_OK`; or
 /// `LEAP_ERR_NULL`, `LEAP_ERR_MISALIGNED`, `LEAP_ERR_WINDOW` (0),
 /// `LEAP_ERR_LIMIT` (0 or above `LEAP_GATE_MAX_LIMIT`),
-/// `LEAP_ERR_ALREADY_INIT`, `LEAP_ERR_BUSY` (another init is running).
+/// `LEAP_ERR_ALREADY_INIT` (an object of any type lives there),
+/// `LEAP_ERR_BUSY` (an init, or a one-caller object's call, is running there).
 ///
 /// # Safety
 ///

@@ -1,10 +1,6 @@
-/* Review rev50, D5: the header's Cortex-M0 row ("--features
- * portable-atomic-critical-section (and link a critical-section
- * implementation)") from C. The staticlib then needs the Rust-ABI symbols
- * `_critical_section_1_0_acquire` / `_release` of the critical-section
- * crate (declared `extern "Rust"`), which a C program cannot define
- * soundly, and the header does not name them: the link fails
- * (m0_link.sh). */
+/* Review rev50, D5: the header's Cortex-M0 row from C: the staticlib
+ * built with portable-atomic and the single-core cfg links with nothing
+ * else (m0_link.sh). */
 #include <stdint.h>
 
 #include "leaparray.h"
