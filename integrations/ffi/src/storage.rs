@@ -38,9 +38,9 @@
 //!   it out, whatever the type;
 //! - two codes are spare: the crate never writes them.
 //!
-//! Any other value means "no object here". `init` leaves the word in this
-//! state (a value that is none of `A`'s words) only by being refused
-//! before it claims it, and `take` ends by storing 0 there.
+//! A value that is none of `A`'s words means "no object here": zeroed
+//! storage, a copy from elsewhere, garbage, and 0, which `take` stores
+//! after moving a value out.
 //!
 //! **The invariant.** While any reference to the value at `A` exists, or
 //! is about to be made, the state word is one of `A`'s words; and it is
@@ -62,9 +62,10 @@
 //!   `LEAP_ERR_UNINIT` and `init` takes it. No address difference can
 //!   make one type read as another, because the type sits in the bits no
 //!   aligned address difference changes.
-//! - Distinct per type: at one address, each type's READY, IN_USE and
-//!   BUILDING differ, so another type's object reads as not initialised
-//!   (`shared`, `exclusive`), and `init` recognises every type's object.
+//! - Distinct per type: at one address, each type's READY differs from
+//!   every other type's and from IN_USE and BUILDING, so another type's
+//!   object reads as not initialised (`shared`, `exclusive`), and `init`
+//!   recognises every type's object by the high bits alone.
 //! - Never zero: `word(A, c) == 0` needs `A | c == usize::MAX`, an object
 //!   in the top 16 bytes of the address space, where no storage type (128
 //!   bytes or more) fits. Zeroed storage, and storage a value was taken
@@ -73,7 +74,7 @@
 //! - Garbage: bytes the crate never wrote at `A` are taken for a `T`
 //!   initialised there only if the word equals the one value `word(A,
 //!   code_T)`: for random bits, one value in 2^64 (2^32 on 32-bit targets).
-//!   `init` refuses the sixteen words of `A` (16 in 2^64; 2^28 on 32-bit),
+//!   `init` refuses the sixteen words of `A` (one in 2^60; 2^28 on 32-bit),
 //!   saying `LEAP_ERR_ALREADY_INIT` or `LEAP_ERR_BUSY`: zero the storage.
 //!   Data that is not random (a pointer of the wrong type into the middle
 //!   of a live table, whose bytes there may be keys a peer chose) is read
