@@ -9,7 +9,7 @@ use leaparray::{AddError, LeapArray};
 
 use crate::gate::storage;
 use crate::status::leap_status_t;
-use crate::storage::{exclusive, fits, init, put, shared, tag, take, Storage};
+use crate::storage::{exclusive, fits, init, put, shared, take, Code, Storage};
 
 /// Windows per interval of a `leap_array_t` and of each shard.
 pub const LEAP_WINDOWS: usize = 10;
@@ -64,7 +64,7 @@ storage!(
     Array,
     LEAP_ARRAY_SIZE,
     LEAP_ARRAY_ALIGN,
-    30,
+    Code::Array,
     false
 );
 storage!(
@@ -72,7 +72,7 @@ storage!(
     Shards,
     LEAP_SHARDS_SIZE,
     LEAP_SHARDS_ALIGN,
-    31,
+    Code::Shards,
     false
 );
 storage!(
@@ -80,7 +80,7 @@ storage!(
     Writer,
     LEAP_SHARD_WRITER_SIZE,
     LEAP_SHARD_WRITER_ALIGN,
-    32,
+    Code::ShardWriter,
     true
 );
 

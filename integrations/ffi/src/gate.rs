@@ -5,7 +5,7 @@ use core::num::NonZeroU64;
 use leaparray::{Decision, Gate};
 
 use crate::status::leap_status_t;
-use crate::storage::{fits, init, put, shared, tag, Storage};
+use crate::storage::{fits, init, put, shared, Code, Storage};
 
 /// The largest limit a gate takes (2^47 - 1, the most a count holds).
 pub const LEAP_GATE_MAX_LIMIT: u64 = 140_737_488_355_327;
@@ -46,22 +46,22 @@ pub struct leap_gate10_t {
 }
 
 macro_rules! storage {
-    ($s:ty, $v:ty, $size:expr, $align:expr, $tag:expr, $exclusive:expr) => {
+    ($s:ty, $v:ty, $size:expr, $align:expr, $code:expr, $exclusive:expr) => {
         // SAFETY: `repr(C)` bytes; the assertion below checks the sizes
         // and alignments `Storage` requires.
         unsafe impl Storage for $s {
             type Value = $v;
             const ALIGN: usize = $align;
             const EXCLUSIVE: bool = $exclusive;
-            const TAG: usize = tag($tag);
+            const CODE: crate::storage::Code = $code;
         }
         const _: () = assert!(
-            fits::<$v>($size, $align)
+            fits::<$v>($size, $align, $code)
                 && core::mem::size_of::<$s>() == $size
                 && core::mem::align_of::<$s>() == $align,
             concat!(
                 stringify!($s),
-                ": the value does not fit the header's size and alignment on this target"
+                ": the value does not fit the header's size and alignment on this target, or its code is not a type's"
             )
         );
     };
@@ -73,7 +73,7 @@ storage!(
     Gate<2>,
     LEAP_GATE2_SIZE,
     LEAP_GATE2_ALIGN,
-    1,
+    Code::Gate2,
     false
 );
 storage!(
@@ -81,7 +81,7 @@ storage!(
     Gate<4>,
     LEAP_GATE4_SIZE,
     LEAP_GATE4_ALIGN,
-    2,
+    Code::Gate4,
     false
 );
 storage!(
@@ -89,7 +89,7 @@ storage!(
     Gate<10>,
     LEAP_GATE10_SIZE,
     LEAP_GATE10_ALIGN,
-    3,
+    Code::Gate10,
     false
 );
 
@@ -177,7 +177,8 @@ unsafe fn gate_remaining<S: Storage<Value = Gate<N>>, const N: usize>(
 /// 2 windows of `window` ticks, in the storage at `gate`. `LEAP_OK`; or
 /// `LEAP_ERR_NULL`, `LEAP_ERR_MISALIGNED`, `LEAP_ERR_WINDOW` (0),
 /// `LEAP_ERR_LIMIT` (0 or above `LEAP_GATE_MAX_LIMIT`),
-/// `LEAP_ERR_ALREADY_INIT`, `LEAP_ERR_BUSY` (another init is running).
+/// `LEAP_ERR_ALREADY_INIT` (an object of any type lives there),
+/// `LEAP_ERR_BUSY` (an init, or a one-caller object's call, is running there).
 ///
 /// # Safety
 ///
@@ -251,7 +252,8 @@ pub unsafe extern "C" fn leap_gate2_remaining(
 /// 4 windows of `window` ticks, in the storage at `gate`. `LEAP_OK`; or
 /// `LEAP_ERR_NULL`, `LEAP_ERR_MISALIGNED`, `LEAP_ERR_WINDOW` (0),
 /// `LEAP_ERR_LIMIT` (0 or above `LEAP_GATE_MAX_LIMIT`),
-/// `LEAP_ERR_ALREADY_INIT`, `LEAP_ERR_BUSY` (another init is running).
+/// `LEAP_ERR_ALREADY_INIT` (an object of any type lives there),
+/// `LEAP_ERR_BUSY` (an init, or a one-caller object's call, is running there).
 ///
 /// # Safety
 ///
@@ -325,7 +327,8 @@ pub unsafe extern "C" fn leap_gate4_remaining(
 /// 10 windows of `window` ticks, in the storage at `gate`. `LEAP_OK`; or
 /// `LEAP_ERR_NULL`, `LEAP_ERR_MISALIGNED`, `LEAP_ERR_WINDOW` (0),
 /// `LEAP_ERR_LIMIT` (0 or above `LEAP_GATE_MAX_LIMIT`),
-/// `LEAP_ERR_ALREADY_INIT`, `LEAP_ERR_BUSY` (another init is running).
+/// `LEAP_ERR_ALREADY_INIT` (an object of any type lives there),
+/// `LEAP_ERR_BUSY` (an init, or a one-caller object's call, is running there).
 ///
 /// # Safety
 ///

@@ -7,7 +7,7 @@ use leaparray::{Decision, KeyedGate};
 
 use crate::gate::{decision, storage};
 use crate::status::leap_status_t;
-use crate::storage::{exclusive, fits, init, put, shared, tag, Storage};
+use crate::storage::{exclusive, fits, init, put, shared, Code, Storage};
 
 /// The largest per-key limit of a table (2 windows per interval: 15 bits
 /// per window's count).
@@ -102,12 +102,12 @@ pub struct leap_keyed16k_t {
 pub struct leap_local16k_t {
     opaque: [u8; LEAP_LOCAL16K_SIZE],
 }
-storage!(leap_keyed64_t, KeyedGate<2, 64>, LEAP_KEYED64_SIZE, LEAP_KEYED64_ALIGN, 10, false);
-storage!(leap_local64_t, LocalKeyedGate<2, 64>, LEAP_LOCAL64_SIZE, LEAP_LOCAL64_ALIGN, 20, true);
-storage!(leap_keyed1k_t, KeyedGate<2, 1024>, LEAP_KEYED1K_SIZE, LEAP_KEYED1K_ALIGN, 11, false);
-storage!(leap_local1k_t, LocalKeyedGate<2, 1024>, LEAP_LOCAL1K_SIZE, LEAP_LOCAL1K_ALIGN, 21, true);
-storage!(leap_keyed16k_t, KeyedGate<2, 16384>, LEAP_KEYED16K_SIZE, LEAP_KEYED16K_ALIGN, 12, false);
-storage!(leap_local16k_t, LocalKeyedGate<2, 16384>, LEAP_LOCAL16K_SIZE, LEAP_LOCAL16K_ALIGN, 22, true);
+storage!(leap_keyed64_t, KeyedGate<2, 64>, LEAP_KEYED64_SIZE, LEAP_KEYED64_ALIGN, Code::Keyed64, false);
+storage!(leap_local64_t, LocalKeyedGate<2, 64>, LEAP_LOCAL64_SIZE, LEAP_LOCAL64_ALIGN, Code::Local64, true);
+storage!(leap_keyed1k_t, KeyedGate<2, 1024>, LEAP_KEYED1K_SIZE, LEAP_KEYED1K_ALIGN, Code::Keyed1k, false);
+storage!(leap_local1k_t, LocalKeyedGate<2, 1024>, LEAP_LOCAL1K_SIZE, LEAP_LOCAL1K_ALIGN, Code::Local1k, true);
+storage!(leap_keyed16k_t, KeyedGate<2, 16384>, LEAP_KEYED16K_SIZE, LEAP_KEYED16K_ALIGN, Code::Keyed16k, false);
+storage!(leap_local16k_t, LocalKeyedGate<2, 16384>, LEAP_LOCAL16K_SIZE, LEAP_LOCAL16K_ALIGN, Code::Local16k, true);
 
 /// The window and limit checks of a table's init.
 fn parameters(window: u64, limit: u64) -> Result<core::num::NonZeroU64, leap_status_t> {

@@ -6,6 +6,14 @@ use core::ffi::c_char;
 /// `LEAP_NEVER` (a `retry_after` that can never pass), or an error
 /// (negative). A decision call that fails (bad object) returns the error,
 /// never `LEAP_PASS`: `== LEAP_PASS` is the check that fails closed.
+///
+/// An enum: its size is the target's C enum size (4 bytes on x86-64,
+/// AArch64 and Linux targets; 1 byte on arm-none-eabi, whose ABI makes an
+/// enum as small as its values; the library is built with the target's
+/// default). Build every C file that includes this header with the
+/// target's default enum size (no `-fshort-enums` / `-fno-short-enums`
+/// against it): the `decisions` array of `try_acquire_burst` is an array
+/// of this type.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(non_camel_case_types)]
@@ -33,12 +41,14 @@ pub enum leap_status_t {
     /// address: never initialised, zeroed since, copied from elsewhere, or
     /// another type's.
     LEAP_ERR_UNINIT = -5,
-    /// `init`: the storage already holds an initialised object.
+    /// `init`: the storage already holds an initialised object, of this
+    /// type or another (nothing was written).
     LEAP_ERR_ALREADY_INIT = -6,
     /// A one-caller object (single-writer table, shard writer) is in a call
     /// right now (another thread, or the code an interrupt handler
-    /// interrupted), or an `init` of this storage is running. Nothing was
-    /// done; nothing waits.
+    /// interrupted), or an `init` of this storage is running. Given to
+    /// every init in that storage (of any type) and every call of a
+    /// one-caller type there. Nothing was done; nothing waits.
     LEAP_ERR_BUSY = -7,
     /// The counter index is not below `LEAP_COUNTERS`.
     LEAP_ERR_COUNTER = -8,

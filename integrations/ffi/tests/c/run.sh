@@ -2,7 +2,7 @@
 # Builds the static library, then the C test program (test.c) against it
 # and the committed header with AddressSanitizer and UndefinedBehaviorSanitizer,
 # and runs it. Exits non-zero on any failure. Run from anywhere:
-# `bash integrations/ffi/tests/c/run.sh`; `tests/c_program.rs` runs it.
+# `bash integrations/ffi/tests/c/run.sh`; `tests/c_abi.rs` runs it.
 # CC picks the compiler (gcc by default; clang works too).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
