@@ -13,8 +13,8 @@ use alloc::boxed::Box;
 
 use super::memory::{Memory, Shape, Words, MAX_PLANES, WORDS_PER_SLOT};
 use super::slot::{
-    at, bumped, demand_of, fold_into, fp_of, half_of, layout_of, locate, max_limit_of, probe_len,
-    recyclable, remaining_from, retry_after_from, start, value_of, DEFAULT_SEED, USED,
+    at, bumped, demand_of, fold_into, fp_of, geometry, half_of, layout_of, locate, max_limit_of,
+    probe_len, recyclable, remaining_from, retry_after_from, start, value_of, DEFAULT_SEED, USED,
 };
 #[cfg(feature = "alloc")]
 use super::HEAP_LOCAL_TOO_LARGE;
@@ -1119,7 +1119,7 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
                 for i in 0..self.probe() {
                     let at = self.at(home, i);
                     let [k, w] = self.slots.as_ref()[at];
-                    let v = value_of(l, (u128::from(k) << 64) | u128::from(w), c);
+                    let v = value_of(geometry::<N>(l), (u128::from(k) << 64) | u128::from(w), c);
                     if v < victim.1 {
                         victim = (at, v);
                     }

@@ -85,7 +85,7 @@ use super::table::{place_of, Event, Policy, Start, Value};
 use super::KeyedGate;
 use super::{KeyedError, Overflow, PROBE};
 use crate::gate::divide::Divisor;
-use crate::gate::packed::{self, Fast, Layout, Outcome};
+use crate::gate::packed::{self, Fast, Geometry, Layout, Outcome};
 use crate::sync::{
     AtomicU64,
     Ordering::{AcqRel, Acquire, Relaxed},
@@ -169,6 +169,18 @@ pub(super) const fn slot(half: u64, word: u64) -> u128 {
     ((half as u128) << 64) | word as u128
 }
 
+/// The geometry of a slot's word: constant shifts and masks on 64-bit
+/// targets (`packed::Fixed`, as [`decide`] reads it), from the layout
+/// elsewhere (one copy of the code on microcontrollers).
+#[inline(always)]
+pub(super) fn geometry<const N: usize>(layout: &Layout) -> impl Geometry + '_ {
+    #[cfg(target_pointer_width = "64")]
+    let g = packed::Fixed::<u64, N, 0>::new(layout);
+    #[cfg(not(target_pointer_width = "64"))]
+    let g = layout;
+    g
+}
+
 /// The home slot and the fingerprint of `key` under `seed` in a table of
 /// `cap` slots: the home from the top bits of the key's mix (Lemire's
 /// multiply-shift: uniform over `0..cap`, no division), the fingerprint
@@ -202,8 +214,8 @@ pub(super) fn bumped(l: &Layout, half: u64, old: u64, c: u64, n: u64) -> u64 {
 /// from `c` plus `2^47`, in the low 48 (a word's newest window reads within
 /// `2^(T-1) <= 2^47` windows of `c`, so the order is the windows' order).
 #[inline]
-pub(super) fn value_of(l: &Layout, s: u128, c: u64) -> u64 {
-    let (w, mask) = (word(s), l.id_mask);
+pub(super) fn value_of(l: impl Geometry, s: u128, c: u64) -> u64 {
+    let (w, mask) = (word(s), l.id_mask());
     // The word's newest window relative to `c`, read modulo `2^T` as a
     // decision reads it: `d` windows before `c`, or after it (late).
     let d = c.wrapping_sub(w) & mask;
@@ -229,10 +241,10 @@ pub(super) fn fold_into<C: Word, W: Words<C>, const N: usize>(
     w: u64,
     newest: u64,
 ) {
-    let cells = shape.cells(fp);
+    let (g, cells) = (geometry::<N>(l), shape.cells(fp));
     for k in 0..N as u32 {
         if let Some(window) = newest.checked_sub(u64::from(k)) {
-            memory.fold(shape, &cells, window, packed::count_at(l, w, k));
+            memory.fold(shape, &cells, window, packed::count_at(g, w, k));
         }
     }
 }
@@ -289,7 +301,10 @@ pub(super) fn start<C: Word, W: Words<C>, const N: usize>(
     if !any {
         return (fresh::<N>(l, c, high_water), false);
     }
-    (packed::word_with::<u64>(l, h, |k| est[k as usize]), live)
+    (
+        packed::word_with::<u64>(geometry::<N>(l), h, |k| est[k as usize]),
+        live,
+    )
 }
 
 // The rules a slot follows, shared by `KeyedGate` and `LocalKeyedGate`
@@ -400,13 +415,16 @@ pub(super) fn decide<const N: usize>(
 /// `max(c, high water) - N`, so a key that comes back after it was recycled never books where
 /// its old permits still count (module docs, "Recycling").
 pub(super) fn fresh<const N: usize>(layout: &Layout, c: u64, high_water: u64) -> u64 {
-    packed::empty_at::<u64>(layout, c.max(high_water).saturating_sub(grace::<N>()))
+    packed::empty_at::<u64>(
+        geometry::<N>(layout),
+        c.max(high_water).saturating_sub(grace::<N>()),
+    )
 }
 
 /// Whether the gate word `w` is recyclable by a caller in window `c`: its
 /// newest window is `N + GRACE` windows or more before `c`.
 pub(super) fn recyclable<const N: usize>(layout: &Layout, w: u64, c: u64) -> bool {
-    matches!(packed::ahead_of(layout, w, c), Some(d) if d >= N as u64 + grace::<N>())
+    matches!(packed::ahead_of(geometry::<N>(layout), w, c), Some(d) if d >= N as u64 + grace::<N>())
 }
 
 /// `remaining` from what a lookup at window `c` found: the key's gate
@@ -538,7 +556,11 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
 
     #[inline]
     fn rank(&self, tag: u8, v: u64, c: u64) -> u64 {
-        value_of(&self.layout, slot(u64::from(tag), gate_word(v)), c)
+        value_of(
+            geometry::<N>(&self.layout),
+            slot(u64::from(tag), gate_word(v)),
+            c,
+        )
     }
 
     fn recycle(&self, _: u64, c: u64) {
@@ -554,7 +576,7 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
         // a settler that reads the evicted slot reads both (module docs,
         // "Eviction"; `memory.rs`).
         let l = &self.layout;
-        let newest = packed::newest_of(l, w, c);
+        let newest = packed::newest_of(geometry::<N>(l), w, c);
         raise(&self.shared.high_water, c.max(newest));
         fold_into::<_, _, N>(l, &self.memory, &self.shape, fp, w, newest);
     }

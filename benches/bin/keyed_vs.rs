@@ -1,0 +1,209 @@
+//! Keyed decisions at 1,000,000 resident keys in a random order, every one
+//! admitted, one at a time (`try_acquire`), one process, one thread,
+//! interleaved rounds, medians and ratios from the one run:
+//!
+//! - `KeyedGate<2, 2^21>` with the default policy (`Overflow::Evict`) and
+//!   with `Overflow::Refuse`;
+//! - governor 0.10's keyed limiter on its default store (`DashMap`, std's
+//!   SipHash) with its `FakeRelativeClock`, the same rate;
+//! - `HeapLocalKeyedGate<2>` of 2^21 slots (default policy) and its floor:
+//!   a plain table of `[key, word]` owned by one thread (not leaparray:
+//!   linear probe for the key, a count and window id in the word compared
+//!   with the limit, a store; no sliding window, no insertion, no demand).
+//!
+//! ```text
+//! cargo run --release -p leaparray-benches --bin keyed_vs [-- --rounds R]
+//! ```
+//!
+//! The keys are `benches/keyed.rs`'s: the first 1,000,000 of a
+//! pseudo-random sequence that a `KeyedGate<2, 2^21>` with
+//! `Overflow::Refuse` has room for (so no table here evicts), in the
+//! order of a pregenerated sequence of 2^22 draws; a limit of 1,000 per
+//! two windows of 500 ticks, the clock one tick on every 4,096 decisions
+//! (governor's one microsecond), so every decision is admitted (checked:
+//! the run fails on a refusal).
+
+use std::hint::black_box;
+use std::num::NonZeroU64;
+use std::time::{Duration, Instant};
+
+use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
+use leaparray::{Decision, KeyedGate};
+use leaparray_benches::{keyed_governor, warm_gate, warm_governor, Keys};
+
+const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
+const LIMIT: u64 = 1_000;
+const CAP: usize = 1 << 21;
+/// Decisions per contestant per round.
+const ROUND: usize = 1 << 20;
+/// The clock moves one tick every `2^SHIFT` decisions.
+const SHIFT: u32 = 12;
+
+static EVICT: KeyedGate<2, CAP> = KeyedGate::new(WINDOW, LIMIT);
+static REFUSE: KeyedGate<2, CAP> = KeyedGate::new(WINDOW, LIMIT).with_overflow(Overflow::Refuse);
+
+/// A contestant: runs `ROUND` decisions from its own position in the key
+/// sequence and gives nanoseconds per decision.
+type Contestant<'a> = (&'static str, Box<dyn FnMut() -> f64 + 'a>);
+
+/// `ROUND` decisions of `decide(key, now)` over `keys` from `*i` on.
+#[inline(always)]
+fn round(keys: &Keys, i: &mut usize, mut decide: impl FnMut(u64, u64) -> bool) -> f64 {
+    let mask = keys.mask();
+    let start = Instant::now();
+    let mut refused = 0u64;
+    for _ in 0..ROUND {
+        let key = keys.seq[*i & mask];
+        let now = 1 + (*i >> SHIFT) as u64;
+        *i += 1;
+        refused += u64::from(!decide(black_box(key), black_box(now)));
+    }
+    let ns = start.elapsed().as_nanos() as f64 / ROUND as f64;
+    assert_eq!(refused, 0, "every decision is admitted");
+    ns
+}
+
+/// The floor table (not leaparray): `[key, word]` slots, one writer.
+struct Floor {
+    slots: Vec<[u64; 2]>,
+}
+
+impl Floor {
+    fn home(key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CAP.trailing_zeros())) as usize
+    }
+
+    fn new(keys: &[u64]) -> Floor {
+        let mut slots = vec![[0u64; 2]; CAP];
+        for &key in keys {
+            let mut s = Floor::home(key);
+            while slots[s][0] != key && slots[s][0] != 0 {
+                s = (s + 1) & (CAP - 1);
+            }
+            slots[s] = [key, 0];
+        }
+        Floor { slots }
+    }
+
+    #[inline(always)]
+    fn decide(&mut self, key: u64, now: u64, n: u64) -> bool {
+        let mut s = Floor::home(key);
+        while self.slots[s][0] != key {
+            s = (s + 1) & (CAP - 1);
+        }
+        let window = now / WINDOW.get();
+        let w = self.slots[s][1];
+        let count = if w >> 32 == window {
+            w & 0xffff_ffff
+        } else {
+            0
+        };
+        if count + n <= LIMIT {
+            self.slots[s][1] = (window << 32) | (count + n);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .skip_while(|a| a != "--rounds")
+        .nth(1)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(11);
+    let keys = Keys::new(&REFUSE, 1_000_000, 22, 1);
+    warm_gate(&EVICT, &keys, 0);
+    let (gov, clock) = keyed_governor(LIMIT);
+    warm_governor(&gov, &keys);
+    let mut local = HeapLocalKeyedGate::<2>::new(CAP, WINDOW, LIMIT);
+    for &k in &keys.set {
+        assert_eq!(local.try_acquire(k, 0, 1), Decision::Pass);
+    }
+    let mut floor = Floor::new(&keys.set);
+
+    let (mut ie, mut ir, mut ig, mut il, mut ifl) = (0, 0, 0, 0, 0);
+    let mut gov_now = 0u64;
+    let mut contestants: Vec<Contestant> = vec![
+        (
+            "KeyedGate, Evict (default)",
+            Box::new(|| {
+                round(&keys, &mut ie, |k, t| {
+                    EVICT.try_acquire(k, t, 1) == Decision::Pass
+                })
+            }),
+        ),
+        (
+            "KeyedGate, Refuse",
+            Box::new(|| {
+                round(&keys, &mut ir, |k, t| {
+                    REFUSE.try_acquire(k, t, 1) == Decision::Pass
+                })
+            }),
+        ),
+        (
+            "governor keyed (DashMap)",
+            Box::new(|| {
+                round(&keys, &mut ig, |k, t| {
+                    if t != gov_now {
+                        clock.advance(Duration::from_micros(t - gov_now));
+                        gov_now = t;
+                    }
+                    gov.check_key(&k).is_ok()
+                })
+            }),
+        ),
+        (
+            "LocalKeyedGate (heap, 2^21)",
+            Box::new(|| {
+                round(&keys, &mut il, |k, t| {
+                    local.try_acquire(k, t, 1) == Decision::Pass
+                })
+            }),
+        ),
+        (
+            "floor: plain single-writer table",
+            Box::new(|| round(&keys, &mut ifl, |k, t| floor.decide(k, t, 1))),
+        ),
+    ];
+    // SCRATCH: more contestants here.
+
+    println!(
+        "{rounds} interleaved rounds of {ROUND} decisions each, medians; load average at start: {}",
+        load()
+    );
+    let mut times = vec![Vec::new(); contestants.len()];
+    for _ in 0..rounds {
+        for (c, t) in contestants.iter_mut().zip(times.iter_mut()) {
+            t.push((c.1)());
+        }
+    }
+    let med: Vec<f64> = times.into_iter().map(median).collect();
+    println!();
+    println!("| contestant | ns/decision (median) |");
+    println!("|---|---:|");
+    for (c, m) in contestants.iter().zip(&med) {
+        println!("| {} | {m:.1} |", c.0);
+    }
+    println!();
+    println!("Evict / Refuse: {:.2}x", med[0] / med[1]);
+    println!("Evict / governor: {:.2}x", med[0] / med[2]);
+    println!("Refuse / governor: {:.2}x", med[1] / med[2]);
+    println!("LocalKeyedGate / floor: {:.2}x", med[3] / med[4]);
+    for (i, c) in contestants.iter().enumerate().skip(5) {
+        println!("Evict / {}: {:.2}x", c.0, med[0] / med[i]);
+    }
+    println!("load average at end: {}", load());
+}
