@@ -304,7 +304,9 @@ fn a_policy_changed_after_evictions_still_remembers_the_evicted() {
 #[test]
 fn a_refused_key_evicted_again_comes_back_no_fuller() {
     let mut checked = 0;
-    for k in 5..20_000u64 {
+    // Under Miri the first keys that qualify (21, 45, 47) only.
+    let keys = if cfg!(miri) { 5..50 } else { 5..20_000u64 };
+    for k in keys {
         // One slot: every new key evicts the key before it. Eight keys book
         // their limit in window 0, twelve keys a permit each in window 1.
         let t = KeyedGate::<2, 1>::new(nz(1_000), 10);
