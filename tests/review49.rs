@@ -23,7 +23,12 @@ static IN_WEB: DefaultNode = DefaultNode::millis("res", &RES, Parent::Entrance(&
 
 /// Sentinel's slot chain for one request: the flow check, then the
 /// statistics of the call tree (an entry that exits at once, or a block).
-fn request(rules: &FlowRules<'_>, node: &DefaultNode, origin: Option<Origin>, now: u64) -> Decision {
+fn request(
+    rules: &FlowRules<'_>,
+    node: &DefaultNode,
+    origin: Option<Origin>,
+    now: u64,
+) -> Decision {
     let d = rules.check(node, origin, now, 1);
     if d == Pass {
         node.entry(origin, now, 1).exit(now + 1, false);
@@ -47,12 +52,21 @@ fn chain_rule_of_a_named_origin_reads_every_caller_in_the_context() {
     static CN: ClusterNode<16> = ClusterNode::millis();
     static E: EntranceNode = EntranceNode::millis("web");
     static D: DefaultNode = DefaultNode::millis("r", &CN, Parent::Entrance(&E));
-    let rules: Vec<FlowRule> = vec![FlowRule::new(LimitApp::Origin(A), Strategy::Chain("web"), HALF, 2)];
+    let rules: Vec<FlowRule> = vec![FlowRule::new(
+        LimitApp::Origin(A),
+        Strategy::Chain("web"),
+        HALF,
+        2,
+    )];
     let set = FlowRules::new(&rules);
     for t in 0..3 {
         assert_eq!(request(&set, &D, Some(B), t), Pass); // no rule limits appB
     }
-    assert_eq!(D.stats().second().pass(10), 3, "the node the rule reads in Sentinel");
+    assert_eq!(
+        D.stats().second().pass(10),
+        3,
+        "the node the rule reads in Sentinel"
+    );
     assert_eq!(request(&set, &D, Some(A), 10), Block, "Sentinel: 3 + 1 > 2");
 }
 
@@ -95,20 +109,28 @@ fn a_refused_request_leaves_no_booking_single_threaded() {
     static CN: ClusterNode<16> = ClusterNode::millis();
     static E: EntranceNode = EntranceNode::millis("web");
     static D: DefaultNode = DefaultNode::millis("r", &CN, Parent::Entrance(&E));
-    let callers: Vec<Origin> = (0..200).map(|i| Origin::named(&format!("caller-{i}"))).collect();
+    let callers: Vec<Origin> = (0..200)
+        .map(|i| Origin::named(&format!("caller-{i}")))
+        .collect();
     let run = |chain_limit: u64| -> Vec<Decision> {
         let rules: [FlowRule<2, 16>; 2] = [
             FlowRule::new(LimitApp::Other, Strategy::Chain("web"), HALF, chain_limit),
             FlowRule::new(LimitApp::Other, Strategy::Direct, HALF, 1),
         ];
         let set = FlowRules::new(&rules);
-        callers.iter().map(|&o| set.check(&D, Some(o), 0, 1)).collect()
+        callers
+            .iter()
+            .map(|&o| set.check(&D, Some(o), 0, 1))
+            .collect()
     };
     let first = run(10_000);
     let passes = first.iter().filter(|d| **d == Pass).count() as u64;
     let second = run(passes);
     let passes2 = second.iter().filter(|d| **d == Pass).count() as u64;
-    assert_eq!(passes2, passes, "the CHAIN gate booked for refused requests");
+    assert_eq!(
+        passes2, passes,
+        "the CHAIN gate booked for refused requests"
+    );
     assert_eq!(second, first);
 }
 
@@ -122,11 +144,16 @@ fn a_refused_request_leaves_no_booking_single_threaded() {
 fn relate_rule_limits_per_its_own_interval() {
     static REF: ClusterNode<4> = ClusterNode::millis();
     const TENTH: NonZeroU64 = NonZeroU64::new(100).unwrap();
-    let rules: Vec<FlowRule> = vec![FlowRule::new(LimitApp::Default, Strategy::Relate(&REF), TENTH, 2)];
+    let rules: Vec<FlowRule> = vec![FlowRule::new(
+        LimitApp::Default,
+        Strategy::Relate(&REF),
+        TENTH,
+        2,
+    )];
     let set = FlowRules::new(&rules);
     REF.add_pass(None, 0, 2).unwrap();
     assert_eq!(set.check(&IN_WEB, None, 0, 1), Block); // 2 + 1 > 2 in the interval
-    // 300 ms later the rule's 200 ms interval holds none of them.
+                                                       // 300 ms later the rule's 200 ms interval holds none of them.
     assert_eq!(set.check(&IN_WEB, None, 300, 1), Pass);
 }
 
@@ -146,7 +173,8 @@ fn two_origins_never_share_a_label() {
     let names = |o: Origin| (o == named).then_some("#00000000000000ab");
     let log = MetricLog::new(NonZeroU64::new(1_000).unwrap());
     let mut out = String::new();
-    log.write_origins(&mut out, "r", &cn, &names, 1_000, None).unwrap();
+    log.write_origins(&mut out, "r", &cn, &names, 1_000, None)
+        .unwrap();
     let fields: Vec<&str> = out.lines().map(|l| l.split('|').nth(1).unwrap()).collect();
     let mut unique = fields.clone();
     unique.sort_unstable();
@@ -173,7 +201,10 @@ fn two_origins_never_share_a_prometheus_label() {
         .lines()
         .filter(|l| l.starts_with("x_origin_concurrency{"))
         .collect();
-    let mut u = concurrency.iter().map(|l| l.split('}').next().unwrap()).collect::<Vec<_>>();
+    let mut u = concurrency
+        .iter()
+        .map(|l| l.split('}').next().unwrap())
+        .collect::<Vec<_>>();
     let n = u.len();
     u.sort_unstable();
     u.dedup();
@@ -191,7 +222,10 @@ fn two_origins_never_share_a_prometheus_label() {
 fn the_empty_origin_is_no_origin() {
     let empty = Some(Origin::named(""));
     static ONLY_A: [Origin; 1] = [A];
-    assert_eq!(AuthorityRule::new(AuthorityStrategy::Allow, &ONLY_A).check(empty), Pass);
+    assert_eq!(
+        AuthorityRule::new(AuthorityStrategy::Allow, &ONLY_A).check(empty),
+        Pass
+    );
     let rules: Vec<FlowRule> = vec![FlowRule::new(LimitApp::Other, Strategy::Direct, HALF, 1)];
     let set = FlowRules::new(&rules);
     assert!(!set.is_other(empty));
@@ -209,7 +243,9 @@ fn a_saturated_record_keeps_the_partition() {
     let half = 1u64 << 46;
     let _ = cn.add_pass(Some(A), 0, half);
     let _ = cn.add_pass(Some(B), 0, half);
-    let parts = cn.origins(0).fold(cn.others(0).second, |c, o| c.plus(o.second));
+    let parts = cn
+        .origins(0)
+        .fold(cn.others(0).second, |c, o| c.plus(o.second));
     assert_eq!(parts.pass, Counts::of(cn.total().second(), 0).pass);
 }
 
@@ -229,7 +265,9 @@ fn other_callers_within_their_limit_pass_under_a_flood() {
     static D: DefaultNode = DefaultNode::millis("r", &CN, Parent::Entrance(&E));
     let rules: Vec<FlowRule> = vec![FlowRule::new(LimitApp::Other, Strategy::Direct, HALF, 3)];
     let set = FlowRules::new(&rules);
-    let callers: Vec<Origin> = (0..1_600).map(|i| Origin::named(&format!("c{i}"))).collect();
+    let callers: Vec<Origin> = (0..1_600)
+        .map(|i| Origin::named(&format!("c{i}")))
+        .collect();
     let mut admitted = 0;
     for round in 0..3u64 {
         for (i, &o) in callers.iter().enumerate() {
@@ -255,9 +293,17 @@ fn a_default_node_with_other_windows_than_its_cluster_is_refused() {
     const US: NonZeroU64 = NonZeroU64::new(1_000_000).unwrap();
     const TENTH: NonZeroU64 = NonZeroU64::new(100_000).unwrap();
     let built = std::panic::catch_unwind(|| {
-        DefaultNode::new("r", &CN, Parent::Entrance(&E), leaparray::stats::StatisticNode::new(TENTH, US, US))
+        DefaultNode::new(
+            "r",
+            &CN,
+            Parent::Entrance(&E),
+            leaparray::stats::StatisticNode::new(TENTH, US, US),
+        )
     });
-    assert!(built.is_err(), "a µs node under a ms cluster node was built");
+    assert!(
+        built.is_err(),
+        "a µs node under a ms cluster node was built"
+    );
 }
 
 /// D9. The call tree is `static`s that point at their parents, and statics
@@ -278,5 +324,8 @@ fn a_cycle_of_parents_is_refused() {
         let _ = tx.send(r.is_err());
     });
     let done = rx.recv_timeout(std::time::Duration::from_secs(10));
-    assert!(done.is_ok(), "X.context() has not returned in 10 s: a cycle of parents");
+    assert!(
+        done.is_ok(),
+        "X.context() has not returned in 10 s: a cycle of parents"
+    );
 }
