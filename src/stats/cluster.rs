@@ -393,7 +393,7 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
     /// Pins `origin`'s node for a record at `now`, or gives "other"
     /// (module docs, "Recording").
     fn pin(&self, origin: Option<Origin>, now: u64) -> Pin<'_, SECOND, MINUTE> {
-        let origin = origin?;
+        let origin = Origin::some(origin)?;
         let (pos, gen) = self.locate(origin, now)?;
         let node = &self.nodes()[pos];
         node.pin(gen, origin, self.other(), now)
