@@ -161,7 +161,6 @@ fn relate_rule_limits_per_its_own_interval() {
 /// is 0xab share a label, in the metric log and in the Prometheus
 /// exposition.
 #[test]
-#[ignore = "review: a name of the form #<16 hex digits> and an unnamed origin's hash label collide: two rows with one label"]
 fn two_origins_never_share_a_label() {
     let cn = ClusterNode::<4>::millis();
     let (named, unnamed) = (Origin::named("x"), Origin::from_hash(0xab));
@@ -184,7 +183,6 @@ fn two_origins_never_share_a_label() {
 /// review49 -- --ignored`.
 #[cfg(feature = "std")]
 #[test]
-#[ignore = "review: a name of the form #<16 hex digits> and an unnamed origin's hash label collide: two series with one label"]
 fn two_origins_never_share_a_prometheus_label() {
     let cn = ClusterNode::<4>::millis();
     let (named, unnamed) = (Origin::named("x"), Origin::from_hash(0xab));
