@@ -149,7 +149,9 @@
 //!
 //! A record the totals refuse as `Stale` (a caller whose clock is behind
 //! the resource's newest window by a whole metric) may still count in its
-//! origin's node. A fold moves every window the node's buckets hold; one
+//! origin's node, and one they refuse as `Saturated` (past `MAX_COUNT` in
+//! a window) counts whole there: the origins and "other" then exceed the
+//! totals by what the totals refused; the caller gets the error. A fold moves every window the node's buckets hold; one
 //! that "other" has already retired (it holds a newer window at that
 //! index) is retired in the totals too, as every record reaches both.
 //!
