@@ -342,3 +342,28 @@ fn a_default_node_with_other_windows_than_its_cluster_is_refused() {
 // parent's entrance, so each static's initializer needs the other's
 // (E0391). The `compile_fail,E0391` example on `DefaultNode::new` is its
 // test; a test here could not compile.
+
+/// D10. A bad limit or windows from run-time configuration are an error,
+/// not a panic: `FlowRule::try_new`, `ClusterNode::try_with_nodes`.
+#[test]
+fn bad_configuration_is_an_error_from_try_new() {
+    use leaparray::stats::{ClusterError, OriginNode, RuleError, StatisticNode};
+    let too_many = FlowRule::<2, 64>::try_new(LimitApp::Other, Strategy::Direct, HALF, 1 << 20);
+    assert_eq!(
+        too_many.err(),
+        Some(RuleError::LimitTooLarge { max: 32_767 })
+    );
+    let over = FlowRule::<2, 64>::try_new(LimitApp::Default, Strategy::Direct, HALF, u64::MAX);
+    assert_eq!(
+        over.err(),
+        Some(RuleError::LimitTooLarge {
+            max: leaparray::MAX_COUNT
+        })
+    );
+    assert!(FlowRule::<2, 64>::try_new(LimitApp::Other, Strategy::Direct, HALF, 3).is_ok());
+    const US: NonZeroU64 = NonZeroU64::new(1_000_000).unwrap();
+    let nodes = [const { OriginNode::new(StatisticNode::new(US, US, US)) }; 2];
+    let built =
+        ClusterNode::<2>::try_with_nodes(StatisticNode::millis(), StatisticNode::millis(), nodes);
+    assert_eq!(built.err(), Some(ClusterError::WindowsDiffer));
+}

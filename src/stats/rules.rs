@@ -89,6 +89,7 @@ use crate::stats::cluster::Cluster;
 use crate::stats::context::DefaultNode;
 use crate::stats::origin::Origin;
 use crate::sync::const_fn_unless_loom;
+use crate::MAX_COUNT;
 
 /// Whose requests a flow rule limits: Sentinel's `limitApp`.
 ///
@@ -168,6 +169,41 @@ pub enum Selected {
     Chain,
 }
 
+/// Why [`FlowRule::try_new`] built no rule.
+///
+/// ```
+/// use leaparray::stats::RuleError;
+/// let e = RuleError::LimitTooLarge { max: 7 };
+/// assert_eq!(e.to_string(), "the limit is above 7, the most the rule's gate holds");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RuleError {
+    /// The limit does not fit the rule's gate: `max` is the largest that
+    /// does ([`MAX_COUNT`] for a [`Gate`], [`KeyedGate::max_limit`] for
+    /// an `other` DIRECT rule).
+    LimitTooLarge {
+        /// The largest limit the rule takes.
+        max: u64,
+    },
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleError::LimitTooLarge { max } => {
+                write!(
+                    f,
+                    "the limit is above {max}, the most the rule's gate holds"
+                )
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for RuleError {}
+
 /// How a rule decides (module docs, "The decision"). Every rule is as
 /// large as an `other` DIRECT one: nothing is allocated to box it into.
 #[allow(clippy::large_enum_variant)]
@@ -209,6 +245,7 @@ impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
         ///
         /// As [`Gate::new`], or for `other` DIRECT as [`KeyedGate::new`]
         /// (a limit that does not fit): a compile error in a `static`.
+        /// [`try_new`](Self::try_new) returns the error.
         ///
         /// ```
         /// use core::num::NonZeroU64;
@@ -239,6 +276,46 @@ impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
                 limiter,
             }
         }
+    }
+
+    /// [`new`](Self::new), or why not: the limit does not fit the rule's
+    /// gate.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::stats::{FlowRule, LimitApp, RuleError, Strategy};
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(FlowRule::<2, 64>::try_new(LimitApp::Default, Strategy::Direct, w, 1_000_000).is_ok());
+    /// let e = FlowRule::<2, 64>::try_new(LimitApp::Other, Strategy::Direct, w, 1_000_000);
+    /// assert_eq!(e.err(), Some(RuleError::LimitTooLarge { max: 32_767 }));
+    /// ```
+    pub fn try_new(
+        limit_app: LimitApp,
+        strategy: Strategy,
+        window: NonZeroU64,
+        limit: u64,
+    ) -> Result<Self, RuleError> {
+        let limiter = match (limit_app, strategy) {
+            (_, Strategy::Relate(_)) => Limiter::Reads,
+            (LimitApp::Other, Strategy::Direct) => match KeyedGate::try_new(window, limit) {
+                Ok(k) => Limiter::PerOrigin(k),
+                Err(_) => {
+                    return Err(RuleError::LimitTooLarge {
+                        max: KeyedGate::<N, CAP>::max_limit(),
+                    })
+                }
+            },
+            _ => match Gate::try_new(window, limit) {
+                Ok(g) => Limiter::One(g),
+                Err(_) => return Err(RuleError::LimitTooLarge { max: MAX_COUNT }),
+            },
+        };
+        Ok(FlowRule {
+            limit_app,
+            strategy,
+            limit,
+            limiter,
+        })
     }
 
     /// The rule's `limitApp`.
