@@ -1,4 +1,4 @@
-//! Review 49's reproducers, fixed: each failed on the code as reviewed
+//! Review 49's reproducers, fixed: each of the reviewer's failed on the code as reviewed
 //! (`75a168c`) and checks the fix or the documented behaviour. D9 (a
 //! cycle of parents) cannot compile any more: its test is the
 //! `compile_fail,E0391` example on `DefaultNode::new`.
