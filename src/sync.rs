@@ -252,6 +252,15 @@ macro_rules! const_fn_unless_loom {
         #[cfg(leaparray_loom)]
         $vis fn $name($($arg: $ty),*) -> $ret $body
     };
+    ($(#[$meta:meta])* $vis:vis fn $name:ident<const $g:ident: $gt:ty>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        #[cfg(not(leaparray_loom))]
+        $vis const fn $name<const $g: $gt>($($arg: $ty),*) -> $ret $body
+
+        $(#[$meta])*
+        #[cfg(leaparray_loom)]
+        $vis fn $name<const $g: $gt>($($arg: $ty),*) -> $ret $body
+    };
 }
 pub(crate) use const_fn_unless_loom;
 

@@ -52,7 +52,8 @@
 //! (a `match` over its callers, a map it keeps), consulted only when it
 //! exports, so recording stays one hash and no node holds a string.
 //! [`origin_label`] says how an origin is written: `other`, its name, or
-//! `#` and its hash when it has no name that fits.
+//! `#` and its hash when it has no name that fits (a name never starts
+//! with `#`, so no two rows of a resource share a label).
 //!
 //! # Prometheus (feature `std`)
 //!
@@ -464,9 +465,10 @@ impl MetricLog {
 
 /// How an origin is named in an export: `other` for other origins
 /// (`None`); else the name `names` gives it, if it has one that fits
-/// (not empty, not `other`, none of `@`, `|`, `"`, `\`, a line break);
-/// else `#` and its hash in 16 hex digits. So a label never breaks a
-/// line, never splits a field, and no origin is written as "other".
+/// (not empty, not `other`, not starting with `#`, none of `@`, `|`, `"`,
+/// `\`, a line break); else `#` and its hash in 16 hex digits. So a label
+/// never breaks a line, never splits a field, no origin is written as
+/// "other", and a name never reads as another origin's hash.
 ///
 /// ```
 /// use leaparray::export::origin_label;
@@ -476,6 +478,8 @@ impl MetricLog {
 /// assert_eq!(origin_label(Some(a), &names).to_string(), "appA");
 /// assert_eq!(origin_label(None, &names).to_string(), "other");
 /// assert_eq!(origin_label(Some(Origin::from_hash(255)), &names).to_string(), "#00000000000000ff");
+/// let fake = |_: Origin| Some("#00000000000000ff"); // not a name: the hash
+/// assert_eq!(origin_label(Some(a), &fake).to_string(), format!("#{:016x}", a.hash()));
 /// ```
 #[must_use]
 pub fn origin_label<'n>(
@@ -488,6 +492,7 @@ pub fn origin_label<'n>(
             Some(n)
                 if !n.is_empty()
                     && n != "other"
+                    && !n.starts_with('#')
                     && !n.contains(['@', '|', '"', '\\', '\n', '\r']) =>
             {
                 OriginLabel::Name(n)

@@ -149,7 +149,9 @@
 //!
 //! A record the totals refuse as `Stale` (a caller whose clock is behind
 //! the resource's newest window by a whole metric) may still count in its
-//! origin's node. A fold moves every window the node's buckets hold; one
+//! origin's node, and one they refuse as `Saturated` (past `MAX_COUNT` in
+//! a window) counts whole there: the origins and "other" then exceed the
+//! totals by what the totals refused; the caller gets the error. A fold moves every window the node's buckets hold; one
 //! that "other" has already retired (it holds a newer window at that
 //! index) is retired in the totals too, as every record reaches both.
 //!
@@ -175,6 +177,31 @@ use crate::stats::origin::{
     MAX_CAP, OPEN, UNKNOWN,
 };
 use crate::sync::{array_of, atomic_u64, const_fn_unless_loom, Ordering};
+
+/// Why [`ClusterNode::try_with_nodes`] built no node.
+///
+/// ```
+/// use leaparray::stats::ClusterError;
+/// assert_eq!(ClusterError::WindowsDiffer.to_string(), "every node needs the totals' windows");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ClusterError {
+    /// "Other" or an origin node has other windows or another tick rate
+    /// than the totals.
+    WindowsDiffer,
+}
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClusterError::WindowsDiffer => f.write_str("every node needs the totals' windows"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ClusterError {}
 
 /// Where a record goes: an origin's node at a generation, held by a pin,
 /// or (`None`) "other".
@@ -287,6 +314,35 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
             other: StatisticNode<SECOND, MINUTE>,
             nodes: [OriginNode<SECOND, MINUTE>; CAP],
         ) -> Self {
+            match Self::try_with_nodes(total, other, nodes) {
+                Ok(node) => node,
+                Err(ClusterError::WindowsDiffer) => {
+                    panic!("ClusterNode::with_nodes: every node needs the totals' windows")
+                }
+            }
+        }
+    }
+
+    const_fn_unless_loom! {
+        /// [`with_nodes`](Self::with_nodes), or why not: the nodes' windows
+        /// differ from the totals'.
+        ///
+        /// ```
+        /// use core::num::NonZeroU64;
+        /// use leaparray::stats::{ClusterError, ClusterNode, OriginNode, StatisticNode};
+        /// const US: NonZeroU64 = NonZeroU64::new(1_000_000).unwrap();
+        /// let bad = ClusterNode::<2>::try_with_nodes(
+        ///     StatisticNode::millis(),
+        ///     StatisticNode::millis(),
+        ///     [const { OriginNode::new(StatisticNode::new(US, US, US)) }; 2],
+        /// );
+        /// assert_eq!(bad.err(), Some(ClusterError::WindowsDiffer));
+        /// ```
+        pub fn try_with_nodes(
+            total: StatisticNode<SECOND, MINUTE>,
+            other: StatisticNode<SECOND, MINUTE>,
+            nodes: [OriginNode<SECOND, MINUTE>; CAP],
+        ) -> Result<Self, ClusterError> {
             const {
                 assert!(CAP >= 1 && CAP <= MAX_CAP, "ClusterNode<CAP> needs 1 <= CAP <= 65,535");
             };
@@ -296,8 +352,10 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
                 ok = ok && same_windows(&total, &nodes[i].stats);
                 i += 1;
             }
-            assert!(ok, "ClusterNode::with_nodes: every node needs the totals' windows");
-            ClusterNode {
+            if !ok {
+                return Err(ClusterError::WindowsDiffer);
+            }
+            Ok(ClusterNode {
                 total,
                 table: Table::new(
                     array_of!(CAP, Slot::new()),
@@ -307,7 +365,7 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
                         gens: atomic_u64(0),
                     },
                 ),
-            }
+            })
         }
     }
 
@@ -393,7 +451,7 @@ impl<const CAP: usize, const SECOND: usize, const MINUTE: usize> ClusterNode<CAP
     /// Pins `origin`'s node for a record at `now`, or gives "other"
     /// (module docs, "Recording").
     fn pin(&self, origin: Option<Origin>, now: u64) -> Pin<'_, SECOND, MINUTE> {
-        let origin = origin?;
+        let origin = Origin::some(origin)?;
         let (pos, gen) = self.locate(origin, now)?;
         let node = &self.nodes()[pos];
         node.pin(gen, origin, self.other(), now)

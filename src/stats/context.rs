@@ -37,9 +37,9 @@
 use core::fmt;
 
 use crate::error::AddError;
-use crate::stats::cluster::{Cluster, OriginEntry};
+use crate::stats::cluster::{Cluster, ClusterNode, OriginEntry};
 use crate::stats::node::StatisticNode;
-use crate::stats::origin::Origin;
+use crate::stats::origin::{same_windows, Origin};
 use crate::sync::const_fn_unless_loom;
 
 /// A context's root: Sentinel's `EntranceNode`, named by the context
@@ -168,6 +168,8 @@ pub struct DefaultNode {
     resource: &'static str,
     cluster: &'static dyn Cluster,
     parent: Parent,
+    /// The root of `parent`'s chain, found once when the node is built.
+    entrance: &'static EntranceNode,
     stats: StatisticNode,
 }
 
@@ -177,6 +179,19 @@ impl DefaultNode {
         /// into `cluster` (the resource's cluster node), with `stats`'
         /// windows.
         ///
+        /// The node finds its context's entrance when it is built, so
+        /// [`context`](Self::context) is one read. A cycle of parents (statics
+        /// that are each other's parents) is a compile error (E0391, the
+        /// statics' initializers need each other); no other cycle can be
+        /// built, as a parent is a `'static` node built before.
+        ///
+        /// # Panics
+        ///
+        /// If `stats`' windows are not `cluster`'s and the entrance's
+        /// ("DefaultNode::new: the node needs its cluster node's and its
+        /// entrance's windows"): one `now` feeds all three. A compile error in
+        /// a `static`.
+        ///
         /// ```
         /// use leaparray::stats::{ClusterNode, DefaultNode, EntranceNode, Parent, StatisticNode};
         /// static CN: ClusterNode<4> = ClusterNode::millis();
@@ -184,17 +199,42 @@ impl DefaultNode {
         /// static D: DefaultNode = DefaultNode::new("r", &CN, Parent::Entrance(&E), StatisticNode::millis());
         /// assert_eq!(D.resource(), "r");
         /// ```
+        ///
+        /// ```compile_fail,E0080
+        /// use core::num::NonZeroU64;
+        /// use leaparray::stats::{ClusterNode, DefaultNode, EntranceNode, Parent, StatisticNode};
+        /// const US: NonZeroU64 = NonZeroU64::new(1_000_000).unwrap();
+        /// static CN: ClusterNode<4> = ClusterNode::millis();
+        /// static E: EntranceNode = EntranceNode::millis("web");
+        /// static D: DefaultNode = DefaultNode::new("r", &CN, Parent::Entrance(&E), StatisticNode::new(US, US, US));
+        /// ```
+        ///
+        /// ```compile_fail,E0391
+        /// use leaparray::stats::{ClusterNode, DefaultNode, Parent};
+        /// static CN: ClusterNode<4> = ClusterNode::millis();
+        /// static X: DefaultNode = DefaultNode::millis("x", &CN, Parent::Resource(&Y));
+        /// static Y: DefaultNode = DefaultNode::millis("y", &CN, Parent::Resource(&X));
+        /// ```
         #[must_use]
-        pub fn new(
+        pub fn new<const CAP: usize>(
             resource: &'static str,
-            cluster: &'static dyn Cluster,
+            cluster: &'static ClusterNode<CAP>,
             parent: Parent,
             stats: StatisticNode,
         ) -> DefaultNode {
+            let entrance = match parent {
+                Parent::Entrance(e) => e,
+                Parent::Resource(d) => d.entrance,
+            };
+            assert!(
+                same_windows(&stats, cluster.total()) && same_windows(&stats, &entrance.stats),
+                "DefaultNode::new: the node needs its cluster node's and its entrance's windows"
+            );
             DefaultNode {
                 resource,
                 cluster,
                 parent,
+                entrance,
                 stats,
             }
         }
@@ -211,9 +251,9 @@ impl DefaultNode {
         /// assert_eq!(D.stats().minute().window(), 1_000);
         /// ```
         #[must_use]
-        pub fn millis(
+        pub fn millis<const CAP: usize>(
             resource: &'static str,
-            cluster: &'static dyn Cluster,
+            cluster: &'static ClusterNode<CAP>,
             parent: Parent,
         ) -> DefaultNode {
             DefaultNode::new(resource, cluster, parent, StatisticNode::millis())
@@ -259,14 +299,8 @@ impl DefaultNode {
     /// assert_eq!(B.entrance().name(), "web");
     /// ```
     #[must_use]
-    pub fn entrance(&self) -> &'static EntranceNode {
-        let mut p = self.parent;
-        loop {
-            match p {
-                Parent::Entrance(e) => return e,
-                Parent::Resource(d) => p = d.parent,
-            }
-        }
+    pub const fn entrance(&self) -> &'static EntranceNode {
+        self.entrance
     }
 
     /// The name of the node's context (Sentinel's `context.getName()`).
@@ -279,8 +313,8 @@ impl DefaultNode {
     /// assert_eq!(D.context(), "web");
     /// ```
     #[must_use]
-    pub fn context(&self) -> &'static str {
-        self.entrance().name()
+    pub const fn context(&self) -> &'static str {
+        self.entrance.name
     }
 
     /// The resource's cluster node.

@@ -29,7 +29,7 @@ pub(crate) mod origin;
 pub(crate) mod rules;
 
 pub use crate::stats::borrow::WaitingError;
-pub use crate::stats::cluster::{Cluster, ClusterNode, OriginEntry};
+pub use crate::stats::cluster::{Cluster, ClusterError, ClusterNode, OriginEntry};
 pub use crate::stats::context::{DefaultNode, EntranceNode, Entry, Parent};
 pub use crate::stats::counts::{Counts, OriginStats};
 pub use crate::stats::event::Event;
@@ -37,5 +37,5 @@ pub use crate::stats::metric::{Access, Metric, MetricWindow, ReadOnly, Writable}
 pub use crate::stats::node::{ConcurrencyGuard, StatisticNode};
 pub use crate::stats::origin::{Origin, OriginNode};
 pub use crate::stats::rules::{
-    AuthorityRule, AuthorityStrategy, FlowRule, FlowRules, LimitApp, Selected, Strategy,
+    AuthorityRule, AuthorityStrategy, FlowRule, FlowRules, LimitApp, RuleError, Selected, Strategy,
 };

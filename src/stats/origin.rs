@@ -13,6 +13,13 @@ use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64, Ordering};
 /// A caller of a resource, Sentinel's `origin` (the name given to
 /// `ContextUtil.enter(name, origin)`): a 64-bit hash of its name.
 ///
+/// The empty name is no origin, as Sentinel's `""`
+/// ([`is_none`](Origin::is_none)): the rules and the cluster node treat
+/// `Some(Origin::named(""))` as `None` (no origin node, not an `other`
+/// caller, passed by an authority rule). So is the one hash
+/// [`from_hash`](Origin::from_hash) would need to give it (chance `2^-64`
+/// for a uniform hash).
+///
 /// [`named`](Origin::named) hashes a name with a fixed function (FNV-1a,
 /// then a finalizer), usable in `const` rules. Callers that choose their
 /// own origin names can aim them at one table probe: hash those with a
@@ -64,6 +71,24 @@ impl Origin {
         Origin(hash)
     }
 
+    /// Whether this is the empty name's origin, which means no origin
+    /// (Sentinel's `""`, the origin of `ContextUtil.enter(name)`).
+    ///
+    /// ```
+    /// use leaparray::stats::Origin;
+    /// assert!(Origin::named("").is_none());
+    /// assert!(!Origin::named("appA").is_none());
+    /// ```
+    #[must_use]
+    pub const fn is_none(self) -> bool {
+        self.0 == EMPTY.0
+    }
+
+    /// `origin`, or `None` for the empty name's origin ([`Origin::is_none`]).
+    pub(crate) fn some(origin: Option<Origin>) -> Option<Origin> {
+        origin.filter(|o| !o.is_none())
+    }
+
     /// The hash.
     ///
     /// ```
@@ -75,6 +100,9 @@ impl Origin {
         self.0
     }
 }
+
+/// The empty name's origin: no origin.
+const EMPTY: Origin = Origin::named("");
 
 /// The largest capacity: a slot's value keeps the node's index in 16
 /// bits, `0xffff` meaning "not known yet".

@@ -31,35 +31,65 @@
 //! count, and records a pass there only after every check passed: two
 //! threads can both read room for one. Here a rule on a node of this
 //! resource is a gate that books what it admits, exactly ([`Gate`],
-//! [`KeyedGate`]):
+//! [`KeyedGate`]), per interval of the rule's `N` windows:
 //!
 //! | rule | Sentinel's node | here |
 //! |---|---|---|
 //! | `limitApp` = an origin, DIRECT | the origin's node | a [`Gate`] only that origin's requests reach |
-//! | `other`, DIRECT | the caller's origin node (each caller its own count) | a [`KeyedGate`] keyed by origin: each other origin its own limit, in fixed memory |
+//! | `other`, DIRECT | the caller's origin node (each caller its own count) | a [`KeyedGate`] keyed by origin: each other origin its own limit, in fixed memory (below, "A flood of callers") |
 //! | `default`, DIRECT | the resource's cluster node | a [`Gate`] every request reaches |
-//! | any, CHAIN(context) | the resource's node in that context | a [`Gate`] that context's requests reach |
-//! | any, RELATE(resource) | the other resource's cluster node | that node's passes in its second-level interval, plus `n`, against the limit; nothing booked |
+//! | any, CHAIN(context) | the resource's node in that context (every caller's passes there) | a [`Gate`] every pass in that context reaches; asked for room only by the requests the rule applies to |
+//! | any, RELATE(resource) | the other resource's cluster node | that node's passes in its second-level interval, plus `n`, against the limit (the rule's window is not used); nothing booked |
+//!
+//! So a CHAIN rule for appA with the count 2 blocks appA once any callers
+//! passed twice in that context within the rule's interval, as Sentinel's
+//! `selectReferenceNode` (the context's `DefaultNode`) does. The gate
+//! counts the passes [`FlowRules::check`] admits at a [`DefaultNode`] of
+//! that context; entries made without a check are not in it.
 //!
 //! [`FlowRules::check`] asks every rule that applies for room first (a
-//! gate's `remaining`) and books nothing if one has none; then it books
-//! in each, in order. A gate whose room another request took in between
-//! refuses, and what the earlier rules booked stays booked (a
-//! [`KeyedGate`] has no cancel): only a race within a limit's concurrent
-//! requests leaves such a booking. Sentinel sorts a resource's rules
-//! (named origins, then `other`, then `default`); give them in that order
-//! to check them in Sentinel's.
+//! gate's `remaining`) and books nothing if one has none. Then it books
+//! the [`KeyedGate`]s (`other` DIRECT: their `remaining` is an upper
+//! bound when the caller's insertion evicts, and they have no cancel),
+//! then the [`Gate`]s in order, taking back what the gates before booked
+//! if one refuses (as a [`GateSet`](crate::GateSet)), then counts the pass
+//! in the CHAIN gates that did not apply. So with one thread a refused
+//! request leaves nothing booked, except with two `other` DIRECT rules on
+//! one resource: the second's refusal after an eviction leaves the
+//! first's booking. Under races (room read, then another request takes
+//! it): a gate's refusal leaves the `other` DIRECT booking made before it
+//! (a caller's permit used for nothing); a gate booking taken back was
+//! counted by other requests meanwhile (a false refusal, as in
+//! [`GateSet`](crate::GateSet)); a RELATE rule reads its node again, with
+//! no booking. No rule ever admits over its limit. Sentinel sorts a
+//! resource's rules (named origins, then `other`, then `default`); give
+//! them in that order to check them in Sentinel's.
+//!
+//! # A flood of callers
+//!
+//! Sentinel keeps a node per caller, so an `other` caller within its own
+//! count always passes. The `other` DIRECT rule keeps `CAP` callers; past
+//! that it evicts the least active and folds its count into the table's
+//! memory, and a new caller starts from that memory's estimate
+//! ([`KeyedGate`], "fail closed"): no caller ever passes over its limit,
+//! but a caller within it can be refused while more than `CAP` callers
+//! are active in an interval. For 1,600 callers of 3 requests each in one
+//! second against "other, 3 a second" with `CAP` = 64, 3,781 of the 4,800
+//! pass (`tests/review49.rs`, `other_callers_within_their_limit_are_refused_under_a_flood_never_over`).
+//! Size `CAP` for the callers active in an interval.
 
 use core::fmt;
 use core::num::NonZeroU64;
 
 use crate::gate::decision::Decision;
+use crate::gate::packed::Outcome;
 use crate::gate::Gate;
 use crate::keyed::KeyedGate;
 use crate::stats::cluster::Cluster;
 use crate::stats::context::DefaultNode;
 use crate::stats::origin::Origin;
 use crate::sync::const_fn_unless_loom;
+use crate::MAX_COUNT;
 
 /// Whose requests a flow rule limits: Sentinel's `limitApp`.
 ///
@@ -139,6 +169,41 @@ pub enum Selected {
     Chain,
 }
 
+/// Why [`FlowRule::try_new`] built no rule.
+///
+/// ```
+/// use leaparray::stats::RuleError;
+/// let e = RuleError::LimitTooLarge { max: 7 };
+/// assert_eq!(e.to_string(), "the limit is above 7, the most the rule's gate holds");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RuleError {
+    /// The limit does not fit the rule's gate: `max` is the largest that
+    /// does ([`MAX_COUNT`] for a [`Gate`], [`KeyedGate::max_limit`] for
+    /// an `other` DIRECT rule).
+    LimitTooLarge {
+        /// The largest limit the rule takes.
+        max: u64,
+    },
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleError::LimitTooLarge { max } => {
+                write!(
+                    f,
+                    "the limit is above {max}, the most the rule's gate holds"
+                )
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for RuleError {}
+
 /// How a rule decides (module docs, "The decision"). Every rule is as
 /// large as an `other` DIRECT one: nothing is allocated to box it into.
 #[allow(clippy::large_enum_variant)]
@@ -168,12 +233,19 @@ pub struct FlowRule<const N: usize = 2, const CAP: usize = 64> {
 impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
     const_fn_unless_loom! {
         /// A rule limiting `limit_app`'s requests on the node `strategy` reads
-        /// to `limit` per interval of `N` windows of `window` ticks.
+        /// to `limit` per interval of `N` windows of `window` ticks. A
+        /// RELATE rule books nothing and does not use `window`: as
+        /// Sentinel's `passQps`, it reads the related node's passes over
+        /// that node's second-level interval (1 s for
+        /// [`ClusterNode::millis`](crate::stats::ClusterNode::millis); a node
+        /// of another interval is compared per its interval, where Sentinel
+        /// divides by its length in seconds).
         ///
         /// # Panics
         ///
         /// As [`Gate::new`], or for `other` DIRECT as [`KeyedGate::new`]
         /// (a limit that does not fit): a compile error in a `static`.
+        /// [`try_new`](Self::try_new) returns the error.
         ///
         /// ```
         /// use core::num::NonZeroU64;
@@ -204,6 +276,46 @@ impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
                 limiter,
             }
         }
+    }
+
+    /// [`new`](Self::new), or why not: the limit does not fit the rule's
+    /// gate.
+    ///
+    /// ```
+    /// use core::num::NonZeroU64;
+    /// use leaparray::stats::{FlowRule, LimitApp, RuleError, Strategy};
+    /// let w = NonZeroU64::new(500).unwrap();
+    /// assert!(FlowRule::<2, 64>::try_new(LimitApp::Default, Strategy::Direct, w, 1_000_000).is_ok());
+    /// let e = FlowRule::<2, 64>::try_new(LimitApp::Other, Strategy::Direct, w, 1_000_000);
+    /// assert_eq!(e.err(), Some(RuleError::LimitTooLarge { max: 32_767 }));
+    /// ```
+    pub fn try_new(
+        limit_app: LimitApp,
+        strategy: Strategy,
+        window: NonZeroU64,
+        limit: u64,
+    ) -> Result<Self, RuleError> {
+        let limiter = match (limit_app, strategy) {
+            (_, Strategy::Relate(_)) => Limiter::Reads,
+            (LimitApp::Other, Strategy::Direct) => match KeyedGate::try_new(window, limit) {
+                Ok(k) => Limiter::PerOrigin(k),
+                Err(_) => {
+                    return Err(RuleError::LimitTooLarge {
+                        max: KeyedGate::<N, CAP>::max_limit(),
+                    })
+                }
+            },
+            _ => match Gate::try_new(window, limit) {
+                Ok(g) => Limiter::One(g),
+                Err(_) => return Err(RuleError::LimitTooLarge { max: MAX_COUNT }),
+            },
+        };
+        Ok(FlowRule {
+            limit_app,
+            strategy,
+            limit,
+            limiter,
+        })
     }
 
     /// The rule's `limitApp`.
@@ -248,7 +360,8 @@ impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
     /// Sentinel's `selectNodeByRequesterAndStrategy` for a request of
     /// `origin` at `node`; `other` tells whether the origin is one no rule
     /// of the resource names (Sentinel's `isOtherOrigin`, which
-    /// [`FlowRules`] works out).
+    /// [`FlowRules`] works out). The empty name's origin is none
+    /// ([`Origin::is_none`]).
     ///
     /// ```
     /// use core::num::NonZeroU64;
@@ -262,6 +375,7 @@ impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
     /// ```
     #[must_use]
     pub fn select(&self, node: &DefaultNode, origin: Option<Origin>, other: bool) -> Selected {
+        let origin = Origin::some(origin);
         let applies = match self.limit_app {
             LimitApp::Origin(o) => origin == Some(o),
             LimitApp::Default => true,
@@ -297,17 +411,52 @@ impl<const N: usize, const CAP: usize> FlowRule<N, CAP> {
         }
     }
 
-    /// Books `n` for `origin` at `now` on the node it selected.
-    fn book(&self, selected: Selected, origin: Option<Origin>, now: u64, n: u64) -> Decision {
+    /// Books `n` of `origin` at `now` in the rule's [`KeyedGate`], if it
+    /// applies; reads a RELATE rule's node again.
+    fn book_first(&self, selected: Selected, origin: Option<Origin>, now: u64, n: u64) -> bool {
+        match (selected, &self.limiter, origin) {
+            (_, Limiter::PerOrigin(k), Some(o)) if selected != Selected::None => {
+                k.try_acquire(o.hash(), now, n) == Decision::Pass
+            }
+            (Selected::None, _, _) => true,
+            (_, Limiter::Reads, _) => self.related_room(now, n),
+            _ => true,
+        }
+    }
+
+    /// Books `n` at `now` in the rule's [`Gate`], if it applies: the
+    /// window it booked into, `Err` if refused, `Ok(None)` for nothing.
+    fn book_gate(&self, selected: Selected, now: u64, n: u64) -> Result<Option<u64>, ()> {
         match (selected, &self.limiter) {
-            (Selected::None, _) => Decision::Pass,
-            (_, Limiter::One(g)) => g.try_acquire(now, n),
-            (_, Limiter::PerOrigin(k)) => match origin {
-                Some(o) => k.try_acquire(o.hash(), now, n),
-                None => Decision::Pass,
+            (Selected::None, _) | (_, Limiter::PerOrigin(_) | Limiter::Reads) => Ok(None),
+            (_, Limiter::One(g)) => match g.book::<Outcome>(now, n, false) {
+                Outcome::Booked(window) => Ok(Some(window)),
+                _ => Err(()),
             },
-            (_, Limiter::Reads) if self.related_room(now, n) => Decision::Pass,
-            (_, Limiter::Reads) => Decision::Block,
+        }
+    }
+
+    /// Takes back `n` that [`book_gate`](Self::book_gate) booked into
+    /// `window`.
+    fn cancel(&self, window: u64, n: u64) {
+        if let Limiter::One(g) = &self.limiter {
+            g.cancel(window, n);
+        }
+    }
+
+    /// Counts `n` passes at `now` of a request at `node` the rule did not
+    /// apply to, if its gate counts every caller's: a CHAIN rule of
+    /// `node`'s context reads the resource's node in that context, which
+    /// every request there reaches (Sentinel's `selectReferenceNode`).
+    fn count_pass(&self, selected: Selected, node: &DefaultNode, now: u64, n: u64) {
+        if let (Selected::None, Limiter::One(g), Strategy::Chain(c)) =
+            (selected, &self.limiter, self.strategy)
+        {
+            if c == node.context() {
+                // Saturated only past `MAX_COUNT` in an interval, where the
+                // gate refuses every request anyway.
+                let _ = g.record(now, n);
+            }
         }
     }
 }
@@ -379,8 +528,11 @@ impl<'a, const N: usize, const CAP: usize> FlowRules<'a, N, CAP> {
     }
 
     /// Whether `origin` is one no rule names (Sentinel's
-    /// `FlowRuleManager.isOtherOrigin`): an origin, and no rule's
-    /// `limitApp` is it.
+    /// `FlowRuleManager.isOtherOrigin`): an origin (not the empty name's,
+    /// [`Origin::is_none`]), and no rule's `limitApp` is it. As in
+    /// Sentinel, which compares the names, an origin named `"other"` is
+    /// named by an `other` rule, and one named `"default"` by a
+    /// `default` rule.
     ///
     /// ```
     /// use core::num::NonZeroU64;
@@ -394,10 +546,12 @@ impl<'a, const N: usize, const CAP: usize> FlowRules<'a, N, CAP> {
     /// ```
     #[must_use]
     pub fn is_other(&self, origin: Option<Origin>) -> bool {
-        origin.is_some_and(|o| {
-            self.rules
-                .iter()
-                .all(|r| r.limit_app != LimitApp::Origin(o))
+        Origin::some(origin).is_some_and(|o| {
+            self.rules.iter().all(|r| match r.limit_app {
+                LimitApp::Origin(named) => named != o,
+                LimitApp::Other => o != Origin::named("other"),
+                LimitApp::Default => o != Origin::named("default"),
+            })
         })
     }
 
@@ -421,6 +575,7 @@ impl<'a, const N: usize, const CAP: usize> FlowRules<'a, N, CAP> {
     /// ```
     #[must_use = "a Pass has already booked its permits"]
     pub fn check(&self, node: &DefaultNode, origin: Option<Origin>, now: u64, n: u64) -> Decision {
+        let origin = Origin::some(origin);
         let other = self.is_other(origin);
         let selected = |r: &FlowRule<N, CAP>| r.select(node, origin, other);
         if !self
@@ -430,12 +585,44 @@ impl<'a, const N: usize, const CAP: usize> FlowRules<'a, N, CAP> {
         {
             return Decision::Block;
         }
+        // The `KeyedGate`s first: one can refuse after its room said yes
+        // (`KeyedGate::remaining` is an upper bound when the key's
+        // insertion evicts), and it has no cancel.
+        if !self
+            .rules
+            .iter()
+            .all(|r| r.book_first(selected(r), origin, now, n))
+        {
+            return Decision::Block;
+        }
+        if !Self::book_gates(self.rules, &selected, now, n) {
+            return Decision::Block;
+        }
         for r in self.rules {
-            if r.book(selected(r), origin, now, n) == Decision::Block {
-                return Decision::Block;
-            }
+            r.count_pass(selected(r), node, now, n);
         }
         Decision::Pass
+    }
+
+    /// Books `n` at `now` in the gates of `rules` that apply, in order;
+    /// if one refuses, takes back what the ones before it booked.
+    fn book_gates(
+        rules: &[FlowRule<N, CAP>],
+        selected: &impl Fn(&FlowRule<N, CAP>) -> Selected,
+        now: u64,
+        n: u64,
+    ) -> bool {
+        let Some((r, rest)) = rules.split_first() else {
+            return true;
+        };
+        let Ok(booked) = r.book_gate(selected(r), now, n) else {
+            return false;
+        };
+        let ok = Self::book_gates(rest, selected, now, n);
+        if let (false, Some(window)) = (ok, booked) {
+            r.cancel(window, n);
+        }
+        ok
     }
 }
 
@@ -469,8 +656,9 @@ pub enum AuthorityStrategy {
 }
 
 /// Sentinel's `AuthorityRule`: origins allowed or denied on a resource.
-/// A request with no origin, or a rule with no origins, passes
-/// (Sentinel's `AuthorityRuleChecker.passCheck`).
+/// A request with no origin (or the empty name's, [`Origin::is_none`]),
+/// or a rule with no origins, passes (Sentinel's
+/// `AuthorityRuleChecker.passCheck`).
 ///
 /// ```
 /// use leaparray::stats::{AuthorityRule, AuthorityStrategy, Origin};
@@ -533,7 +721,7 @@ impl<'a> AuthorityRule<'a> {
     /// assert_eq!((deny.check(Some(Origin::named("appA"))), deny.check(Some(Origin::named("appB")))), (Block, Pass));
     /// ```
     pub fn check(&self, origin: Option<Origin>) -> Decision {
-        let Some(o) = origin else {
+        let Some(o) = Origin::some(origin) else {
             return Decision::Pass;
         };
         if self.origins.is_empty() {
