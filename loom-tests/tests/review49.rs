@@ -11,7 +11,6 @@ use leaparray::stats::{ClusterNode, Counts, Origin, OriginNode, StatisticNode};
 use leaparray_loom_tests::{spawn, Seen, W};
 use loom::sync::Arc;
 
-type Tiny = ClusterNode<1, 1, 1>;
 const A: Origin = Origin::from_hash(0x1111_0000_0000_0001);
 const B: Origin = Origin::from_hash(0x2222_0000_0000_0002);
 
