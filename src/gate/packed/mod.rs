@@ -123,9 +123,9 @@ mod read;
 mod tests;
 
 pub(crate) use decide::{decide, decide_fast_ahead, Answer, Fast, Outcome, WordGate};
-pub(crate) use layout::Layout;
 #[cfg(target_pointer_width = "64")]
-pub(crate) use layout::{Fixed, Geometry, WordCell};
+pub(crate) use layout::{Fixed, WordCell};
+pub(crate) use layout::{Geometry, Layout};
 pub(crate) use read::{
     ahead_of, count_at, empty_at, left_of, load_of, newest_of, reset_of, retry_after_of, word_with,
 };
