@@ -28,14 +28,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin" --port 0 --per-key 1000 --global 4000 --interval-ms 1000 --ledger >"$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-  grep -q '^listening on' "$work/server.log" && break
-  sleep 0.1
-done
-addr=$(sed -n 's/^listening on //p' "$work/server.log")
-[ -n "$addr" ] || { echo "tower: the server did not start"; cat "$work/server.log"; exit 1; }
+start_server() { # start_server LOG ARGS...: starts the server, sets $pid and $addr
+  local log=$1; shift
+  "$bin" --port 0 "$@" --ledger >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    grep -q '^listening on' "$log" && break
+    sleep 0.1
+  done
+  addr=$(sed -n 's/^listening on //p' "$log")
+  [ -n "$addr" ] || { echo "tower: the server did not start"; cat "$log"; exit 1; }
+}
+start_server "$work/server.log" --per-key 1000 --global 4000 --interval-ms 1000
 echo "server on $addr"
 
 cat >"$work/keys.lua" <<'LUA'
@@ -124,15 +128,8 @@ function done(summary, latency, requests)
   end
 end
 LUA
-flood_server() { # flood_server CAPACITY: starts the server, sets $pid and $addr
-  "$bin" --port 0 --per-key 10 --global 0 --interval-ms 1000 --capacity "$1" --ledger >"$work/flood.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do
-    grep -q '^listening on' "$work/flood.log" && break
-    sleep 0.1
-  done
-  addr=$(sed -n 's/^listening on //p' "$work/flood.log")
-  [ -n "$addr" ] || { echo "tower: the flood server did not start"; cat "$work/flood.log"; exit 1; }
+flood_server() { # flood_server CAPACITY
+  start_server "$work/flood.log" --per-key 10 --global 0 --interval-ms 1000 --capacity "$1"
 }
 flood_requests() { awk '/^FLOOD/ { split($2, a, "="); split($3, r, "="); n += a[2] + r[2] } END { print n + 0 }' "$1"; }
 stop_server() {
