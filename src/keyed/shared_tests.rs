@@ -284,7 +284,7 @@ fn late_ledger_n_large() {
 /// shared one; every booking's window is recorded, and per key no interval
 /// of `N` windows holds more than the limit.
 fn threads<const N: usize, const CAP: usize>(limit: u64, seed: u64, keys: u64, rounds: u64) {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use crate::sync::{AtomicU64, Ordering};
     use std::sync::Arc;
     let window = 10;
     let t = Arc::new(KeyedGate::<N, CAP>::new(
