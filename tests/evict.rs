@@ -335,8 +335,9 @@ fn a_refused_key_evicted_again_comes_back_no_fuller() {
         assert_eq!(l.remaining(k, 2_500), before, "key {k}");
         checked += 1;
     }
+    let want = if cfg!(miri) { 3 } else { 10 };
     assert!(
-        checked >= 10,
+        checked >= want,
         "{checked} keys full in window 1 with room in window 2"
     );
 }
