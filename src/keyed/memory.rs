@@ -345,6 +345,23 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
         &self.words.flat()[i]
     }
 
+    /// Loads the words of `cells` (each row's words of every plane sit in
+    /// one cache line) and drops what they hold: an evictor that is about
+    /// to fold one key and start another issues these loads together, so
+    /// that their misses overlap rather than follow one another through
+    /// the fold's read-modify-writes. What the words hold is read again
+    /// where it counts. Nothing under loom: a load whose value is dropped
+    /// changes no outcome, and would only multiply the interleavings.
+    #[inline]
+    pub(super) fn touch(&self, s: &Shape, cells: &Cells) {
+        if cfg!(leaparray_loom) || !s.remembers() {
+            return;
+        }
+        for (group, _) in cells.0 {
+            core::hint::black_box(self.word(group).get());
+        }
+    }
+
     /// Remembers that the key whose cells are `cells` had `x` permits
     /// counted in window `w` (module docs, "Fold"). Idempotent; only ever
     /// raises.

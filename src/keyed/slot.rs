@@ -569,6 +569,12 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
         raise(&self.shared.high_water, c);
     }
 
+    #[inline]
+    fn evicting(&self, fp: u64, victim: u64, _: u64) {
+        self.memory.touch(&self.shape, &self.shape.cells(victim));
+        self.memory.touch(&self.shape, &self.shape.cells(fp));
+    }
+
     fn fold(&self, fp: u64, _: u8, v: u64, c: u64) {
         let w = gate_word(v);
         // ORDERING: the high water reaches the evicted word's newest

@@ -357,6 +357,20 @@ impl Policy for Gcra {
         tat
     }
 
+    /// The victim's block and the new key's, loaded together before the
+    /// fold: their misses overlap rather than follow one another through
+    /// the fold's read-modify-writes. What they hold is read again where
+    /// it counts. Nothing under loom: a load whose value is dropped
+    /// changes no outcome, and would only multiply the interleavings.
+    fn evicting(&self, fp: u64, victim: u64, _: Caller) {
+        if cfg!(leaparray_loom) {
+            return;
+        }
+        for f in [victim, fp] {
+            core::hint::black_box(self.cells(f).0 .0[0].load(Relaxed));
+        }
+    }
+
     /// The key's bits in the plane of its TAT's generation, or the floor
     /// (module docs). Only ever raises.
     fn fold(&self, fp: u64, _: u8, tat: u64, cx: Caller) {

@@ -629,6 +629,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 continue 'scan;
             }
             if let Some((at, s, _)) = victim {
+                p.evicting(fp, fp_of(key_of(s)), cx);
                 // Before the swap that evicts (module docs).
                 p.fold(fp_of(key_of(s)), key_of(s) as u8, value_of(word(s)), cx);
                 if let Some(out) = self.take(fp, home, at, s, cx, Some(Event::Evicted), &mut f) {

@@ -179,6 +179,16 @@ pub trait Policy {
         let _ = (word, cx);
     }
 
+    /// Called once a probe is read and its victim chosen, before
+    /// [`fold`](Self::fold): the key with fingerprint `fp` is about to
+    /// evict the key with fingerprint `victim`. A policy may load here what
+    /// `fold` and [`start`](Self::start) read, so that their cache misses
+    /// overlap; what it loads must not decide anything. Nothing by default.
+    #[inline(always)]
+    fn evicting(&self, fp: u64, victim: u64, cx: Self::Context) {
+        let _ = (fp, victim, cx);
+    }
+
     /// Called before the swap that evicts, or frees ([`Table::retain`](super::Table::retain)),
     /// the key with fingerprint `fp`, `tag` and `word`: what it must not
     /// lose goes into the policy's memory here. It may run for a swap that
