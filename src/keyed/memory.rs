@@ -138,6 +138,10 @@ pub(super) const WORDS_PER_SLOT: usize = 4;
 /// The most planes a memory has (`N <= 31`).
 pub(super) const MAX_PLANES: usize = 31;
 
+/// The size of memory past which an evictor loads its keys' lines early
+/// ([`Shape::far`]): 1 MiB, the L2 cache of a Zen 4 or Zen 5 core.
+pub(super) const FAR_BYTES: usize = 1 << 20;
+
 const fn min(a: u64, b: u64) -> u64 {
     if a < b {
         a
@@ -267,6 +271,15 @@ impl Shape {
         self.planes != 0
     }
 
+    /// Whether the memory is larger than [`FAR_BYTES`]: beyond the L2
+    /// cache of the CPUs this crate is measured on, where a key's lines
+    /// are mostly misses and loading them early pays ([`Memory::touch`]).
+    /// Below it the early loads' instructions cost more than they save.
+    #[inline]
+    pub(super) const fn far(&self) -> bool {
+        self.planes as usize * self.words * 8 > FAR_BYTES
+    }
+
     /// Where the cells of the key with fingerprint `fp` are, in every
     /// plane: one hash per row, for all its windows.
     #[inline]
@@ -345,20 +358,23 @@ impl<C: Word, W: Words<C>> Memory<C, W> {
         &self.words.flat()[i]
     }
 
-    /// Loads the words of `cells` (each row's words of every plane sit in
-    /// one cache line) and drops what they hold: an evictor that is about
-    /// to fold one key and start another issues these loads together, so
-    /// that their misses overlap rather than follow one another through
-    /// the fold's read-modify-writes. What the words hold is read again
-    /// where it counts. Nothing under loom: a load whose value is dropped
-    /// changes no outcome, and would only multiply the interleavings.
+    /// Loads the words of the keys with fingerprints `fps` (each row's
+    /// words of every plane sit in one cache line) and drops what they
+    /// hold: an evictor about to fold one key and start another issues
+    /// these loads together, so that their misses overlap rather than
+    /// follow one another through the fold's read-modify-writes. What the
+    /// words hold is read again where it counts. Only for a memory beyond
+    /// [`Shape::far`]; nothing under loom (a load whose value is dropped
+    /// changes no outcome, and would only multiply the interleavings).
     #[inline]
-    pub(super) fn touch(&self, s: &Shape, cells: &Cells) {
-        if cfg!(leaparray_loom) || !s.remembers() {
+    pub(super) fn touch(&self, s: &Shape, fps: [u64; 2]) {
+        if cfg!(leaparray_loom) || !s.far() {
             return;
         }
-        for (group, _) in cells.0 {
-            core::hint::black_box(self.word(group).get());
+        for fp in fps {
+            for (group, _) in s.cells(fp).0 {
+                core::hint::black_box(self.word(group).get());
+            }
         }
     }
 

@@ -571,8 +571,7 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
 
     #[inline]
     fn evicting(&self, fp: u64, victim: u64, _: u64) {
-        self.memory.touch(&self.shape, &self.shape.cells(victim));
-        self.memory.touch(&self.shape, &self.shape.cells(fp));
+        self.memory.touch(&self.shape, [victim, fp]);
     }
 
     fn fold(&self, fp: u64, _: u8, v: u64, c: u64) {
