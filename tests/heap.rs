@@ -146,6 +146,36 @@ fn a_heap_table_decides_as_the_table_of_its_capacity_built_by_value() {
     }
 }
 
+/// A table whose memory of evicted keys is past 1 MiB (2^16 slots: 2 MiB),
+/// where a shared table's evictor loads its keys' memory lines early: under
+/// a flood of new keys (4 a slot each window, each asking 1 to 3) it
+/// evicts, and decides exactly as the single-writer table of the same
+/// capacity and seed, which never loads early.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "2^20 decisions on two 3 MiB tables: minutes under Miri"
+)]
+fn a_table_with_a_far_memory_evicts_as_the_local_table_does() {
+    const CAP: usize = 1 << 16;
+    let a = HeapKeyedGate::<2>::new(CAP, w(), 3).with_seed(7);
+    let mut b = HeapLocalKeyedGate::<2>::new(CAP, w(), 3).with_seed(7);
+    let mut rng = Rng(0x5eed_0000_0000_f00d);
+    let keys = 8 * CAP as u64;
+    for i in 0..(1u64 << 20) {
+        // A window every 2^18 decisions: four new keys a slot each window;
+        // every 16th request an old key comes back.
+        let now = i * 500 >> 18;
+        let key = if i % 16 == 0 { rng.below(keys) } else { i };
+        let n = 1 + rng.below(3);
+        let x = a.try_acquire(key, now, n);
+        assert_eq!(b.try_acquire(key, now, n), x, "{key} x {n} at {now}");
+    }
+    let (oa, ob) = (a.occupancy(1_000), b.occupancy(1_000));
+    assert!(oa.evicted > 3 * CAP as u64, "{oa:?}");
+    assert_eq!(oa, ob);
+}
+
 /// Bad input: no capacity, a limit that does not fit, an allocation that
 /// cannot be made; an error from `try_new`, a panic with the reason from
 /// `new`.
