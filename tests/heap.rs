@@ -23,6 +23,10 @@ fn w() -> NonZeroU64 {
 /// thread with std's default stack (2 MiB, less than one of them): in a
 /// debug build a table passed by value would overflow it.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "four 48 MiB tables: hours under Miri, and Miri's stack is not std's"
+)]
 fn a_table_of_2_to_the_20_slots_is_built_on_a_default_stack() {
     std::thread::spawn(|| {
         let shared = KeyedGate::<2, BIG>::boxed(w(), 10);

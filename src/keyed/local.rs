@@ -503,6 +503,7 @@ impl<const N: usize, const CAP: usize> LocalKeyedGate<N, CAP> {
     /// # use core::num::NonZeroU64;
     /// use leaparray::keyed::LocalKeyedGate;
     /// use leaparray::Decision;
+    /// # if cfg!(miri) { return; } // 48 MiB: hours under Miri (tests/heap.rs runs small tables there)
     /// // 2^20 flows from a thread with a 64 KiB stack.
     /// let mut t = std::thread::Builder::new()
     ///     .stack_size(64 << 10)

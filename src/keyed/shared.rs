@@ -559,6 +559,7 @@ impl<const N: usize, const CAP: usize> KeyedGate<N, CAP> {
     /// ```
     /// # use core::num::NonZeroU64;
     /// use leaparray::{Decision, KeyedGate};
+    /// # if cfg!(miri) { return; } // 48 MiB: hours under Miri (tests/heap.rs runs small tables there)
     /// // 2^20 keys from a thread with a 64 KiB stack.
     /// let t = std::thread::Builder::new()
     ///     .stack_size(64 << 10)
