@@ -73,8 +73,8 @@ fn twins<const CAP: usize>(rng: &mut Rng, overflow: Overflow, seed: u64) {
         .with_seed(seed);
     let keys = 1 + rng.below(4 * CAP as u64);
     let mut now = 0u64;
-    // Under Miri 200 steps a table (about a minute for the whole test).
-    for _ in 0..if cfg!(miri) { 200 } else { 3_000 } {
+    // Under Miri 100 steps a table (about two minutes for the whole test).
+    for _ in 0..if cfg!(miri) { 100 } else { 3_000 } {
         now = match rng.below(10) {
             0 => now.saturating_sub(rng.below(1_500)),
             1 => now + rng.below(3_000),

@@ -182,7 +182,16 @@ impl Model {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+    // No failure file under Miri (its isolation has no current directory).
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
 
     /// Six origins (and none) in 16 slots (one probe): the table never evicts, so each
     /// origin's node is the model's map entry, "other" holds exactly the
