@@ -32,7 +32,8 @@ fn origins_get_one_node_each_single_thread() {
 #[test]
 fn origins_get_one_node_each_multi_thread() {
     let origins = ["origin1", "origin2", "origin3"].map(Origin::named);
-    for _ in 0..10 {
+    // One round under Miri (ten threads there take minutes a round).
+    for _ in 0..if cfg!(miri) { 1 } else { 10 } {
         let cn = Box::new(ClusterNode::<16>::millis());
         let start = Barrier::new(10);
         std::thread::scope(|s| {
@@ -84,7 +85,8 @@ fn ops(origins: u8) -> impl Strategy<Value = Vec<Op>> {
             (o, 0..40u64).prop_map(|(i, rt)| Op::Entry(i, rt)),
             (0..400u64).prop_map(Op::Advance),
         ],
-        1..80,
+        // Under Miri a few ops a case (each check reads every node).
+        1..if cfg!(miri) { 12 } else { 80 },
     )
 }
 
@@ -184,7 +186,7 @@ impl Model {
 proptest! {
     // No failure file under Miri (its isolation has no current directory).
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 256 },
+        cases: if cfg!(miri) { 2 } else { 256 },
         failure_persistence: if cfg!(miri) {
             None
         } else {
