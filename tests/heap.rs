@@ -170,7 +170,7 @@ fn a_table_with_a_far_memory_evicts_as_the_local_table_does() {
     for i in 0..(1u64 << 20) {
         // A window every 2^18 decisions: four new keys a slot each window;
         // every 16th request an old key comes back.
-        let now = i * 500 >> 18;
+        let now = (i * 500) >> 18;
         let key = if i % 16 == 0 { rng.below(keys) } else { i };
         let n = 1 + rng.below(3);
         let x = a.try_acquire(key, now, n);
