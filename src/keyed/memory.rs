@@ -139,7 +139,8 @@ pub(super) const WORDS_PER_SLOT: usize = 4;
 pub(super) const MAX_PLANES: usize = 31;
 
 /// The size of memory past which an evictor loads its keys' lines early
-/// ([`Shape::far`]): 1 MiB, the L2 cache of a Zen 4 or Zen 5 core.
+/// ([`Shape::far`]): 1 MiB, a per-core L2 cache's size (the measurements
+/// behind it: benches/README.md, "What an eviction cannot shed").
 pub(super) const FAR_BYTES: usize = 1 << 20;
 
 const fn min(a: u64, b: u64) -> u64 {
@@ -271,8 +272,8 @@ impl Shape {
         self.planes != 0
     }
 
-    /// Whether the memory is larger than [`FAR_BYTES`]: beyond the L2
-    /// cache of the CPUs this crate is measured on, where a key's lines
+    /// Whether the memory is larger than [`FAR_BYTES`]: beyond a core's
+    /// L2 cache, where a key's lines
     /// are mostly misses and loading them early pays ([`Memory::touch`]).
     /// Below it the early loads' instructions cost more than they save.
     #[inline]

@@ -360,9 +360,10 @@ impl Policy for Gcra {
     /// The victim's block and the new key's, loaded together before the
     /// fold: their misses overlap rather than follow one another through
     /// the fold's read-modify-writes. What they hold is read again where
-    /// it counts. Only for blocks of more than 1 MiB (beyond a Zen 4 or
-    /// Zen 5 core's L2, where they are mostly misses; below it the loads'
-    /// instructions cost more than they save, as in the core's table).
+    /// it counts. Only for blocks of more than 1 MiB (beyond a core's L2
+    /// cache, where they are mostly misses; below it the loads'
+    /// instructions cost more than they save, as in the core's table:
+    /// benches/README.md).
     /// Nothing under loom: a load whose value is dropped changes no
     /// outcome, and would only multiply the interleavings.
     fn evicting(&self, fp: u64, victim: u64, _: Caller) {
