@@ -7,7 +7,10 @@
 //!   (32 MiB, load 0.48).
 //! - Each key set is inserted before measuring and then looked up in a
 //!   pregenerated random order (2^22 draws from the set, cycled).
-//! - `keyed_store` is this crate's `KeyedStore`, `dashmap` governor's
+//! - `keyed_store` is this crate's `KeyedStore` told the quota (as
+//!   `RateLimiter::leaparray(quota)` builds it; `keyed_store_untold`: the
+//!   same store not told, which assumes a burst period of a minute),
+//!   `dashmap` governor's
 //!   `DashMapStateStore`, `hashmap` its `HashMapStateStore` (a mutex
 //!   around a `HashMap`); all hash with SipHash-1-3 and random keys: the
 //!   two governor stores with std's `RandomState`, `KeyedStore` with its
@@ -128,7 +131,7 @@ fn stores(c: &mut Criterion) {
         c,
         "check_key_1k",
         "keyed_store",
-        KeyedStore::<u64>::with_capacity(CAP_1K),
+        KeyedStore::<u64>::with_capacity(CAP_1K).with_quota(quota()),
         &set,
         &seq,
         SIZE_1K.every,
@@ -156,6 +159,15 @@ fn stores(c: &mut Criterion) {
         c,
         "check_key_1m",
         "keyed_store",
+        KeyedStore::<u64>::with_capacity(CAP_1M).with_quota(quota()),
+        &set,
+        &seq,
+        SIZE_1M.every,
+    );
+    bench_store(
+        c,
+        "check_key_1m",
+        "keyed_store_untold",
         KeyedStore::<u64>::with_capacity(CAP_1M),
         &set,
         &seq,

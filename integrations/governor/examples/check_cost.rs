@@ -11,7 +11,9 @@
 //!     target/release/examples/check_cost keyed_store 1m
 //! ```
 //!
-//! Arguments: the store (`keyed_store`, `dashmap`, `hashmap`) and the key
+//! Arguments: the store (`keyed_store`, told the quota as
+//! `RateLimiter::leaparray(quota)` tells it; `keyed_store_untold`, with
+//! `1m` only: the same store not told; `dashmap`, `hashmap`) and the key
 //! set (`1k`: 1,000 keys, a `KeyedStore` of 2,048 slots; `1m`: 1,000,000
 //! keys, 2^21 slots; `flood`: `benches/store.rs`'s flood, a new key every
 //! decision, 2^20 slots, governor's stores with `retain_recent` and
@@ -164,7 +166,8 @@ fn shrink<S: ShrinkableKeyedStateStore<u64>>(lim: &Limiter<S>) {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: check_cost (keyed_store|dashmap|hashmap) (1k|1m|flood) [decisions]";
+    let usage =
+        "usage: check_cost (keyed_store|keyed_store_untold|dashmap|hashmap) (1k|1m|flood) [decisions]";
     let (Some(store), Some(size)) = (args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return ExitCode::FAILURE;
@@ -204,13 +207,20 @@ fn main() -> ExitCode {
     let (set, seq) = keys(w.keys, w.seed);
     match (store.as_str(), size.as_str()) {
         ("keyed_store", "1k") => cost(
-            KeyedStore::<u64>::with_capacity(CAP_1K),
+            KeyedStore::<u64>::with_capacity(CAP_1K).with_quota(quota()),
             &set,
             &seq,
             w.every,
             n,
         ),
         ("keyed_store", _) => cost(
+            KeyedStore::<u64>::with_capacity(CAP_1M).with_quota(quota()),
+            &set,
+            &seq,
+            w.every,
+            n,
+        ),
+        ("keyed_store_untold", "1m") => cost(
             KeyedStore::<u64>::with_capacity(CAP_1M),
             &set,
             &seq,
