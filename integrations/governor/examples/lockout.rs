@@ -15,9 +15,12 @@ use std::time::Duration;
 
 use governor::state::keyed::DashMapStateStore;
 use leaparray_governor::KeyedStore;
-use lockout::{run, Scenario};
+use lockout::{run, Outcome, Scenario};
 
 const CAP: usize = 65_536;
+/// The memories of evicted keys tried: 32 bytes a slot (the default), 256
+/// and 1,024 (`KeyedStore::with_memory`).
+const MEMORY: [usize; 3] = [32 * CAP, 256 * CAP, 1024 * CAP];
 
 fn main() -> ExitCode {
     let mut over = 0;
@@ -25,7 +28,9 @@ fn main() -> ExitCode {
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(16_000_000);
-    println!("flood per minute | burst | legit admitted: KeyedStore ({CAP} slots) / DashMap | over (returning keys admitted)");
+    println!(
+        "flood per minute | burst | legit admitted, KeyedStore ({CAP} slots) with 32 B / 256 B / 1 KiB of memory a slot | DashMap | over (returning keys admitted)"
+    );
     for burst in [1, 5] {
         for (name, s) in [
             ("10x", Scenario::times_table(10, CAP, keys, burst)),
@@ -38,20 +43,31 @@ fn main() -> ExitCode {
                 },
             ),
         ] {
-            let ours = run(
-                &s,
-                KeyedStore::<u64>::with_capacity(CAP).with_quota(s.quota()),
-            );
+            let ours = MEMORY.map(|bytes| {
+                let store = KeyedStore::<u64>::with_capacity(CAP).with_quota(s.quota());
+                let store = if bytes == store.memory() {
+                    store
+                } else {
+                    store.with_memory(bytes)
+                };
+                run(&s, store)
+            });
             let theirs = run(&s, DashMapStateStore::<u64>::default());
-            over += ours.over;
+            let share = |o: &Outcome| 100.0 * o.legit_admitted as f64 / o.legit_asked as f64;
+            over += ours.iter().map(|o| o.over).sum::<u64>();
             println!(
-                "{name:>16} | {burst} | {:.1}% ({}/{}) / {:.1}% | {} ({}); DashMap over {}",
-                100.0 * ours.legit_admitted as f64 / ours.legit_asked as f64,
-                ours.legit_admitted,
-                ours.legit_asked,
-                100.0 * theirs.legit_admitted as f64 / theirs.legit_asked as f64,
-                ours.over,
-                ours.returns_admitted,
+                "{name:>16} | {burst} | {:.1}% / {:.1}% / {:.1}% of {} | {:.1}% | {} / {} / {} ({} / {} / {}); DashMap over {}",
+                share(&ours[0]),
+                share(&ours[1]),
+                share(&ours[2]),
+                ours[0].legit_asked,
+                share(&theirs),
+                ours[0].over,
+                ours[1].over,
+                ours[2].over,
+                ours[0].returns_admitted,
+                ours[1].returns_admitted,
+                ours[2].returns_admitted,
                 theirs.over,
             );
         }

@@ -60,11 +60,13 @@
 //!   times in generations of a third of the quota's burst period `D`
 //!   ([`KeyedStore::with_quota`]; `RateLimiter::leaparray*` tell it the
 //!   quota, a store not told assumes `D` is a minute), four generations at
-//!   once, a key's 3 bits per generation in one 48-bit word of a 32-byte
-//!   block per slot. A key with no arrival time of its own starts from
-//!   another's when (a) other keys' bits cover its own in a generation
-//!   still ahead (a false positive: with `n` keys evicted per generation,
-//!   about `(1 - e^(-3n / (48 * CAP)))^3` per generation), or (b) the
+//!   once, a key's 3 bits per generation in one 48-bit word of one of
+//!   `B` 32-byte blocks (`B = CAP`, one a slot, unless
+//!   [`KeyedStore::with_memory`] sets more). A key with no arrival time of
+//!   its own starts from another's when (a) other keys' bits cover its own
+//!   in a generation still ahead (a false positive: with `n` keys evicted
+//!   per generation, about `(1 - e^(-3n / (48 * B)))^3` per generation),
+//!   or (b) the
 //!   quota's burst period is longer than the store was told (or callers'
 //!   clocks lag by more than a generation): the memory's floor is then
 //!   ahead of `now` and every new key starts from it. Either way it is
@@ -72,9 +74,10 @@
 //!   more. An evicted key's own arrival time is read up to a third of `D`
 //!   late (its generation's end). Nothing expires in bulk: a time at or
 //!   before `now` decides as no state.
-//! - **Fixed memory.** `16 * CAP` bytes of slots and `32 * CAP` bytes of
-//!   memory (48 bytes a slot), allocated and written by `new`, and the
-//!   store's few words; nothing allocates after it.
+//! - **Fixed memory.** `16 * CAP` bytes of slots and `32 * B` bytes of
+//!   memory (48 bytes a slot by default), allocated and written by the
+//!   constructors, and the store's few words; nothing allocates after
+//!   them.
 //!
 //! # Under a flood
 //!
@@ -84,15 +87,20 @@
 //! only for a false positive in a generation still ahead (above). While
 //! the flood is about 10x the table per burst period, that is a few
 //! percent; past it, the generations fill: at 100x and more, most
-//! first-time users of a burst-1 quota are refused (the crate's README,
-//! "Numbers": 10x, 100x and a key a microsecond, bursts 1 and 5). No
-//! fixed memory of 48 bytes a slot reaches 95% there: to refuse
-//! every flood key that comes back within its burst period while
-//! admitting a share `1 - e` of new keys, a memory holds at least
-//! `log2(1/e)` bits per flood key live (an approximate membership
-//! filter's bound); at 100x the table it has 3.8 bits a key (at best 93%
-//! of a burst-1 quota's newcomers), at a key a microsecond for 16 seconds
-//! 1.6 bits (at best 66% at the end).
+//! first-time users of a burst-1 quota are refused with the default
+//! memory of 32 bytes a slot (the crate's README, "Numbers": 10x, 100x
+//! and a key a microsecond, bursts 1 and 5). No memory of 32 bytes a slot
+//! reaches 95% there: to refuse every flood key that comes back within
+//! its burst period while admitting a share `1 - e` of new keys, a memory
+//! holds at least `log2(1/e)` bits per flood key live (an approximate
+//! membership filter's bound); at 100x the table it has 3.8 bits a key
+//! (at best 93% of a burst-1 quota's newcomers), at a key a microsecond
+//! for 16 seconds 1.6 bits (at best 66% at the end). A store that expects
+//! such floods takes more memory with [`KeyedStore::with_memory`]: eight
+//! times the bits a flood key at 256 bytes a slot, 32 times at 1 KiB (the
+//! README's numbers give the share of first-time users each admits),
+//! still a fixed amount, where governor's `DashMap` store holds every key
+//! of the last burst period.
 //!
 //! # Progress
 //!
@@ -308,6 +316,18 @@ pub enum CapacityError {
         /// The capacity asked for.
         capacity: usize,
     },
+    /// A memory of evicted keys ([`KeyedStore::with_memory`]) smaller than
+    /// one 32-byte block.
+    MemoryTooSmall {
+        /// The bytes asked for.
+        bytes: usize,
+    },
+    /// A memory of evicted keys ([`KeyedStore::with_memory`]) of `bytes`
+    /// could not be allocated.
+    MemoryOutOfMemory {
+        /// The bytes asked for.
+        bytes: usize,
+    },
 }
 
 impl fmt::Display for CapacityError {
@@ -317,6 +337,14 @@ impl fmt::Display for CapacityError {
             CapacityError::OutOfMemory { capacity } => {
                 write!(f, "a KeyedStore of {capacity} slots could not be allocated")
             }
+            CapacityError::MemoryTooSmall { bytes } => write!(
+                f,
+                "a KeyedStore's memory of evicted keys needs at least 32 bytes, not {bytes}"
+            ),
+            CapacityError::MemoryOutOfMemory { bytes } => write!(
+                f,
+                "a KeyedStore's memory of evicted keys of {bytes} bytes could not be allocated"
+            ),
         }
     }
 }
@@ -501,6 +529,70 @@ impl<K, S> KeyedStore<K, S> {
     /// ```
     pub fn capacity(&self) -> usize {
         self.table.capacity()
+    }
+
+    /// The store with a memory of evicted keys of `bytes` (whole 32-byte
+    /// blocks) in place of its 32 bytes a slot, for floods of new keys
+    /// far past the table (crate docs, "Under a flood"): more blocks keep
+    /// more evicted keys apart, so fewer first-time users start from a
+    /// flood key's arrival time. Exactness does not depend on it. Call it
+    /// on a new store, as [`with_quota`](Self::with_quota) (whose quota it
+    /// keeps): the store it returns has the same number of slots, all
+    /// free. Panics with the reason if `bytes` is less than 32 or cannot
+    /// be allocated ([`try_with_memory`](Self::try_with_memory) returns
+    /// it).
+    ///
+    /// ```
+    /// use governor::{clock::DefaultClock, Quota, RateLimiter};
+    /// use leaparray_governor::{KeyedRateLimiter, KeyedStore};
+    /// use nonzero_ext::nonzero;
+    ///
+    /// // 65,536 slots and 1 KiB of memory a slot: a flood of a new key
+    /// // every microsecond (about 900 times the table per minute).
+    /// let quota = Quota::per_minute(nonzero!(5u32));
+    /// let store = KeyedStore::with_capacity(65_536).with_quota(quota).with_memory(64 << 20);
+    /// assert_eq!(store.memory(), 64 << 20);
+    /// let limiter: KeyedRateLimiter<u64> = RateLimiter::new(quota, store, DefaultClock::default());
+    /// assert!(limiter.check_key(&1).is_ok());
+    /// ```
+    #[must_use]
+    pub fn with_memory(self, bytes: usize) -> Self {
+        match self.try_with_memory(bytes) {
+            Ok(s) => s,
+            Err(e) => panic!("KeyedStore::with_memory: {e}"),
+        }
+    }
+
+    /// As [`with_memory`](Self::with_memory), with the error in place of
+    /// the panic.
+    ///
+    /// ```
+    /// use leaparray_governor::{CapacityError, KeyedStore};
+    /// let store = KeyedStore::<u64>::with_capacity(64);
+    /// assert_eq!(store.try_with_memory(31).unwrap_err(), CapacityError::MemoryTooSmall { bytes: 31 });
+    /// let store = KeyedStore::<u64>::with_capacity(64);
+    /// let e = store.try_with_memory(usize::MAX).unwrap_err();
+    /// assert_eq!(e, CapacityError::MemoryOutOfMemory { bytes: usize::MAX });
+    /// let store = KeyedStore::<u64>::with_capacity(64).try_with_memory(100).unwrap();
+    /// assert_eq!(store.memory(), 96); // whole blocks
+    /// ```
+    pub fn try_with_memory(self, bytes: usize) -> Result<Self, CapacityError> {
+        Ok(KeyedStore {
+            table: self.table.try_with_memory(bytes)?,
+            hasher: self.hasher,
+            key: PhantomData,
+        })
+    }
+
+    /// Bytes of the memory of evicted keys: 32 a slot, or what
+    /// [`with_memory`](Self::with_memory) set.
+    ///
+    /// ```
+    /// use leaparray_governor::KeyedStore;
+    /// assert_eq!(KeyedStore::<u32>::with_capacity(100).memory(), 3_200);
+    /// ```
+    pub fn memory(&self) -> usize {
+        self.table.memory()
     }
 }
 

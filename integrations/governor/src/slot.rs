@@ -39,8 +39,9 @@
 //! [`Table::set_horizon`]; a minute if the store is not told) over
 //! `PLANES - 1`, rounded up. [`PLANES`] planes hold the live
 //! generations, generation `g` in plane `g mod PLANES`, each plane with
-//! its generation's id (`ids`). Each slot brings one 32-byte block of
-//! [`PLANES`] words, one per plane; a key's block and the [`BITS`] bits
+//! its generation's id (`ids`). The memory is `C` 32-byte blocks of
+//! [`PLANES`] words, one per plane (one block a slot, or as many as
+//! `KeyedStore::with_memory` asks for); a key's block and the [`BITS`] bits
 //! it sets in a word (of 48; the top 16 bits are the word's generation
 //! tag, `g mod 2^16`) are hashes of its fingerprint. A key's words are one
 //! aligned block: its estimate reads one cache line.
@@ -244,6 +245,9 @@ const fn tag(g: u64) -> u64 {
 #[repr(align(32))]
 struct Block([AtomicU64; PLANES]);
 
+/// Bytes of a [`Block`]: the memory's quantum.
+pub(crate) const BLOCK_BYTES: usize = core::mem::size_of::<Block>();
+
 /// Who calls the table: the key's fingerprint and the attempts of its
 /// call that failed (module docs, "Progress").
 #[derive(Clone, Copy)]
@@ -367,7 +371,7 @@ impl Policy for Gcra {
     /// Nothing under loom: a load whose value is dropped changes no
     /// outcome, and would only multiply the interleavings.
     fn evicting(&self, fp: u64, victim: u64, _: Caller) {
-        if cfg!(leaparray_loom) || self.blocks.len() * core::mem::size_of::<Block>() <= 1 << 20 {
+        if cfg!(leaparray_loom) || self.blocks.len() * BLOCK_BYTES <= 1 << 20 {
             return;
         }
         for f in [victim, fp] {
@@ -477,24 +481,36 @@ impl Policy for Gcra {
 pub(crate) struct Table(leaparray::keyed::Table<Gcra, Box<[Slot]>>);
 
 impl Table {
-    /// `cap` free slots and an empty memory: the only allocations
-    /// (`CapacityError`: `cap == 0`, or more than can be allocated).
+    /// `cap` free slots and an empty memory of one block a slot: the only
+    /// allocations (`CapacityError`: `cap == 0`, or more than can be
+    /// allocated).
     pub(crate) fn try_new(cap: usize) -> Result<Self, CapacityError> {
+        Self::try_with_blocks(cap, cap, CapacityError::OutOfMemory { capacity: cap })
+    }
+
+    /// `cap` free slots and an empty memory of `blocks` blocks; `oom` if
+    /// the memory cannot be allocated.
+    fn try_with_blocks(
+        cap: usize,
+        blocks: usize,
+        oom: CapacityError,
+    ) -> Result<Self, CapacityError> {
         if cap == 0 {
             return Err(CapacityError::Zero);
         }
-        let oom = CapacityError::OutOfMemory { capacity: cap };
         let mut slots = Vec::new();
-        slots.try_reserve_exact(cap).map_err(|_| oom)?;
+        slots
+            .try_reserve_exact(cap)
+            .map_err(|_| CapacityError::OutOfMemory { capacity: cap })?;
         slots.extend((0..cap).map(|_| Slot::new()));
-        let mut blocks = Vec::new();
-        blocks.try_reserve_exact(cap).map_err(|_| oom)?;
+        let mut memory = Vec::new();
+        memory.try_reserve_exact(blocks).map_err(|_| oom)?;
         // Written (not calloc'd) so their pages are resident from `new`.
-        blocks.extend((0..cap).map(|_| Block(core::array::from_fn(|_| AtomicU64::new(0)))));
+        memory.extend((0..blocks).map(|_| Block(core::array::from_fn(|_| AtomicU64::new(0)))));
         let mut t = Table(leaparray::keyed::Table::new(
             slots.into_boxed_slice(),
             Gcra {
-                blocks: blocks.into_boxed_slice(),
+                blocks: memory.into_boxed_slice(),
                 ids: core::array::from_fn(|_| AtomicU64::new(0)),
                 floor: AtomicU64::new(0),
                 width: AtomicU64::new(1),
@@ -504,6 +520,25 @@ impl Table {
         ));
         t.set_horizon(DEFAULT_HORIZON);
         Ok(t)
+    }
+
+    /// A new table of this one's slots count and horizon, its slots free,
+    /// with an empty memory of `bytes` (whole blocks of [`BLOCK_BYTES`]).
+    pub(crate) fn try_with_memory(&self, bytes: usize) -> Result<Self, CapacityError> {
+        let blocks = bytes / BLOCK_BYTES;
+        if blocks == 0 {
+            return Err(CapacityError::MemoryTooSmall { bytes });
+        }
+        let oom = CapacityError::MemoryOutOfMemory { bytes };
+        let mut t = Self::try_with_blocks(self.capacity(), blocks, oom)?;
+        // ORDERING: written only through `&mut` (`set_horizon`).
+        t.set_horizon(self.0.policy().horizon.load(Relaxed));
+        Ok(t)
+    }
+
+    /// Bytes of the memory of evicted keys.
+    pub(crate) fn memory(&self) -> usize {
+        self.0.policy().blocks.len() * BLOCK_BYTES
     }
 
     /// Sizes the memory's generations for a quota whose burst refills in
@@ -659,5 +694,22 @@ where
                 v = v.saturating_add(step).min(MAX_TAT.get());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_memory_keeps_the_slots_count_and_the_horizon() {
+        let mut t = Table::try_new(64).unwrap();
+        t.set_horizon(3_000);
+        let m = t.try_with_memory(1000).unwrap();
+        assert_eq!((m.capacity(), m.memory()), (64, 992));
+        let (old, new) = (t.0.policy(), m.0.policy());
+        assert_eq!(new.horizon.load(Relaxed), 3_000);
+        assert_eq!(new.width(), old.width());
+        assert_eq!(new.width(), 1_000);
     }
 }
