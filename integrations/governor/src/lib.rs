@@ -538,9 +538,11 @@ impl<K, S> KeyedStore<K, S> {
     /// flood key's arrival time. Exactness does not depend on it. Call it
     /// on a new store, as [`with_quota`](Self::with_quota) (whose quota it
     /// keeps): the store it returns has the same number of slots, all
-    /// free. Panics with the reason if `bytes` is less than 32 or cannot
-    /// be allocated ([`try_with_memory`](Self::try_with_memory) returns
-    /// it).
+    /// free, and on a used store what it held (its keys' arrival times
+    /// and its memory) becomes one floor that every key starts from until
+    /// its time passes: refused more, never admitted more. Panics with the
+    /// reason if `bytes` is less than 32 or cannot be allocated
+    /// ([`try_with_memory`](Self::try_with_memory) returns it).
     ///
     /// ```
     /// use governor::{clock::DefaultClock, Quota, RateLimiter};
@@ -576,7 +578,7 @@ impl<K, S> KeyedStore<K, S> {
     /// let store = KeyedStore::<u64>::with_capacity(64).try_with_memory(100).unwrap();
     /// assert_eq!(store.memory(), 96); // whole blocks
     /// ```
-    pub fn try_with_memory(self, bytes: usize) -> Result<Self, CapacityError> {
+    pub fn try_with_memory(mut self, bytes: usize) -> Result<Self, CapacityError> {
         Ok(KeyedStore {
             table: self.table.try_with_memory(bytes)?,
             hasher: self.hasher,

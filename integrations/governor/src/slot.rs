@@ -523,16 +523,30 @@ impl Table {
     }
 
     /// A new table of this one's slots count and horizon, its slots free,
-    /// with an empty memory of `bytes` (whole blocks of [`BLOCK_BYTES`]).
-    pub(crate) fn try_with_memory(&self, bytes: usize) -> Result<Self, CapacityError> {
+    /// with a memory of `bytes` (whole blocks of [`BLOCK_BYTES`]) empty
+    /// but for its floor: every TAT this table holds (its slots' values,
+    /// its floor, the end of each generation its planes hold) is at most
+    /// the new floor, so a key of this table starts in the new one from a
+    /// time at or after its own (module docs, "Why an estimate is never
+    /// below what a key booked"). Called with `&mut`: no call races it.
+    pub(crate) fn try_with_memory(&mut self, bytes: usize) -> Result<Self, CapacityError> {
         let blocks = bytes / BLOCK_BYTES;
         if blocks == 0 {
             return Err(CapacityError::MemoryTooSmall { bytes });
         }
         let oom = CapacityError::MemoryOutOfMemory { bytes };
         let mut t = Self::try_with_blocks(self.capacity(), blocks, oom)?;
-        // ORDERING: written only through `&mut` (`set_horizon`).
-        t.set_horizon(self.0.policy().horizon.load(Relaxed));
+        let old = self.0.policy();
+        // ORDERING: `&mut self`: every write to this table happened before.
+        t.set_horizon(old.horizon.load(Relaxed));
+        let width = old.width();
+        let held = self.0.iter().filter_map(|s| s.value());
+        let ends = old
+            .ids
+            .iter()
+            .map(|id| id.load(Relaxed).saturating_mul(width));
+        let floor = held.chain(ends).fold(old.floor.load(Relaxed), u64::max);
+        t.0.policy().lift(floor);
         Ok(t)
     }
 
@@ -705,11 +719,16 @@ mod tests {
     fn a_new_memory_keeps_the_slots_count_and_the_horizon() {
         let mut t = Table::try_new(64).unwrap();
         t.set_horizon(3_000);
-        let m = t.try_with_memory(1000).unwrap();
+        let mut m = t.try_with_memory(1000).unwrap();
         assert_eq!((m.capacity(), m.memory()), (64, 992));
         let (old, new) = (t.0.policy(), m.0.policy());
         assert_eq!(new.horizon.load(Relaxed), 3_000);
         assert_eq!(new.width(), old.width());
         assert_eq!(new.width(), 1_000);
+        assert_eq!(new.floor.load(Relaxed), 0);
+        assert_eq!(
+            m.try_with_memory(31).err(),
+            Some(CapacityError::MemoryTooSmall { bytes: 31 })
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! whose probe is full evicts the key with the earliest arrival time, an
 //! evicted key returns with what it had booked (the memory of evicted
 //! arrival times), and a late caller of a key freed by `retain_recent` is
-//! limited by the key's freed arrival time. Driven by governor's `RateLimiter` where a shared
+//! limited by the key's freed arrival time, and a used store given a new
+//! memory (`with_memory`) keeps its keys within their quota. Driven by
+//! governor's `RateLimiter` where a shared
 //! clock is enough, and by a copy of governor's GCRA closure
 //! (`gcra::test_and_update`) where two callers need different `now`s.
 
@@ -174,4 +176,19 @@ fn a_late_caller_of_a_freed_key_starts_from_its_freed_arrival_time() {
     assert_eq!(decide(&store, 1, 105, 10, 0), Err(110));
     // A caller at or after that time decides as for a new key.
     assert_eq!(decide(&store, 1, 110, 10, 0), Ok(120));
+}
+
+/// A used store given a new memory (`with_memory`) keeps every key it
+/// held within its quota: what it held becomes the new store's floor.
+#[test]
+fn a_used_store_given_a_new_memory_admits_no_key_over_its_quota() {
+    let (t, tau) = (1_000, 0); // burst 1: one cell a microsecond
+    let store = KeyedStore::<u32>::with_capacity(64);
+    assert_eq!(decide(&store, 7, 5_000, t, tau), Ok(6_000));
+    let store = store.with_memory(4096);
+    assert_eq!(store.memory(), 4096);
+    // Key 7 spent its burst until 6,000; so does every key, from the floor.
+    assert_eq!(decide(&store, 7, 5_500, t, tau), Err(6_000));
+    assert_eq!(decide(&store, 8, 5_500, t, tau), Err(6_000));
+    assert_eq!(decide(&store, 7, 6_000, t, tau), Ok(7_000));
 }
