@@ -36,7 +36,9 @@
 //!   up to a third of that period late: "The memory of evicted keys",
 //!   below), each decision is the one governor's `DashMap` store makes,
 //!   request for request, `retain_recent` included, for callers on one
-//!   clock (`tests/differential.rs`).
+//!   clock (`tests/differential.rs`). A used store given a new memory
+//!   ([`KeyedStore::with_memory`]) is not: its keys come back as evicted
+//!   keys do, and what its old memory held is a floor for every key.
 //! - **No key past its quota.** An update swaps the whole slot from exactly
 //!   the value governor's closure saw (its "update only if unchanged",
 //!   leaparray's keyed slot table, `leaparray::keyed::Table`). A new key whose probe (16 slots) is full evicts the
@@ -62,7 +64,7 @@
 //!   quota, a store not told assumes `D` is a minute), four generations at
 //!   once, a key's 3 bits per generation in one 48-bit word of one of
 //!   `B` 32-byte blocks (`B = CAP`, one a slot, unless
-//!   [`KeyedStore::with_memory`] sets more). A key with no arrival time of
+//!   [`KeyedStore::with_memory`] sets another size). A key with no arrival time of
 //!   its own starts from another's when (a) other keys' bits cover its own
 //!   in a generation still ahead (a false positive: with `n` keys evicted
 //!   per generation, about `(1 - e^(-3n / (48 * B)))^3` per generation),
@@ -89,18 +91,18 @@
 //! percent; past it, the generations fill: at 100x and more, most
 //! first-time users of a burst-1 quota are refused with the default
 //! memory of 32 bytes a slot (the crate's README, "Numbers": 10x, 100x
-//! and a key a microsecond, bursts 1 and 5). No memory of 32 bytes a slot
-//! reaches 95% there: to refuse every flood key that comes back within
-//! its burst period while admitting a share `1 - e` of new keys, a memory
-//! holds at least `log2(1/e)` bits per flood key live (an approximate
-//! membership filter's bound); at 100x the table it has 3.8 bits a key
-//! (at best 93% of a burst-1 quota's newcomers), at a key a microsecond
-//! for 16 seconds 1.6 bits (at best 66% at the end). A store that expects
-//! such floods takes more memory with [`KeyedStore::with_memory`]: eight
-//! times the bits a flood key at 256 bytes a slot, 32 times at 1 KiB (the
-//! README's numbers give the share of first-time users each admits),
-//! still a fixed amount, where governor's `DashMap` store holds every key
-//! of the last burst period.
+//! and a key a microsecond, bursts 1 and 5). No store of 48 bytes a slot
+//! (16 of slot and 32 of memory) reaches 95% there: to refuse every flood
+//! key that comes back within its burst period while admitting a share
+//! `1 - e` of new keys, a store holds at least `log2(1/e)` bits per flood
+//! key live (an approximate membership filter's bound); at 100x the table
+//! it has 3.8 bits a key (at best 93% of a burst-1 quota's newcomers), at
+//! a key a microsecond for 16 seconds 1.6 bits (at best 66% at the end).
+//! A store that expects such floods takes more memory with
+//! [`KeyedStore::with_memory`]: 8 times the memory's bits a flood key at
+//! 256 bytes a slot, 32 times at 1 KiB (the README's numbers give the
+//! share of first-time users each admits), still a fixed amount, where
+//! governor's `DashMap` store holds every key of the last burst period.
 //!
 //! # Progress
 //!
@@ -535,14 +537,16 @@ impl<K, S> KeyedStore<K, S> {
     /// blocks) in place of its 32 bytes a slot, for floods of new keys
     /// far past the table (crate docs, "Under a flood"): more blocks keep
     /// more evicted keys apart, so fewer first-time users start from a
-    /// flood key's arrival time. Exactness does not depend on it. Call it
-    /// on a new store, as [`with_quota`](Self::with_quota) (whose quota it
-    /// keeps): the store it returns has the same number of slots, all
-    /// free, and on a used store what it held (its keys' arrival times
-    /// and its memory) becomes one floor that every key starts from until
-    /// its time passes: refused more, never admitted more. Panics with the
-    /// reason if `bytes` is less than 32 or cannot be allocated
-    /// ([`try_with_memory`](Self::try_with_memory) returns it).
+    /// flood key's arrival time. Exactness does not depend on it. It keeps
+    /// the quota told by [`with_quota`](Self::with_quota), and on a used
+    /// store what the store held: every key with a slot is folded into
+    /// the new memory as an eviction folds it (it comes back with its
+    /// arrival time or later), and what the old memory held becomes one
+    /// floor that every key starts from until its time passes (refused
+    /// more, never admitted more). Panics with the reason if `bytes` is
+    /// less than 32 or cannot be allocated
+    /// ([`try_set_memory`](Self::try_set_memory) returns it and keeps the
+    /// store as it was).
     ///
     /// ```
     /// use governor::{clock::DefaultClock, Quota, RateLimiter};
@@ -558,32 +562,32 @@ impl<K, S> KeyedStore<K, S> {
     /// assert!(limiter.check_key(&1).is_ok());
     /// ```
     #[must_use]
-    pub fn with_memory(self, bytes: usize) -> Self {
-        match self.try_with_memory(bytes) {
-            Ok(s) => s,
-            Err(e) => panic!("KeyedStore::with_memory: {e}"),
+    pub fn with_memory(mut self, bytes: usize) -> Self {
+        if let Err(e) = self.try_set_memory(bytes) {
+            panic!("KeyedStore::with_memory: {e}");
         }
+        self
     }
 
-    /// As [`with_memory`](Self::with_memory), with the error in place of
-    /// the panic.
+    /// As [`with_memory`](Self::with_memory), in place, with the error in
+    /// place of the panic: `MemoryTooSmall` for less than 32 bytes,
+    /// `MemoryOutOfMemory` for a memory that cannot be allocated,
+    /// `OutOfMemory` if the slots cannot be allocated again. On an error
+    /// the store is as it was.
     ///
     /// ```
     /// use leaparray_governor::{CapacityError, KeyedStore};
-    /// let store = KeyedStore::<u64>::with_capacity(64);
-    /// assert_eq!(store.try_with_memory(31).unwrap_err(), CapacityError::MemoryTooSmall { bytes: 31 });
-    /// let store = KeyedStore::<u64>::with_capacity(64);
-    /// let e = store.try_with_memory(usize::MAX).unwrap_err();
-    /// assert_eq!(e, CapacityError::MemoryOutOfMemory { bytes: usize::MAX });
-    /// let store = KeyedStore::<u64>::with_capacity(64).try_with_memory(100).unwrap();
+    /// let mut store = KeyedStore::<u64>::with_capacity(64);
+    /// assert_eq!(store.try_set_memory(31), Err(CapacityError::MemoryTooSmall { bytes: 31 }));
+    /// let e = store.try_set_memory(usize::MAX);
+    /// assert_eq!(e, Err(CapacityError::MemoryOutOfMemory { bytes: usize::MAX }));
+    /// assert_eq!(store.memory(), 64 * 32); // as it was
+    /// store.try_set_memory(100).unwrap();
     /// assert_eq!(store.memory(), 96); // whole blocks
     /// ```
-    pub fn try_with_memory(mut self, bytes: usize) -> Result<Self, CapacityError> {
-        Ok(KeyedStore {
-            table: self.table.try_with_memory(bytes)?,
-            hasher: self.hasher,
-            key: PhantomData,
-        })
+    pub fn try_set_memory(&mut self, bytes: usize) -> Result<(), CapacityError> {
+        self.table = self.table.try_with_memory(bytes)?;
+        Ok(())
     }
 
     /// Bytes of the memory of evicted keys: 32 a slot, or what

@@ -523,30 +523,39 @@ impl Table {
     }
 
     /// A new table of this one's slots count and horizon, its slots free,
-    /// with a memory of `bytes` (whole blocks of [`BLOCK_BYTES`]) empty
-    /// but for its floor: every TAT this table holds (its slots' values,
-    /// its floor, the end of each generation its planes hold) is at most
-    /// the new floor, so a key of this table starts in the new one from a
-    /// time at or after its own (module docs, "Why an estimate is never
-    /// below what a key booked"). Called with `&mut`: no call races it.
-    pub(crate) fn try_with_memory(&mut self, bytes: usize) -> Result<Self, CapacityError> {
+    /// with a memory of `bytes` (whole blocks of [`BLOCK_BYTES`]) that
+    /// holds what this table held: every key with a value is folded into
+    /// it as an eviction folds its victim, and every TAT this memory held
+    /// (its floor, the end of each generation its planes hold) goes to the
+    /// new floor. So a key of this table starts in the new one from a time
+    /// at or after its own (module docs, "Why an estimate is never below
+    /// what a key booked"). This table is only read: on an error it is as
+    /// it was. Called with `&self` of a store its owner holds by `&mut`: no
+    /// call races it.
+    pub(crate) fn try_with_memory(&self, bytes: usize) -> Result<Self, CapacityError> {
         let blocks = bytes / BLOCK_BYTES;
         if blocks == 0 {
             return Err(CapacityError::MemoryTooSmall { bytes });
         }
         let oom = CapacityError::MemoryOutOfMemory { bytes };
-        let mut t = Self::try_with_blocks(self.capacity(), blocks, oom)?;
-        let old = self.0.policy();
-        // ORDERING: `&mut self`: every write to this table happened before.
-        t.set_horizon(old.horizon.load(Relaxed));
+        let t = Self::try_with_blocks(self.capacity(), blocks, oom)?;
+        let (old, new) = (self.0.policy(), t.0.policy());
+        // ORDERING: `&mut` of the store: every write to this table
+        // happened before, and the new table is not shared yet.
+        new.width.store(old.width(), Relaxed);
+        new.horizon.store(old.horizon.load(Relaxed), Relaxed);
+        new.high.store(old.high.load(Relaxed), Relaxed);
         let width = old.width();
-        let held = self.0.iter().filter_map(|s| s.value());
         let ends = old
             .ids
             .iter()
             .map(|id| id.load(Relaxed).saturating_mul(width));
-        let floor = held.chain(ends).fold(old.floor.load(Relaxed), u64::max);
-        t.0.policy().lift(floor);
+        new.lift(ends.fold(old.floor.load(Relaxed), u64::max));
+        for s in self.0.iter() {
+            if let Some(tat) = s.value() {
+                new.fold(s.fingerprint(), s.tag(), tat, Caller::QUIET);
+            }
+        }
         Ok(t)
     }
 
@@ -719,7 +728,7 @@ mod tests {
     fn a_new_memory_keeps_the_slots_count_and_the_horizon() {
         let mut t = Table::try_new(64).unwrap();
         t.set_horizon(3_000);
-        let mut m = t.try_with_memory(1000).unwrap();
+        let m = t.try_with_memory(1000).unwrap();
         assert_eq!((m.capacity(), m.memory()), (64, 992));
         let (old, new) = (t.0.policy(), m.0.policy());
         assert_eq!(new.horizon.load(Relaxed), 3_000);
