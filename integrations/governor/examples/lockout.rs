@@ -44,12 +44,9 @@ fn main() -> ExitCode {
             ),
         ] {
             let ours = MEMORY.map(|bytes| {
-                let store = KeyedStore::<u64>::with_capacity(CAP).with_quota(s.quota());
-                let store = if bytes == store.memory() {
-                    store
-                } else {
-                    store.with_memory(bytes)
-                };
+                let store = KeyedStore::<u64>::with_capacity(CAP)
+                    .with_quota(s.quota())
+                    .with_memory(bytes);
                 run(&s, store)
             });
             let theirs = run(&s, DashMapStateStore::<u64>::default());
