@@ -9,7 +9,19 @@
 //! - `HeapLocalKeyedGate<2>` of 2^21 slots (default policy) and its floor:
 //!   a plain table of `[key, word]` owned by one thread (not leaparray:
 //!   linear probe for the key, a count and window id in the word compared
-//!   with the limit, a store; no sliding window, no insertion, no demand).
+//!   with the limit, a store; no sliding window, no insertion, no demand);
+//! - two floors of a table that threads share (not leaparray): the same
+//!   probe and decision, but each slot loaded and swapped atomically.
+//!   *16-byte*: key and word in one `portable_atomic::AtomicU128` (a
+//!   `KeyedGate` slot's type), one 16-byte load and one 16-byte
+//!   compare-and-swap per decision, as a table pays whose key and word
+//!   change together; *8-byte*: the key and the word in two `AtomicU64`s,
+//!   the word swapped alone (8 bytes), as a table would pay whose key
+//!   never changes under a decision. And the 16-byte floor with 48
+//!   rounds of a mixer on the key (about 150 instructions, four
+//!   independent chains, the result discarded) that neither its load nor
+//!   its swap waits for: what a decision's own work costs beside its miss
+//!   and its swap.
 //!
 //! ```text
 //! cargo run --release -p leaparray-benches --bin keyed_vs [-- --rounds R]
@@ -25,10 +37,13 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
 use leaparray::{Decision, KeyedGate};
+use portable_atomic::AtomicU128;
+
 use leaparray_benches::{keyed_governor, warm_gate, warm_governor, Keys};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
@@ -107,6 +122,113 @@ impl Floor {
     }
 }
 
+/// The floor of a shared table: `[key | word]` in one 16-byte atomic.
+struct SharedFloor16 {
+    slots: Vec<AtomicU128>,
+}
+
+impl SharedFloor16 {
+    fn new(keys: &[u64]) -> SharedFloor16 {
+        let plain = Floor::new(keys);
+        let slots = plain
+            .slots
+            .iter()
+            .map(|s| AtomicU128::new((u128::from(s[0]) << 64) | u128::from(s[1])))
+            .collect();
+        SharedFloor16 { slots }
+    }
+
+    #[inline(always)]
+    fn decide(&self, key: u64, now: u64, n: u64) -> bool {
+        self.decide_padded::<0>(key, now, n)
+    }
+
+    /// [`decide`](Self::decide) with `PAD` rounds of a 64-bit mixer on the
+    /// key (a shift, a xor and a multiply each), in four independent
+    /// chains whose result is discarded: work that neither the slot's load
+    /// nor the swap waits for.
+    #[inline(always)]
+    fn decide_padded<const PAD: usize>(&self, key: u64, now: u64, n: u64) -> bool {
+        let mix = |h: u64| (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let mut h = [key, key ^ 1, key ^ 2, key ^ 3];
+        for _ in 0..PAD / 4 {
+            h = h.map(mix);
+        }
+        black_box(h);
+        let mut s = Floor::home(key);
+        let mut v = self.slots[s].load(Ordering::Acquire);
+        while (v >> 64) as u64 != key {
+            s = (s + 1) & (CAP - 1);
+            v = self.slots[s].load(Ordering::Acquire);
+        }
+        let window = now / WINDOW.get();
+        loop {
+            let w = v as u64;
+            let count = if w >> 32 == window {
+                w & 0xffff_ffff
+            } else {
+                0
+            };
+            if count + n > LIMIT {
+                return false;
+            }
+            let new = (v >> 64 << 64) | u128::from((window << 32) | (count + n));
+            match self.slots[s].compare_exchange_weak(v, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return true,
+                Err(now_v) => v = now_v,
+            }
+        }
+    }
+}
+
+/// The floor of a shared table whose word is swapped alone: `[key, word]`
+/// in two `AtomicU64`s.
+struct SharedFloor8 {
+    slots: Vec<[AtomicU64; 2]>,
+}
+
+impl SharedFloor8 {
+    fn new(keys: &[u64]) -> SharedFloor8 {
+        let plain = Floor::new(keys);
+        let slots = plain
+            .slots
+            .iter()
+            .map(|s| [AtomicU64::new(s[0]), AtomicU64::new(s[1])])
+            .collect();
+        SharedFloor8 { slots }
+    }
+
+    #[inline(always)]
+    fn decide(&self, key: u64, now: u64, n: u64) -> bool {
+        let mut s = Floor::home(key);
+        while self.slots[s][0].load(Ordering::Acquire) != key {
+            s = (s + 1) & (CAP - 1);
+        }
+        let window = now / WINDOW.get();
+        let mut w = self.slots[s][1].load(Ordering::Acquire);
+        loop {
+            let count = if w >> 32 == window {
+                w & 0xffff_ffff
+            } else {
+                0
+            };
+            if count + n > LIMIT {
+                return false;
+            }
+            let new = (window << 32) | (count + n);
+            match self.slots[s][1].compare_exchange_weak(
+                w,
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now_w) => w = now_w,
+            }
+        }
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -133,8 +255,11 @@ fn main() {
         assert_eq!(local.try_acquire(k, 0, 1), Decision::Pass);
     }
     let mut floor = Floor::new(&keys.set);
+    let floor16 = SharedFloor16::new(&keys.set);
+    let floor8 = SharedFloor8::new(&keys.set);
 
     let (mut ie, mut ir, mut ig, mut il, mut ifl) = (0, 0, 0, 0, 0);
+    let (mut if16, mut ifp, mut if8) = (0, 0, 0);
     let mut gov_now = 0u64;
     let mut contestants: Vec<Contestant> = vec![
         (
@@ -177,8 +302,19 @@ fn main() {
             "floor: plain single-writer table",
             Box::new(|| round(&keys, &mut ifl, |k, t| floor.decide(k, t, 1))),
         ),
+        (
+            "floor: shared table, 16-byte swap",
+            Box::new(|| round(&keys, &mut if16, |k, t| floor16.decide(k, t, 1))),
+        ),
+        (
+            "floor: shared table, 16-byte swap, 48 rounds of a mixer beside it",
+            Box::new(|| round(&keys, &mut ifp, |k, t| floor16.decide_padded::<48>(k, t, 1))),
+        ),
+        (
+            "floor: shared table, 8-byte swap",
+            Box::new(|| round(&keys, &mut if8, |k, t| floor8.decide(k, t, 1))),
+        ),
     ];
-    // SCRATCH: more contestants here.
 
     println!(
         "{rounds} interleaved rounds of {ROUND} decisions each, medians; load average at start: {}",
@@ -202,8 +338,8 @@ fn main() {
     println!("Evict / governor: {:.2}x", med[0] / med[2]);
     println!("Refuse / governor: {:.2}x", med[1] / med[2]);
     println!("LocalKeyedGate / floor: {:.2}x", med[3] / med[4]);
-    for (i, c) in contestants.iter().enumerate().skip(5) {
-        println!("Evict / {}: {:.2}x", c.0, med[0] / med[i]);
-    }
+    println!("Evict / 16-byte floor: {:.2}x", med[0] / med[5]);
+    println!("16-byte floor / governor: {:.2}x", med[5] / med[2]);
+    println!("8-byte floor / governor: {:.2}x", med[7] / med[2]);
     println!("load average at end: {}", load());
 }
