@@ -523,6 +523,29 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     {
         let (home, fp) = (self.home_of(place), place.fp);
         let p = &self.policy;
+        // (`get`: a table of no slots has no home slot.)
+        if let (None, Some(cell)) = (first, self.slots().get(home)) {
+            // The common case, the key's value in its home slot: the scan's
+            // first step alone (`f` decides on a fresh read, the swap is
+            // from exactly what it saw). Anything else, or a failed swap,
+            // scans.
+            let s = cell.load();
+            if fp_of(key_of(s)) == fp && word(s) & USED != 0 {
+                match f(key_of(s) as u8, value_of(word(s))) {
+                    Step::Keep(out) => return Some(out),
+                    Step::Write {
+                        tag,
+                        word: new,
+                        out,
+                    } => {
+                        let next = slot((fp << 8) | u64::from(tag), new.get() | USED);
+                        if cell.swap(s, next).is_ok() {
+                            return Some(out);
+                        }
+                    }
+                }
+            }
+        }
         let mut first = first.map(|s| s.0);
         'scan: loop {
             // This pass's read of the home slot, if it is `first`.
