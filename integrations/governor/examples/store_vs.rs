@@ -58,6 +58,7 @@ impl<S: StateStore<Key = u64>> Contestant<S> {
 
     /// `ROUND` decisions from where the last round stopped (the body of
     /// `benches/store.rs`'s iteration); nanoseconds per decision.
+    #[allow(clippy::manual_is_multiple_of)] // the clock step written as in benches/store.rs
     fn round(&mut self, seq: &[u64]) -> f64 {
         let mut refused = 0u64;
         let start = Instant::now();
