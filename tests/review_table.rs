@@ -336,6 +336,22 @@ fn an_empty_table_answers_without_panicking() {
     );
 }
 
+/// The same table, updated with an earlier read of its home slot (what a
+/// burst passes, from `peek`): no room, no panic. Red if the check that
+/// the earlier read is still current indexes the empty slice (found by a
+/// hostile review).
+#[test]
+fn an_empty_table_answers_an_update_with_an_earlier_read_without_panicking() {
+    let t: Table<Keep, Box<[Slot]>> = Table::new(Vec::new().into_boxed_slice(), Keep);
+    for h in [0u64, 1, u64::MAX, 1 << 63] {
+        let place = t.place(h);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            t.update(place, Some(t.peek(place)), (), |_, _| Step::Keep(()))
+        }));
+        assert_eq!(r.ok(), Some(None), "hash {h}: no room, without a panic");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // (d) The word's top bit.
 // ---------------------------------------------------------------------------

@@ -632,7 +632,8 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                     }
                 }
             }
-            if early.is_some_and(|s| self.slots()[home].load() != s) {
+            // (`get`: a table of no slots has no home slot, and no room.)
+            if early.is_some_and(|s| self.slots().get(home).is_some_and(|c| c.load() != s)) {
                 // The home slot's value came from before a burst's earlier
                 // requests, and they changed it (the key may be there
                 // now): look again rather than take a slot for nothing or
