@@ -246,7 +246,7 @@ mod policy;
 mod value;
 
 pub use policy::{Event, Found, Policy, Start, Step};
-use value::{claim_position, fp_of, is_claim, key_of, slot, value_of, word};
+use value::{claim_position, fp_of, is_claim, key_of, slot, value_of, valued, word};
 pub(crate) use value::{place_of, USED};
 pub use value::{Place, Slot, Snapshot, Value, ValueTooLarge};
 
@@ -538,7 +538,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                         word: new,
                         out,
                     } => {
-                        let next = slot((fp << 8) | u64::from(tag), new.get() | USED);
+                        let next = valued(fp, tag, new);
                         if cell.swap(s, next).is_ok() {
                             return Some(out);
                         }
@@ -600,7 +600,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                                 word: new,
                                 out,
                             } => {
-                                let next = slot((fp << 8) | u64::from(tag), new.get() | USED);
+                                let next = valued(fp, tag, new);
                                 match self.slots()[at].swap(s, next) {
                                     Ok(_) => return Some(out),
                                     Err(actual) => {
@@ -757,7 +757,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
         }
         // After the probe's reads (module docs, "A slot changes hands").
         let start = self.policy.start(fp, cx);
-        let started = slot(fp << 8, start.word.get() | USED);
+        let started = valued(fp, 0, start.word);
         // The settler's own key: its decision on the start goes in with
         // the settling swap (module docs, "Progress").
         let (next, out) = match f.map(|f| f(0, start.word.get())) {
@@ -767,10 +767,7 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
                 tag,
                 word: new,
                 out,
-            }) => (
-                slot((fp << 8) | u64::from(tag), new.get() | USED),
-                Some(out),
-            ),
+            }) => (valued(fp, tag, new), Some(out)),
         };
         if self.slots()[at].swap(mine, next).is_err() {
             return None;

@@ -170,6 +170,13 @@ pub(super) const fn slot(half: u64, word: u64) -> u128 {
     ((half as u128) << 64) | word as u128
 }
 
+/// The slot holding the value `v` for the key of fingerprint `fp`, with the
+/// policy's tag `tag`.
+#[inline(always)]
+pub(super) const fn valued(fp: u64, tag: u8, v: Value) -> u128 {
+    slot((fp << 8) | tag as u64, v.get() | USED)
+}
+
 /// The value a value's word holds: its 63 bits below [`USED`].
 #[inline(always)]
 pub(super) const fn value_of(w: u64) -> u64 {
