@@ -23,4 +23,10 @@ grep -q "^verdict: OK" /tmp/dpdk.log
 $app -l 0-1 $eal --vdev="net_pcap0,rx_pcap=$pcap,rx_pcap=$pcap,infinite_rx=1" \
   -- --duration 0.3 --rounds 1 --check-duration 1 | tee /tmp/dpdk.log
 grep -q "^verdict: OK" /tmp/dpdk.log
+# One flow, new to every table in the first burst, which holds it 32 times:
+# each meter is configured once (a second configuration would refill the
+# bucket, and the interval would pass rte_meter's bound).
+$app -l 0 $eal --vdev="net_pcap0,rx_pcap=examples/dpdk/build/one-flow.pcap,infinite_rx=1" \
+  -- --duration 0.1 --rounds 1 --check-duration 1 | tee /tmp/dpdk.log
+grep -q "^verdict: OK" /tmp/dpdk.log
 echo "dpdk: OK (leaparray and rte_meter checked against the ledger; counting exact)"

@@ -292,6 +292,13 @@ static __rte_always_inline void loop(struct worker *w, enum mode mode, bool ledg
 			rte_hash_lookup_bulk(q->hash, tp, nb, pos);
 			for (uint16_t i = 0; i < nb; i++) {
 				if (pos[i] < 0) {
+					/* Missed by the bulk lookup, which ran before this
+					 * burst's adds: an earlier packet of the burst may
+					 * have added the flow. Its meter is configured once;
+					 * configuring it again would refill its bucket. */
+					pos[i] = rte_hash_lookup(q->hash, &t[i]);
+				}
+				if (pos[i] < 0) {
 					pos[i] = rte_hash_add_key(q->hash, &t[i]);
 					if (pos[i] < 0) { /* full: refuse (fail closed) */
 						r->errors++;
@@ -621,11 +628,7 @@ int main(int argc, char **argv)
 				         "%" PRIu64 " passed, %" PRIu64 " blocked; fullest interval %" PRIu64
 				         "/%" PRIu64 " (bucket bound %" PRIu64 "); over the bound %" PRIu64,
 				         c.passed, c.blocked, c.max_fill, limit, meter_bound, c.over);
-				/* rte_meter's own bound is a verdict with one lcore
-				 * only: with two on a 2-vCPU host, one CI run showed
-				 * an interval of 131 against 129, cause not found
-				 * (README, "Checks"); it is printed either way. */
-				if ((c.over && nq == 1) || c.errors || !c.passed || !c.blocked) {
+				if (c.over || c.errors || !c.passed || !c.blocked) {
 					ok = false;
 					snprintf(why + strlen(why), sizeof(why) - strlen(why),
 					         " port %u %s: %" PRIu64 " over its bound, %" PRIu64
@@ -675,8 +678,7 @@ int main(int argc, char **argv)
 		rte_eth_dev_stop(p);
 	if (ok)
 		printf("verdict: OK (leaparray never over the limit and never refused with room; "
-		       "rte_meter within its bucket bound%s; counting exact)\n",
-		       nq == 1 ? "" : " or reported above");
+		       "rte_meter within its bucket bound; counting exact)\n");
 	else
 		printf("verdict: FAIL (%s)\n", why);
 	rte_eal_cleanup();

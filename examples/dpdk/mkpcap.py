@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the pcap net_pcap replays (infinite_rx=1): UDP/IPv4 frames of 60
 bytes from FLOWS flows (default 4,096), flow i from 10.0.(i >> 8).(i & 255):(1024 + i) to
-192.168.0.1:9. Half of the frames come from 16 heavy flows (every FLOWS/16-th),
-half from all flows uniformly; a fixed seed, so every build writes the same
-file. The pcap format is written directly (no scapy).
+192.168.0.1:9. Half of the frames come from 16 heavy flows (every FLOWS/16-th;
+with fewer than 16 flows, every flow is heavy), half from all flows uniformly;
+a fixed seed, so every build writes the same file. The pcap format is written directly (no scapy).
 
 usage: mkpcap.py OUT [--frames N] [--flows N]
 """
@@ -35,10 +35,10 @@ def main():
     ap.add_argument("--frames", type=int, default=32768)
     ap.add_argument("--flows", type=int, default=4096)
     a = ap.parse_args()
-    if not 16 <= a.flows <= 65536 or a.flows % 16:
-        ap.error("--flows: a multiple of 16 in 16..65536")
+    if not 1 <= a.flows <= 65536 or (a.flows >= 16 and a.flows % 16):
+        ap.error("--flows: 1..15, or a multiple of 16 in 16..65536")
     rng = random.Random(50)
-    heavy = list(range(0, a.flows, a.flows // 16))
+    heavy = list(range(0, a.flows, max(a.flows // 16, 1)))
     frames = [frame(i) for i in range(a.flows)]
     with open(a.out, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
