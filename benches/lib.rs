@@ -3,8 +3,9 @@
 //! them and the figures of the last run. This library holds what more than
 //! one of them uses: the key generator and key sets of the keyed
 //! benchmarks, governor's keyed limiter as they set it up, a helper
-//! that builds a large `KeyedGate` off the stack, and the one-word
-//! reference gate of `bin/gate_vs.rs` (`reference`).
+//! that builds a large `KeyedGate` off the stack, what the binaries of
+//! interleaved rounds share (`rounds`, `median`, `load_average`), and the
+//! one-word reference gate of `bin/gate_vs.rs` (`reference`).
 
 pub mod reference;
 
@@ -24,6 +25,33 @@ pub fn splitmix(i: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// The `--rounds R` of the command line, or `default`.
+pub fn rounds(default: usize) -> usize {
+    std::env::args()
+        .skip_while(|a| a != "--rounds")
+        .nth(1)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The median of `v` (the upper one of an even count).
+///
+/// # Panics
+///
+/// If `v` is empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The host's load averages (1, 5 and 15 minutes, `/proc/loadavg`), or
+/// `unknown`.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// governor's keyed limiter on its default keyed store (a `DashMap`

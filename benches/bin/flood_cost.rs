@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
 use leaparray::{Decision, KeyedGate};
+use leaparray_benches::{median, rounds};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(1_000).unwrap();
 const LIMIT: u64 = 10;
@@ -79,11 +80,6 @@ fn flood(t: &mut impl Table, next: &mut u64, n: u64) -> f64 {
     start.elapsed().as_nanos() as f64 / n as f64
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn run(what: &str, mut evict: impl Table, mut refuse: impl Table, rounds: usize) {
     // Fill both tables past full (the flood's first window), then time.
     let cap = evict.capacity();
@@ -129,11 +125,7 @@ fn main() {
         println!("{:.1} ns", flood(&mut t, &mut next, 1 << 20));
         return;
     }
-    let rounds = std::env::args()
-        .skip_while(|a| a != "--rounds")
-        .nth(1)
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(15);
+    let rounds = rounds(15);
     println!(
         "{rounds} interleaved rounds, medians; a flood of new keys at 10x the slots per window"
     );

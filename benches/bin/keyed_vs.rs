@@ -44,7 +44,9 @@ use leaparray::keyed::{HeapLocalKeyedGate, Overflow};
 use leaparray::{Decision, KeyedGate};
 use portable_atomic::AtomicU128;
 
-use leaparray_benches::{keyed_governor, warm_gate, warm_governor, Keys};
+use leaparray_benches::{
+    keyed_governor, load_average, median, rounds, warm_gate, warm_governor, Keys,
+};
 
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).unwrap();
 const LIMIT: u64 = 1_000;
@@ -229,23 +231,8 @@ impl SharedFloor8 {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip_while(|a| a != "--rounds")
-        .nth(1)
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(11);
+    let rounds = rounds(11);
     let keys = Keys::new(&REFUSE, 1_000_000, 22, 1);
     warm_gate(&EVICT, &keys, 0);
     let (gov, clock) = keyed_governor(LIMIT);
@@ -318,7 +305,7 @@ fn main() {
 
     println!(
         "{rounds} interleaved rounds of {ROUND} decisions each, medians; load average at start: {}",
-        load()
+        load_average()
     );
     let mut times = vec![Vec::new(); contestants.len()];
     for _ in 0..rounds {
@@ -341,5 +328,5 @@ fn main() {
     println!("Evict / 16-byte floor: {:.2}x", med[0] / med[5]);
     println!("16-byte floor / governor: {:.2}x", med[5] / med[2]);
     println!("8-byte floor / governor: {:.2}x", med[7] / med[2]);
-    println!("load average at end: {}", load());
+    println!("load average at end: {}", load_average());
 }

@@ -40,6 +40,11 @@ use leaparray_governor::KeyedStore;
 mod workload;
 use workload::{flood_key, flood_quota, CAP_FLOOD, FLOOD_RETAIN_EVERY};
 
+// The rounds' argument and statistics (`store_vs` and `flood_vs`).
+#[path = "common/rounds.rs"]
+mod common;
+use common::{load, median, rounds};
+
 /// Decisions per store per round.
 const ROUND: u64 = 1 << 20;
 /// The evicting table's slots.
@@ -102,23 +107,8 @@ fn shrink<S: ShrinkableKeyedStateStore<u64>>(lim: &Limiter<S>) {
     lim.shrink_to_fit();
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip_while(|a| a != "--rounds")
-        .nth(1)
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(11);
+    let rounds = rounds(11);
     let warm = 2 * FLOOD_RETAIN_EVERY;
     let mut ours = Contestant::new(
         KeyedStore::<u64>::with_capacity(CAP_FLOOD).with_quota(flood_quota()),

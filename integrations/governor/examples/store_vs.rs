@@ -32,6 +32,11 @@ use leaparray_governor::KeyedStore;
 mod workload;
 use workload::{keys, quota, CAP_1M, SIZE_1M};
 
+// The rounds' argument and statistics (`store_vs` and `flood_vs`).
+#[path = "common/rounds.rs"]
+mod common;
+use common::{load, median, rounds};
+
 /// Decisions per store per round.
 const ROUND: usize = 1 << 20;
 
@@ -76,23 +81,8 @@ impl<S: StateStore<Key = u64>> Contestant<S> {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip_while(|a| a != "--rounds")
-        .nth(1)
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(11);
+    let rounds = rounds(11);
     let (set, seq) = keys(SIZE_1M.keys, SIZE_1M.seed);
     let mut ours = Contestant::new(
         KeyedStore::<u64>::with_capacity(CAP_1M).with_quota(quota()),
