@@ -11,7 +11,9 @@
 //! one microsecond on per decision, 10 per second per key (about 100,000
 //! keys live at once). The stores:
 //! - `KeyedStore` of 2^20 slots told the quota (the default memory of
-//!   evicted keys, 32 bytes a slot): the flood fits, slots are recycled;
+//!   evicted keys, 32 bytes a slot): the store recycles no slot (a key's
+//!   slot goes only by eviction or `retain_recent`), so once the flood
+//!   has filled it every decision evicts;
 //! - governor's `DashMapStateStore` with `retain_recent` and
 //!   `shrink_to_fit` every 1,000,000 decisions (a second of the flood's
 //!   clock), as a user of it runs them;
