@@ -956,8 +956,35 @@ impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
         self.table.place(mix(key ^ self.gate().seed))
     }
 
+    /// Inline where it is called: the key's value in its home slot
+    /// decided and swapped (`Table::update_at_home`); the rest (`n` out of
+    /// range, a scan, an insertion) in a function of its own, so the
+    /// common decision carries none of its code or saved registers.
+    #[inline(always)]
     fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
-        self.decision(self.book(key, now, n))
+        let l = &self.gate().layout;
+        if n == 0 || n > l.limit {
+            return self.decision(self.book(key, now, n));
+        }
+        let (c, place) = (l.window.div(now), self.locate(key));
+        match self.table.update_at_home(place, &mut self.decider(c, n)) {
+            Some(b) => self.decision(b),
+            None => self.try_acquire_by_scan(place, c, n),
+        }
+    }
+
+    /// [`try_acquire`](Self::try_acquire) past its home-slot step, for `1
+    /// <= n <= limit`.
+    #[inline(never)]
+    fn try_acquire_by_scan(&self, place: Place, c: u64, n: u64) -> Decision {
+        let b = self
+            .table
+            .update_by_scan(place, None, c, self.decider(c, n))
+            .unwrap_or(Booking::Overflowed);
+        if let Booking::Overflowed = b {
+            self.gate().shared.overflowed.fetch_add(1, Relaxed);
+        }
+        self.decision(b)
     }
 
     fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
@@ -1055,48 +1082,49 @@ impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
         if n == 0 {
             return Booking::Nothing;
         }
-        let g = self.gate();
-        let l = &g.layout;
-        if n > l.limit {
+        if n > self.gate().layout.limit {
             // Never admitted: no slot for it either.
             return Booking::Refused;
         }
-        // The closure inlined into the table's loop (`Table::update` is
-        // inlined at each of the burst's calls): out of line it is a call
-        // a decision, its registers saved and its `Step` returned through
-        // memory.
-        let booked = self.table.update(
-            place,
-            first,
-            c,
-            #[inline(always)]
-            |tag, v| {
-                let w = gate_word(v);
-                match decide::<N>(l, u64::from(tag), w, c, n) {
-                    Some((half, new, outcome)) => {
-                        // No prioritized request borrows here.
-                        let at = match outcome {
-                            Outcome::Booked(w) => w,
-                            Outcome::Borrowed { .. } | Outcome::Refused => c,
-                        };
-                        Step::Write {
-                            tag: half as u8,
-                            word: table_value(new),
-                            out: Booking::In { at, word: new },
-                        }
-                    }
-                    // A refusal counts in the key's demand (while the counter
-                    // is below saturation).
-                    None if tag < 255 && g.evicts() => Step::Write {
-                        tag: (u64::from(tag) + n).min(255) as u8,
-                        word: table_value(w),
-                        out: Booking::Counted,
-                    },
-                    None => Step::Keep(Booking::Refused),
-                }
-            },
-        );
+        let booked = self.table.update(place, first, c, self.decider(c, n));
         booked.unwrap_or(Booking::Overflowed)
+    }
+
+    /// The table's closure for a decision of `n` permits (`1 <= n <=
+    /// limit`) in window `c`: the key's gate decides on its word. Inlined
+    /// into the table's loop (`Table::update` is inlined at each of the
+    /// burst's calls): out of line it is a call a decision, its registers
+    /// saved and its `Step` returned through memory.
+    #[inline(always)]
+    fn decider(&self, c: u64, n: u64) -> impl FnMut(u8, u64) -> Step<Booking> + '_ {
+        let g = self.gate();
+        let l = &g.layout;
+        #[inline(always)]
+        move |tag, v| {
+            let w = gate_word(v);
+            match decide::<N>(l, u64::from(tag), w, c, n) {
+                Some((half, new, outcome)) => {
+                    // No prioritized request borrows here.
+                    let at = match outcome {
+                        Outcome::Booked(w) => w,
+                        Outcome::Borrowed { .. } | Outcome::Refused => c,
+                    };
+                    Step::Write {
+                        tag: half as u8,
+                        word: table_value(new),
+                        out: Booking::In { at, word: new },
+                    }
+                }
+                // A refusal counts in the key's demand (while the counter
+                // is below saturation).
+                None if tag < 255 && g.evicts() => Step::Write {
+                    tag: (u64::from(tag) + n).min(255) as u8,
+                    word: table_value(w),
+                    out: Booking::Counted,
+                },
+                None => Step::Keep(Booking::Refused),
+            }
+        }
     }
 
     /// The gate word `place`'s key holds (the first slot of its probe that

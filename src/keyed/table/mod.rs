@@ -521,31 +521,57 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     where
         F: FnMut(u8, u64) -> Step<R>,
     {
-        let (home, fp) = (self.home_of(place), place.fp);
-        let p = &self.policy;
-        // (`get`: a table of no slots has no home slot.)
-        if let (None, Some(cell)) = (first, self.slots().get(home)) {
-            // The common case, the key's value in its home slot: the scan's
-            // first step alone (`f` decides on a fresh read, the swap is
-            // from exactly what it saw). Anything else, or a failed swap,
-            // scans.
-            let s = cell.load();
-            if fp_of(key_of(s)) == fp && word(s) & USED != 0 {
-                match f(key_of(s) as u8, value_of(word(s))) {
-                    Step::Keep(out) => return Some(out),
-                    Step::Write {
-                        tag,
-                        word: new,
-                        out,
-                    } => {
-                        let next = valued(fp, tag, new);
-                        if cell.swap(s, next).is_ok() {
-                            return Some(out);
-                        }
-                    }
-                }
+        if first.is_none() {
+            if let Some(out) = self.update_at_home(place, &mut f) {
+                return Some(out);
             }
         }
+        self.update_by_scan(place, first, cx, f)
+    }
+
+    /// The common case of [`update`](Self::update) with no earlier read,
+    /// the key's value in its home slot: the scan's first step alone (`f`
+    /// decides on a fresh read, the swap is from exactly what it saw).
+    /// `None`: anything else, or a failed swap; then
+    /// [`update_by_scan`](Self::update_by_scan) decides (`f` again, on a
+    /// fresh read). A caller may keep this step inline and the scan out of
+    /// line.
+    #[inline(always)]
+    pub(crate) fn update_at_home<R, F>(&self, place: Place, f: &mut F) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
+        // (`get`: a table of no slots has no home slot.)
+        let cell = self.slots().get(self.home_of(place))?;
+        let (s, fp) = (cell.load(), place.fp);
+        if fp_of(key_of(s)) != fp || word(s) & USED == 0 {
+            return None;
+        }
+        match f(key_of(s) as u8, value_of(word(s))) {
+            Step::Keep(out) => Some(out),
+            Step::Write {
+                tag,
+                word: new,
+                out,
+            } => cell.swap(s, valued(fp, tag, new)).is_ok().then_some(out),
+        }
+    }
+
+    /// [`update`](Self::update) without its home-slot step: the scan of
+    /// the probe, taking `first` as its first read.
+    #[inline(always)]
+    pub(crate) fn update_by_scan<R, F>(
+        &self,
+        place: Place,
+        first: Option<Snapshot>,
+        cx: P::Context,
+        mut f: F,
+    ) -> Option<R>
+    where
+        F: FnMut(u8, u64) -> Step<R>,
+    {
+        let (home, fp) = (self.home_of(place), place.fp);
+        let p = &self.policy;
         let mut first = first.map(|s| s.0);
         'scan: loop {
             // This pass's read of the home slot, if it is `first`.
