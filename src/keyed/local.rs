@@ -953,7 +953,9 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
         }
     }
 
-    #[inline]
+    // Inline where it is called: the decision on the key's home slot; a
+    // scan past it and an insertion are functions of their own.
+    #[inline(always)]
     fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let (home, fp) = locate(self.cap(), self.seed, key);
         let c = self.window_of(now);
