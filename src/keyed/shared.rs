@@ -957,9 +957,11 @@ impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
     }
 
     /// Inline where it is called: the key's value in its home slot
-    /// decided and swapped (`Table::update_at_home`); the rest (`n` out of
-    /// range, a scan, an insertion) in a function of its own, so the
-    /// common decision carries none of its code or saved registers.
+    /// decided and swapped (`Table::update_at_home`). The rest goes to
+    /// [`try_acquire_by_scan`](Self::try_acquire_by_scan), a function of
+    /// its own (the scan, an insertion), so the common decision carries
+    /// none of its code or saved registers; `n` out of range to
+    /// [`book`](Self::book).
     #[inline(always)]
     fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
         let l = &self.gate().layout;
@@ -981,10 +983,16 @@ impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
             .table
             .update_by_scan(place, None, c, self.decider(c, n))
             .unwrap_or(Booking::Overflowed);
+        self.decision(self.counted(b))
+    }
+
+    /// `b`, the final booking of a decision, with an overflow counted.
+    #[inline(always)]
+    fn counted(&self, b: Booking) -> Booking {
         if let Booking::Overflowed = b {
             self.gate().shared.overflowed.fetch_add(1, Relaxed);
         }
-        self.decision(b)
+        b
     }
 
     fn try_acquire_headroom(&self, key: u64, now: u64, n: u64) -> (Decision, Headroom) {
@@ -1068,10 +1076,7 @@ impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
             }
             b => b,
         };
-        if let Booking::Overflowed = b {
-            self.gate().shared.overflowed.fetch_add(1, Relaxed);
-        }
-        b
+        self.counted(b)
     }
 
     /// [`book_from`](Self::book_from), taking `first` as the home slot's

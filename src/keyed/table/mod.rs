@@ -532,10 +532,10 @@ impl<P: Policy, S: AsRef<[Slot]>> Table<P, S> {
     /// The common case of [`update`](Self::update) with no earlier read,
     /// the key's value in its home slot: the scan's first step alone (`f`
     /// decides on a fresh read, the swap is from exactly what it saw).
-    /// `None`: anything else, or a failed swap; then
-    /// [`update_by_scan`](Self::update_by_scan) decides (`f` again, on a
-    /// fresh read). A caller may keep this step inline and the scan out of
-    /// line.
+    /// `None`: the home slot does not hold the key's value, or `f`'s swap
+    /// failed; then [`update_by_scan`](Self::update_by_scan) decides (after
+    /// a failed swap, `f` runs again on a fresh read). A caller may keep
+    /// this step inline and the scan out of line.
     #[inline(always)]
     pub(crate) fn update_at_home<R, F>(&self, place: Place, f: &mut F) -> Option<R>
     where
