@@ -965,7 +965,9 @@ impl<const N: usize, S: AsRef<[Slot]>, W: Words<AtomicU64>> KeyedCore<N, S, W> {
     #[inline(always)]
     fn try_acquire(&self, key: u64, now: u64, n: u64) -> Decision {
         let l = &self.gate().layout;
-        if n == 0 || n > l.limit {
+        // `1 <= n <= limit` in one test: for `n == 0`, `n - 1` wraps to
+        // `u64::MAX`, above any limit (`max_limit`).
+        if n.wrapping_sub(1) >= l.limit {
             return self.decision(self.book(key, now, n));
         }
         let (c, place) = (l.window.div(now), self.locate(key));
