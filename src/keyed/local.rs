@@ -953,8 +953,8 @@ impl<const N: usize, S: AsRef<[[u64; 2]]> + AsMut<[[u64; 2]]>, W: Words<Cell<u64
         }
     }
 
-    // Inline where it is called: the decision on the key's home slot; a
-    // scan past it and an insertion are functions of their own.
+    // Inline where it is called (the decision on the key's home slot);
+    // an insertion is a function of its own (`insert`).
     #[inline(always)]
     fn try_acquire(&mut self, key: u64, now: u64, n: u64) -> Decision {
         let (home, fp) = locate(self.cap(), self.seed, key);
