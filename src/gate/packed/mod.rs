@@ -118,14 +118,18 @@
 
 mod decide;
 mod layout;
+mod paired;
 mod read;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use decide::{decide, decide_fast_ahead, Answer, Fast, Outcome, WordGate};
 #[cfg(target_pointer_width = "64")]
+pub(crate) use layout::Paired64;
+#[cfg(target_pointer_width = "64")]
 pub(crate) use layout::{Fixed, WordCell};
 pub(crate) use layout::{Geometry, Layout};
+pub(crate) use paired::Paired;
 pub(crate) use read::{
     ahead_of, count_at, empty_at, left_of, load_of, newest_of, reset_of, retry_after_of, word_with,
 };
