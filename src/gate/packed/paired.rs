@@ -127,18 +127,22 @@ pub(crate) fn seen(l: impl Geometry, w: u64, a: u64, c: u64) -> Seen {
 }
 
 impl Paired<'_> {
-    /// `WordGate::acquire` for a paired word: inline when `now` is in the
-    /// guard's window and the word's id is the guard's (then `e` is that
-    /// window, the caller's), else [`decide_from`](Self::decide_from).
+    /// The common case of `WordGate::acquire` for a paired word, inline:
+    /// `now` is in the guard's window and the word's id is the guard's
+    /// (then `e` is that window, the caller's), and `decide_newest`
+    /// answers; `None` if the general decision
+    /// ([`decide_from`](Self::decide_from)) must run. (The caller makes
+    /// that call itself, with its own arguments: a tail call with no
+    /// moves.)
     #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
     #[inline(always)]
-    pub(crate) fn acquire<const N: usize, R: Answer>(
+    pub(crate) fn acquire_fast<R: Answer>(
         self,
         l: impl Geometry,
         now: u64,
         n: u64,
         prioritized: bool,
-    ) -> R {
+    ) -> Option<R> {
         debug_assert!(n >= 1 && n <= l.limit());
         let cur = self.word.cell().load(Acquire);
         // ORDERING: after the word's acquire (the module's "The guard").
@@ -147,28 +151,14 @@ impl Paired<'_> {
         // `a * d` does not wrap: `a` is some caller's window.
         if now.wrapping_sub(a.wrapping_mul(d)) < d && (a ^ cur) & l.id_mask() == 0 {
             match decide_newest(l, cur, n) {
-                Fast::Full if !prioritized => return R::refused(),
+                Fast::Full if !prioritized => return Some(R::refused()),
                 Fast::Book(new) if self.word.cell().cas_weak(cur, new, AcqRel, Acquire).is_ok() => {
-                    return R::booked(a);
+                    return Some(R::booked(a));
                 }
                 _ => {}
             }
         }
-        self.acquire_from::<N, R>(now, n, l, cur, prioritized)
-    }
-
-    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
-    #[cold]
-    #[inline(never)]
-    fn acquire_from<const N: usize, R: Answer>(
-        self,
-        now: u64,
-        n: u64,
-        l: impl Geometry,
-        cur: u64,
-        prioritized: bool,
-    ) -> R {
-        R::of(self.decide_from::<N>(now, n, l, cur, prioritized))
+        None
     }
 
     /// The decision from a word `cur` read from the cell (the guard is read
