@@ -806,9 +806,32 @@ impl<const N: usize> Gate<N> {
             if m < self.fast[0] {
                 return self.book_word(w, Fixed::<u64, N, 0>::new(l), now, n, prioritized);
             }
+            // The paired word's common case inline too: in a function of
+            // its own it costs a call a decision, while the plain word's
+            // path above, two instructions longer for it (off the swap's
+            // chain), takes the same time (benches/README, "The paired
+            // word"). Its general decision goes through `book_otherwise`,
+            // whose arguments are this function's (a jump).
             #[cfg(not(leaparray_loom))]
-            if m < self.paired[1] | self.paired[0] {
-                return self.book_paired(now, n, prioritized);
+            {
+                let p = Paired {
+                    word: w,
+                    guard: &self.guard,
+                };
+                if m < self.paired[1] {
+                    let g = Fixed::<Paired64, N, 1>::new(l);
+                    return match p.acquire_fast::<R>(g, now, n, prioritized) {
+                        Some(r) => r,
+                        None => self.book_otherwise(now, n, prioritized),
+                    };
+                }
+                if m < self.paired[0] {
+                    let g = Fixed::<Paired64, N, 0>::new(l);
+                    return match p.acquire_fast::<R>(g, now, n, prioritized) {
+                        Some(r) => r,
+                        None => self.book_otherwise(now, n, prioritized),
+                    };
+                }
             }
             if m < self.wide[1] | self.wide[0] {
                 return self.book_wide(now, n, prioritized);
@@ -838,31 +861,6 @@ impl<const N: usize> Gate<N> {
             }
             Repr::Word128(w) => self.book_word(w, Fixed::<u128, N, 0>::new(l), now, n, prioritized),
             _ => self.book_otherwise(now, n, prioritized),
-        }
-    }
-
-    /// `book` on the paired word (limits too large for a plain 64-bit
-    /// word), for `1 <= n <= limit`: its common case inline
-    /// (`Paired::acquire_fast`), in a function of its own so that the
-    /// plain word's path stays a leaf that saves and moves no registers;
-    /// the general decision through `book_otherwise`, whose arguments are
-    /// this function's (a jump).
-    #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
-    #[inline(never)]
-    fn book_paired<R: Answer>(&self, now: u64, n: u64, prioritized: bool) -> R {
-        let l = &self.layout;
-        let p = Paired {
-            word: &self.word,
-            guard: &self.guard,
-        };
-        let fast = if self.paired[1] != 0 {
-            p.acquire_fast::<R>(Fixed::<Paired64, N, 1>::new(l), now, n, prioritized)
-        } else {
-            p.acquire_fast::<R>(Fixed::<Paired64, N, 0>::new(l), now, n, prioritized)
-        };
-        match fast {
-            Some(r) => r,
-            None => self.book_otherwise(now, n, prioritized),
         }
     }
 
