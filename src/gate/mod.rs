@@ -9,19 +9,23 @@
 //! | shape | when | a decision |
 //! |---|---|---|
 //! | [`Shape::Word64`] | `(N + F) * b + 33 <= 64` | one load, one compare-and-swap of an `AtomicU64` |
+//! | [`Shape::Word64Paired`] | else `(N + F) * b + P + 1 <= 64` | the same, and a load of a second `AtomicU64`, the guard (a `fetch_max` of it once per window) |
 //! | [`Shape::Word128`] | else `(N + F) * b + 33 <= 128`, on x86-64 and AArch64 | the same on an `AtomicU128` (`cmpxchg16b`, `ldxp`/`stxp` or `casp`, through portable-atomic) |
 //! | [`Shape::Buckets`] | else | a [`Metric`]'s buckets: book, read, take back on refusal (see "The bucket shape") |
 //!
-//! (33: at least 32 bits of window id and a bit that marks a used word.)
+//! (33: at least 32 bits of window id and a bit that marks a used word;
+//! `P`: the fewest id bits with `2^(P-1) > N + F`, 3 for `N + F` of 2 or 3.)
 //! In this condition `b` is the number of bits of the limit, at least 1
 //! (`limit < 2^b`; a word's slots are then as wide as the shape allows), `F` the number
 //! of windows after the newest that prioritized requests may borrow:
 //! `ceil(occupy_timeout / window)`, at most `N` (1 by default, 0 with
 //! [`with_occupy_timeout(0)`](Gate::with_occupy_timeout)). So with the
 //! default timeout a `Gate<2>` is one 64-bit word for limits up to
-//! 1,023 (ids of 33 bits or more), 32,767 with no prioritized requests,
-//! and one 128-bit word up to 2^31 - 1; a `Gate<10>` one 64-bit word up to
-//! a limit of 3 and one 128-bit word up to 255.
+//! 1,023 (ids of 33 bits or more), a paired 64-bit word up to 2^20 - 1,
+//! and one 128-bit word up to 2^31 - 1; with no prioritized requests, one
+//! 64-bit word up to 32,767 and a paired one up to 2^30 - 1. A `Gate<10>`
+//! is one 64-bit word up to a limit of 3, a paired one up to 31 and one
+//! 128-bit word up to 255.
 //!
 //! # The word shapes
 //!
@@ -33,8 +37,15 @@
 //! and the limits of keeping ids modulo `2^T` (`T >= 32`: exact while no
 //! caller's clock lags the newest window by `2^(T-1)` windows) are in
 //! the module `packed` (source: `src/gate/packed/`), whose rules
-//! [`guarantees`](crate::guarantees) restates.
-//!
+//! [`guarantees`](crate::guarantees) restates. The paired word keeps
+//! fewer id bits and reads every distance through its guard, which bounds
+//! the word's newest window from above: it has no lag limit, and its one
+//! departure from the plain word's answers is stricter, never looser
+//! (`src/gate/packed/paired.rs`: when the first callers after an idle of
+//! `2^T` windows or more race, one may take the counts from before the
+//! idle as counts of a window no later than the latest window any caller
+//! has asked for, and refuse until they slide out).
+
 //! # The bucket shape
 //!
 //! Too many windows or too large a limit for one word: the gate books into

@@ -12,10 +12,10 @@ use core::ops::{Add, BitAnd, BitOr, Not, Shl, Shr, Sub};
 /// [`paired_id_bits`]).
 pub(crate) const MIN_ID_BITS: u32 = 32;
 
-/// The bits a paired word (the module `paired`) keeps of the window id for
-/// `slots` windows (`S`, at least 1): the fewest `T` with `2^(T-1) > S`,
-/// so that a distance below `2^(T-1)` reads exactly modulo `2^T` and every
-/// larger one can be presented as `S` windows, every slot slid out.
+/// The fewest bits a paired word (the module `paired`) keeps of the window
+/// id for `slots` windows (`S`, at least 1): the fewest `T` with
+/// `2^(T-1) > S`, so that a distance below `2^(T-1)` reads exactly modulo
+/// `2^T`, and one ahead by `2^(T-1)` or more has every slot slid out.
 pub(crate) const fn paired_id_bits(slots: u64) -> u32 {
     (64 - slots.leading_zeros()) + 1
 }

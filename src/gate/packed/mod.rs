@@ -92,7 +92,9 @@
 //!
 //! The word keeps the newest id modulo `2^T`, and reads the caller's window
 //! as `d = (c - newest) mod 2^T` windows ahead when `d < 2^(T-1)`, and as
-//! `2^T - d` windows late otherwise. Every shape has `T >= 32`. Both
+//! `2^T - d` windows late otherwise. Every shape has `T >= 32` except the
+//! paired word (below), which reads every distance through its guard
+//! instead, and to which the rest of this section does not apply. Both
 //! misreadings a modulus allows are stricter, never looser, as long as no
 //! caller's window lags the newest by `2^(T-1)` windows or more:
 //! - a caller `2^T k + d` windows ahead is read as `d` ahead: fewer windows
@@ -109,12 +111,21 @@
 //! read as ahead, and its slide drops counts that are still live: beyond
 //! that limit the gate can admit more than its limit.
 //!
+//! # The paired word
+//!
+//! A word that keeps only `P` id bits (the fewest with `2^(P-1) > S`), so
+//! that its slots can hold larger limits, beside a second word, the guard,
+//! that bounds its newest window's full id from above: the protocol, the
+//! race it prevents and its one stricter departure are argued in
+//! `paired.rs`.
+//!
 //! # The parts
 //!
 //! `layout.rs`: the word (integer types, atomic cells, where each field
 //! sits, sliding and rewriting fields); `decide.rs`: [`WordGate`] and the
 //! decision with its fast path; `read.rs`: what a word says without
-//! deciding (loads, counts, when a request would fit); `tests.rs`.
+//! deciding (loads, counts, when a request would fit); `paired.rs`: the
+//! paired word; `tests.rs`.
 
 mod decide;
 mod layout;

@@ -48,14 +48,15 @@
 //! `e > n` (by a multiple of `2^T`) while a thread has raised the guard
 //! for a move of `2^T` windows or more and its swap has not landed: the
 //! first callers after an idle of at least `2^T` windows, racing. Then a
-//! reader takes counts from before the idle as if they were `e - n`
-//! windows newer: they still slide out as the windows pass, so the error
-//! can refuse, never admit over the limit (`n <= e` is all the exactness
-//! proof needs: each admission is a swap from the word it checked, and the
-//! counts it checked are at least the counts that are live). It lasts
-//! until the first swap that moves the word to the caller's window (a
-//! caller that finds every window slid out books into an empty word).
-//!
+//! reader takes the counts from before the idle as counts of window `e`:
+//! more recent than they are, so the error can refuse, never admit over
+//! the limit (`n <= e` is all the exactness proof needs: each admission is
+//! a swap from the word it checked, and the counts it checked are at least
+//! the counts that are live). A reader that books or moves the word keeps
+//! them as window `e`'s (sliding them as its windows pass), and `e <= A`,
+//! a window some caller asked for: so they count in no interval that ends
+//! `N` windows or more after the latest window any caller has asked for.
+
 //! The race the order of the two writes prevents (`T = 3`, a word last
 //! moved at window 8, `A = 8`):
 //!
