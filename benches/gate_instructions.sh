@@ -9,7 +9,7 @@ command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrin
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() { # profile-label binary
-  for w in gate_admit gate_paired_admit gate_wide_admit governor_admit gate_refuse gate_paired_refuse gate_wide_refuse governor_refuse; do
+  for w in gate_admit gate_wide_admit governor_admit gate_refuse gate_wide_refuse governor_refuse; do
     valgrind --tool=callgrind --callgrind-out-file="$out/cg" "$2" "$w" >"$out/log" 2>/dev/null
     read -r _ calls admitted <"$out/log"
     f=$([[ $w == gate* ]] && echo gate_once || echo governor_once)

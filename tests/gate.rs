@@ -23,18 +23,15 @@ fn nz(v: u64) -> NonZeroU64 {
 }
 
 /// One gate of each shape with 2 windows of 500 and `limit`.
-fn three_shapes(limit: u64) -> [(Gate<2>, &'static str); 4] {
+fn three_shapes(limit: u64) -> [(Gate<2>, &'static str); 3] {
     let word64 = Gate::<2>::new(nz(500), limit);
     assert!(matches!(word64.shape(), Shape::Word64 { .. }));
-    let paired = Gate::<2>::new(nz(500), limit).in_paired_word().unwrap();
-    assert!(matches!(paired.shape(), Shape::Word64Paired { .. }));
     let word128 = Gate::<2>::new(nz(500), limit).in_wide_word().unwrap();
     assert!(matches!(word128.shape(), Shape::Word128 { .. }));
     let buckets = Gate::<2>::new(nz(500), limit).in_buckets();
     assert_eq!(buckets.shape(), Shape::Buckets);
     [
         (word64, "word64"),
-        (paired, "paired"),
         (word128, "word128"),
         (buckets, "buckets"),
     ]
@@ -59,34 +56,16 @@ fn shapes_follow_the_documented_table() {
     let s = |n: u64, t: u64| Gate::<2>::new(nz(500), n).with_occupy_timeout(t).shape();
     // 64 bits: 1 used bit, at least 32 id bits, (N + F) * b slot bits.
     assert_eq!(s(1_023, 500), Shape::Word64 { id_bits: 33 });
-    // Paired: ids of the fewest bits T with 2^(T-1) > N + F (3 for N + F
-    // of 2 or 3), so slots of 20 bits (F = 1) or 30 (F = 0).
-    assert_eq!(s(1_024, 500), Shape::Word64Paired { id_bits: 3 });
-    assert_eq!(s((1 << 20) - 1, 500), Shape::Word64Paired { id_bits: 3 });
-    assert_eq!(s(1 << 20, 500), Shape::Word128 { id_bits: 34 });
+    assert_eq!(s(1_024, 500), Shape::Word128 { id_bits: 34 });
     assert_eq!(s(32_767, 0), Shape::Word64 { id_bits: 33 });
-    assert_eq!(s(32_768, 0), Shape::Word64Paired { id_bits: 3 });
-    assert_eq!(s((1 << 30) - 1, 0), Shape::Word64Paired { id_bits: 3 });
-    assert_eq!(s(1 << 30, 0), Shape::Word128 { id_bits: 33 });
+    assert_eq!(s(32_768, 0), Shape::Word128 { id_bits: 33 });
     assert_eq!(s((1 << 31) - 1, 500), Shape::Word128 { id_bits: 34 });
     assert_eq!(s(1 << 31, 500), Shape::Buckets);
     let ten = |n: u64| Gate::<10>::new(nz(100), n).shape();
     assert!(matches!(ten(3), Shape::Word64 { .. }));
-    // N + F = 11: T = 5, slots of 5 bits, T = 64 - 1 - 55 = 8.
-    assert_eq!(ten(4), Shape::Word64Paired { id_bits: 8 });
-    assert_eq!(ten(31), Shape::Word64Paired { id_bits: 8 });
-    assert!(matches!(ten(32), Shape::Word128 { .. }));
+    assert!(matches!(ten(4), Shape::Word128 { .. }));
     assert!(matches!(ten(255), Shape::Word128 { .. }));
     assert_eq!(ten(256), Shape::Buckets);
-    // One window, none after it: paired, a slot of 48 bits (the widest),
-    // which holds every limit a gate takes.
-    let one = |n: u64| Gate::<1>::new(nz(100), n).with_occupy_timeout(0).shape();
-    assert_eq!(one((1 << 31) - 1), Shape::Word64 { id_bits: 32 });
-    assert_eq!(one(1 << 31), Shape::Word64Paired { id_bits: 15 });
-    assert_eq!(
-        one(leaparray::MAX_COUNT),
-        Shape::Word64Paired { id_bits: 15 }
-    );
 }
 
 #[test]
@@ -462,13 +441,9 @@ fn threads_at_one_now_get_exactly_the_limit() {
     const LIMIT: u64 = if cfg!(miri) { 60 } else { 1_000 };
     const THREADS: u64 = 4;
     let rounds = if cfg!(miri) { 2 } else { 50 };
-    for round in 0..rounds {
+    for (round, wide) in (0..rounds).map(|r| (r, r % 2 == 1)) {
         let g = Gate::<2>::new(nz(500), LIMIT);
-        let g = Arc::new(match round % 3 {
-            0 => g,
-            1 => g.in_paired_word().unwrap(),
-            _ => g.in_wide_word().unwrap(),
-        });
+        let g = Arc::new(if wide { g.in_wide_word().unwrap() } else { g });
         let start = Arc::new(Barrier::new(THREADS as usize));
         let passed = Arc::new(AtomicU64::new(0));
         let tries = if cfg!(miri) { 25 } else { 1_000 };
@@ -507,12 +482,11 @@ fn a_ledger_under_clocks_that_disagree() {
     let steps = if cfg!(miri) { 15 } else { 4_000 };
     let limit = 50;
     let n_windows = 2;
-    for shape in 0..4 {
+    for shape in 0..3 {
         let g = Gate::<2>::new(nz(WINDOW), limit);
         let g = Arc::new(match shape {
             0 => g,
             1 => g.in_wide_word().unwrap(),
-            2 => g.in_paired_word().unwrap(),
             _ => g.in_buckets(),
         });
         let clock = Arc::new(AtomicU64::new(10 * WINDOW));
@@ -590,31 +564,19 @@ fn max_steps(n: usize) -> usize {
 /// 128-bit word if `wide`) against the model: every decision, `peek`,
 /// `remaining`, `count` and `retry_after` match, and no interval ever holds
 /// more than the limit.
-#[derive(Clone, Copy, Debug)]
-enum Word {
-    /// `Gate::new`'s choice.
-    Chosen,
-    /// `in_wide_word()`.
-    Wide,
-    /// `in_paired_word()`.
-    Paired,
-}
-
 fn matches_the_model<const N: usize>(
     window: u64,
     limit: u64,
     timeout: Option<u64>,
-    word: Word,
+    wide: bool,
     steps: &[(i64, u64, bool)],
 ) -> Result<(), TestCaseError> {
     let mut g = Gate::<N>::new(nz(window), limit);
     if let Some(t) = timeout {
         g = g.with_occupy_timeout(t);
     }
-    match word {
-        Word::Chosen => {}
-        Word::Wide => g = g.in_wide_word().unwrap(),
-        Word::Paired => g = g.in_paired_word().unwrap(),
+    if wide {
+        g = g.in_wide_word().unwrap();
     }
     prop_assert!(g.shape() != Shape::Buckets, "{:?}", g.shape());
     let mut m = GateModel::<N>::new(window, limit, g.occupy_timeout());
@@ -680,7 +642,7 @@ proptest! {
         timeout in prop::option::of(0u64..700),
         steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
     ) {
-        matches_the_model::<3>(window, limit, timeout, Word::Chosen, &steps)?;
+        matches_the_model::<3>(window, limit, timeout, false, &steps)?;
     }
 
     /// The same against the model for the other word layouts: one live
@@ -695,25 +657,8 @@ proptest! {
         wide in any::<bool>(),
         steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
     ) {
-        let word = if wide { Word::Wide } else { Word::Chosen };
-        matches_the_model::<1>(window, limit, timeout, word, &steps)?;
-        matches_the_model::<2>(window, limit, timeout, word, &steps)?;
-    }
-
-    /// The paired word (`in_paired_word`: 2 or 3 id bits for these
-    /// shapes) against the model: callers far ahead of its newest window
-    /// and far behind it (steps of up to 400 and -150 windows of 1 tick)
-    /// read as they are, through its guard.
-    #[test]
-    fn the_paired_word_matches_the_model(
-        window in 1u64..200,
-        limit in 0u64..30,
-        timeout in prop::option::of(0u64..700),
-        steps in prop::collection::vec((-150i64..400, 0u64..8, any::<bool>()), 1..max_steps(150)),
-    ) {
-        matches_the_model::<1>(window, limit, timeout, Word::Paired, &steps)?;
-        matches_the_model::<2>(window, limit, timeout, Word::Paired, &steps)?;
-        matches_the_model::<3>(window, limit, timeout, Word::Paired, &steps)?;
+        matches_the_model::<1>(window, limit, timeout, wide, &steps)?;
+        matches_the_model::<2>(window, limit, timeout, wide, &steps)?;
     }
 
     /// The bucket shape (a limit too large for a word, requests in

@@ -94,8 +94,6 @@ fn check<const N: usize>(
     let half = if long {
         match g.shape() {
             Shape::Word64 { id_bits } | Shape::Word128 { id_bits } => 1u64 << (id_bits - 1),
-            // No lag limit: callers up to 2^62 windows either side.
-            Shape::Word64Paired { .. } => 1u64 << 62,
             _ => unreachable!(),
         }
     } else {
@@ -385,9 +383,8 @@ proptest! {
 
 /// The shape table of the `gate` module docs: with `b` the number of bits
 /// of the limit and `F = min(ceil(timeout / window), N)`, `Word64` when
-/// `(N + F) * b + 33 <= 64`, else `Word64Paired` when `(N + F) * b + P + 1
-/// <= 64` (`P` the fewest bits with `2^(P-1) > N + F`), else `Word128` when
-/// `(N + F) * b + 33 <= 128` (x86-64, AArch64), else `Buckets`.
+/// `(N + F) * b + 33 <= 64`, else `Word128` when `(N + F) * b + 33 <= 128`
+/// (x86-64, AArch64), else `Buckets`.
 #[test]
 fn shapes_follow_the_documented_formula() {
     fn one<const N: usize>(bad: &mut Vec<String>) {
@@ -397,12 +394,8 @@ fn shapes_follow_the_documented_formula() {
                 let f = timeout.div_ceil(10).min(N as u64);
                 let b = u64::from(64 - limit.leading_zeros()).max(1);
                 let bits = (N as u64 + f) * b + 33;
-                let s = N as u64 + f;
-                let p = (1..).find(|&p| 1u64 << (p - 1) > s).unwrap();
                 let want = if bits <= 64 {
                     "Word64"
-                } else if s * b + p < 64 {
-                    "Word64Paired"
                 } else if bits <= 128 {
                     "Word128"
                 } else {
@@ -410,7 +403,6 @@ fn shapes_follow_the_documented_formula() {
                 };
                 let got = match g.shape() {
                     Shape::Word64 { .. } => "Word64",
-                    Shape::Word64Paired { .. } => "Word64Paired",
                     Shape::Word128 { .. } => "Word128",
                     _ => "Buckets",
                 };

@@ -11,12 +11,10 @@
 //! window, so windows roll over as in use; every call admitted), against
 //! governor 0.10's `check()` with a `FakeRelativeClock` and a quota it
 //! never reaches; refused: a gate of 10 and a governor of 10 per second,
-//! both used up. `gate_paired_*`: the same with a limit of 1,000,000 (what
-//! `Gate::new` makes of it: a paired 64-bit word); `gate_wide_*`: that
-//! limit in one 128-bit word (`in_wide_word`). `cargo run --release -p
-//! leaparray-benches --bin gate_instructions -- WORKLOAD` runs one of
-//! `gate_admit`, `gate_paired_admit`, `gate_wide_admit`, `governor_admit`
-//! or the same with `refuse`; `time` times the
+//! both used up. `gate_wide_*`: the same with a limit of 1,000,000 (one
+//! 128-bit word). `cargo run --release -p leaparray-benches --bin
+//! gate_instructions -- WORKLOAD` runs one of `gate_admit`,
+//! `governor_admit`, `gate_refuse`, `governor_refuse`; `time` times the
 //! four instead (nanoseconds per call, the median of 31 rounds of
 //! 1,000,000 calls each, the four taking turns in every round, so the
 //! ratios come from one run).
@@ -56,16 +54,11 @@ fn main() {
         .unwrap_or_default();
     let mut admitted = 0u64;
     match workload.as_str() {
-        "gate_admit" | "gate_refuse" | "gate_paired_admit" | "gate_paired_refuse"
-        | "gate_wide_admit" | "gate_wide_refuse" => {
+        "gate_admit" | "gate_refuse" | "gate_wide_admit" | "gate_wide_refuse" => {
             let refuse = workload.ends_with("refuse");
-            let g = if workload.starts_with("gate_paired") {
-                // Too large a limit for a plain 64-bit word (at most 1,023).
+            let g = if workload.starts_with("gate_wide") {
+                // Too large a limit for a 64-bit word (at most 1,023).
                 let g = Gate::<2>::new(WINDOW, 1_000_000);
-                assert!(matches!(g.shape(), Shape::Word64Paired { .. }));
-                g
-            } else if workload.starts_with("gate_wide") {
-                let g = Gate::<2>::new(WINDOW, 1_000_000).in_wide_word().unwrap();
                 assert!(matches!(g.shape(), Shape::Word128 { .. }));
                 g
             } else {
@@ -105,7 +98,7 @@ fn main() {
             return;
         }
         other => {
-            eprintln!("workload {other:?}: one of gate_admit, gate_paired_admit, gate_wide_admit, governor_admit, gate_refuse, gate_paired_refuse, gate_wide_refuse, governor_refuse");
+            eprintln!("workload {other:?}: one of gate_admit, gate_wide_admit, governor_admit, gate_refuse, gate_wide_refuse, governor_refuse");
             std::process::exit(2);
         }
     }

@@ -80,23 +80,14 @@ fn main() {
     let r = RefGate::new(WINDOW, 10);
     assert!(r.try_acquire(0, 6) && r.try_acquire(600, 4) && !r.try_acquire(900, 1));
     assert!(r.try_acquire(1_000, 6) && !r.try_acquire(400, 1) && r.try_acquire(2_000, 10));
-    // Admitted: a limit of 1,000,000 (`Gate::new` makes it a paired
-    // 64-bit word: a plain 64-bit word's three slots of a `Gate<2>` hold at
-    // most 1,023), the same in one 128-bit word (`in_wide_word`), and 1,000
-    // (one plain 64-bit word); refused: the same three shapes used up.
-    let shaped = |l: u64, wide: bool| {
-        let g = Gate::<2>::new(WINDOW, l);
-        if wide {
-            g.in_wide_word().unwrap()
-        } else {
-            g
-        }
-    };
-    let kinds = [(LIMIT, false), (LIMIT, true), (1_000, false)];
-    let gates: Vec<Gate<2>> = (0..4)
-        .flat_map(|_| kinds.map(|(l, w)| shaped(l, w)))
+    // Admitted: a limit of 1,000,000 (one 128-bit word: a 64-bit word's
+    // three slots of a `Gate<2>` hold at most 1,023) and of 1,000 (one
+    // 64-bit word); refused: the same two shapes used up.
+    let gates: Vec<Gate<2>> = [LIMIT, 1_000, LIMIT, 1_000, LIMIT, 1_000, LIMIT, 1_000]
+        .iter()
+        .map(|&l| Gate::<2>::new(WINDOW, l))
         .collect();
-    for g in &gates[6..] {
+    for g in &gates[4..] {
         assert_eq!(g.try_acquire(0, g.limit()), Decision::Pass);
     }
     let refs = [0; 4].map(|_| RefGate::new(WINDOW, LIMIT));
@@ -111,53 +102,89 @@ fn main() {
         while g.check().is_ok() {}
     }
     println!(
-        "Gate<2>: limit {LIMIT} {:?}, in_wide_word {:?}, limit 1000 {:?}",
+        "Gate<2>: limit {LIMIT} {:?}, limit 1000 {:?}",
         gates[0].shape(),
-        gates[1].shape(),
-        gates[2].shape()
+        gates[1].shape()
     );
 
     let one = || black_box(1u64);
+    let mut clocks = [0u64; 6];
+    let [c0, c1, c2, c3, c4, c5] = &mut clocks;
+    let [ga, gb, gc, gd, ge, gf, gg, gh] = &gates[..] else {
+        unreachable!()
+    };
+    let [ra, rb, rc, rd] = &refs;
+    let [va, vb, vc, vd] = &govs[..] else {
+        unreachable!()
+    };
     let pass = |d: Decision| d == Decision::Pass;
-    // Per row: the paired gate, the 128-bit gate, the 64-bit gate, the
-    // reference, governor.
-    let mut runs: Vec<Run> = Vec::new();
-    let rows = ["admit inline", "admit call", "refuse inline", "refuse call"];
-    for (row, what) in rows.into_iter().enumerate() {
-        let (admit, call) = (row < 2, row % 2 == 1);
-        let step = u64::from(admit);
-        let start = if admit { 0 } else { 100 };
-        for g in &gates[row * 3..row * 3 + 3] {
-            let mut now = start;
-            runs.push((
-                what,
-                if call {
-                    Box::new(move || drive(&mut now, step, |t| pass(gate_call(g, t, one()))))
-                } else {
-                    Box::new(move || drive(&mut now, step, |t| pass(g.try_acquire(t, one()))))
-                },
-            ));
-        }
-        let r = &refs[row];
-        let mut now = start;
-        runs.push((
-            what,
-            if call {
-                Box::new(move || drive(&mut now, step, |t| ref_call(r, t, one())))
-            } else {
-                Box::new(move || drive(&mut now, step, |t| r.try_acquire(t, one())))
-            },
-        ));
-        let v = &govs[row];
-        runs.push((
-            what,
-            if call {
-                Box::new(move || drive(&mut 0, 0, |_| governor_call(black_box(v))))
-            } else {
-                Box::new(move || drive(&mut 0, 0, |_| v.check().is_ok()))
-            },
-        ));
-    }
+    // Per row: the 128-bit gate, the 64-bit gate, the reference, governor.
+    let mut runs: Vec<Run> = vec![
+        (
+            "admit inline",
+            Box::new(|| drive(c0, 1, |t| pass(ga.try_acquire(t, one())))),
+        ),
+        (
+            "admit inline",
+            Box::new(|| drive(c1, 1, |t| pass(gb.try_acquire(t, one())))),
+        ),
+        (
+            "admit inline",
+            Box::new(|| drive(c2, 1, |t| ra.try_acquire(t, one()))),
+        ),
+        (
+            "admit inline",
+            Box::new(|| drive(&mut 0, 0, |_| va.check().is_ok())),
+        ),
+        (
+            "admit call",
+            Box::new(|| drive(c3, 1, |t| pass(gate_call(gc, t, one())))),
+        ),
+        (
+            "admit call",
+            Box::new(|| drive(c4, 1, |t| pass(gate_call(gd, t, one())))),
+        ),
+        (
+            "admit call",
+            Box::new(|| drive(c5, 1, |t| ref_call(rb, t, one()))),
+        ),
+        (
+            "admit call",
+            Box::new(|| drive(&mut 0, 0, |_| governor_call(black_box(vb)))),
+        ),
+        (
+            "refuse inline",
+            Box::new(|| drive(&mut 100, 0, |t| pass(ge.try_acquire(t, one())))),
+        ),
+        (
+            "refuse inline",
+            Box::new(|| drive(&mut 100, 0, |t| pass(gf.try_acquire(t, one())))),
+        ),
+        (
+            "refuse inline",
+            Box::new(|| drive(&mut 100, 0, |t| rc.try_acquire(t, one()))),
+        ),
+        (
+            "refuse inline",
+            Box::new(|| drive(&mut 0, 0, |_| vc.check().is_ok())),
+        ),
+        (
+            "refuse call",
+            Box::new(|| drive(&mut 100, 0, |t| pass(gate_call(gg, t, one())))),
+        ),
+        (
+            "refuse call",
+            Box::new(|| drive(&mut 100, 0, |t| pass(gate_call(gh, t, one())))),
+        ),
+        (
+            "refuse call",
+            Box::new(|| drive(&mut 100, 0, |t| ref_call(rd, t, one()))),
+        ),
+        (
+            "refuse call",
+            Box::new(|| drive(&mut 0, 0, |_| governor_call(black_box(vd)))),
+        ),
+    ];
     let mut ns = vec![Vec::with_capacity(rounds); runs.len()];
     for _ in 0..rounds {
         for (i, (name, run)) in runs.iter_mut().enumerate() {
@@ -180,30 +207,25 @@ fn main() {
         env!("LEAPARRAY_COMMIT")
     );
     println!(
-        "{:<14} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "ns/decision",
-        "paired",
         "gate128",
         "gate64",
         "reference",
         "governor",
-        "pair/gov",
         "128/gov",
         "64/gov",
-        "pair/ref",
         "128/ref",
         "64/ref"
     );
-    for row in med.chunks(5).zip(runs.chunks(5)) {
-        let ([p, w, g, r, v], [(what, _), ..]) = row else {
+    for row in med.chunks(4).zip(runs.chunks(4)) {
+        let ([w, g, r, v], [(what, _), ..]) = row else {
             unreachable!()
         };
         println!(
-            "{what:<14} {p:>8.2} {w:>8.2} {g:>8.2} {r:>9.2} {v:>8.2} {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x",
-            p / v,
+            "{what:<14} {w:>9.2} {g:>9.2} {r:>9.2} {v:>9.2} {:>8.2}x {:>8.2}x {:>8.2}x {:>8.2}x",
             w / v,
             g / v,
-            p / r,
             w / r,
             g / r
         );

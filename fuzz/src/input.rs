@@ -185,8 +185,6 @@ pub enum Pick {
     Buckets,
     /// `in_wide_word()`, or `Gate::new`'s choice where no 128-bit word fits.
     WideWord,
-    /// `in_paired_word()`, or `Gate::new`'s choice where no paired word fits.
-    PairedWord,
 }
 
 impl Pick {
@@ -217,22 +215,20 @@ impl Pick {
             Pick::Fit => build(),
             Pick::Buckets => build().in_buckets(),
             Pick::WideWord => build().in_wide_word().unwrap_or_else(build),
-            Pick::PairedWord => build().in_paired_word().unwrap_or_else(build),
         }
     }
 }
 
 /// The most windows apart two window ids in use may be for a gate of this
 /// shape to be exact (and its model to apply): `2^(T-1) - 1` for ids kept
-/// modulo `2^T`; any for a paired word (its guard holds the full id); the
-/// bucket shape, `Wide::WINDOW_RANGE - 2` (as [`IdRange::note`]).
+/// modulo `2^T`; the bucket shape, `Wide::WINDOW_RANGE - 2` (as
+/// [`IdRange::note`]).
 pub fn id_span(shape: Shape) -> u64 {
     match shape {
         Shape::Word64 { id_bits } | Shape::Word128 { id_bits } => {
             assert!((32..=64).contains(&id_bits), "{shape:?}");
             (1u64 << (id_bits - 1)) - 1
         }
-        Shape::Word64Paired { .. } => u64::MAX,
         Shape::Buckets => Wide::WINDOW_RANGE - 2,
         _ => panic!("a shape the targets do not know: {shape:?}"),
     }

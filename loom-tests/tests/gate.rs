@@ -21,14 +21,7 @@
 //!   linearizable, so it never admits over the limit and never refuses
 //!   falsely (exactly as many pass as would one at a time). Each model also
 //!   states the exact set of outcomes (decisions and where the passes
-//!   landed) and checks that every one of them was seen. Every one of
-//!   these models runs twice: on that word and on the paired word
-//!   (`Gate::in_paired_word`, `Shape::Word64Paired { id_bits: 3 }`).
-//! - The paired word's guard: a caller that moves the word 12 windows on
-//!   (past its 3 id bits) racing a caller 1 window, or 10 windows, behind
-//!   it. Exactly one of them passes at limit 1, which needs the guard
-//!   raised before the swap (raised after it, the model finds both
-//!   admitted).
+//!   landed) and checks that every one of them was seen.
 //! - `GateSet` of two word gates (limits 1 and 2): a set racing each of its
 //!   members used alone (3 threads), and two sets over the same gates in
 //!   opposite orders with different sizes (2 threads). No gate counts more
@@ -41,9 +34,8 @@
 //! it models) of these small models up to `LOOM_MAX_PREEMPTIONS`
 //! preemptions, 5 in CI: at most three threads, each making one decision;
 //! windows of 10 ticks, `Gate<2>`, limits of 1 to 3, bookings in windows 0
-//! to 2 (so the one-word shape's ids modulo `2^T` never wrap, and no caller
-//! lags by `2^(T-1)` windows), and in windows 8 to 20 for the paired
-//! word's guard. Loom has no 128-bit atomic, so `Shape::Word128` is
+//! to 2 (so the word's ids modulo `2^T` never wrap, and no caller lags by
+//! `2^(T-1)` windows). Loom has no 128-bit atomic, so `Shape::Word128` is
 //! not modeled; in the bucket shape a `SeqCst` fence stands for the total
 //! order of its `SeqCst` accesses (see `src/gate/bucket_gate.rs`).
 //!
@@ -443,35 +435,12 @@ fn word_model(
     check: fn(&Gate<2>, &[PriorityDecision]),
     expect: &'static [&'static str],
 ) {
-    word_model_in(false, limit, pre, calls, check, expect);
-    word_model_in(true, limit, pre, calls, check, expect);
-}
-
-/// [`word_model`] on the one-word shape, or on the paired word if
-/// `paired` (`Gate::in_paired_word`: 3 id bits beside its guard).
-fn word_model_in(
-    paired: bool,
-    limit: u64,
-    pre: &[Call],
-    calls: &[Call],
-    check: fn(&Gate<2>, &[PriorityDecision]),
-    expect: &'static [&'static str],
-) {
     let seen = Seen::new();
     let record = seen.recorder();
     let (pre, calls) = (pre.to_vec(), calls.to_vec());
     loom::model(move || {
-        let g = Gate::<2>::new(W, limit);
-        let g = Arc::new(if paired {
-            g.in_paired_word().unwrap()
-        } else {
-            g
-        });
-        if paired {
-            assert_eq!(g.shape(), Shape::Word64Paired { id_bits: 3 });
-        } else {
-            assert!(matches!(g.shape(), Shape::Word64 { .. }), "{:?}", g.shape());
-        }
+        let g = Arc::new(Gate::<2>::new(W, limit));
+        assert!(matches!(g.shape(), Shape::Word64 { .. }), "{:?}", g.shape());
         for &c in &pre {
             assert_eq!(c.on(&g), PriorityDecision::Pass, "setup {c:?}");
         }
@@ -638,40 +607,6 @@ fn word_prioritized_and_plain_both_fit() {
         &[prio(15, 1), plain(25, 1)],
         |g, _| assert_eq!((g.count(25), g.count(35)), (3, 2)),
         &["Wait(5) Pass | w1=1 w2=2", "Pass Pass | w1=1 w2=2"],
-    );
-}
-
-/// The paired word's guard (`src/gate/packed/paired.rs`, the race in its
-/// module docs): limit 1, one permit booked at 85 (window 8, 3 id bits: id
-/// 0). A thread at 205 (window 20, id 4) moves the word 12 windows on
-/// while a thread at 195 (window 19) asks too. Exactly one passes: the
-/// second reads the first's word with the guard it raised before its
-/// swap, so window 19 is one late, not 15 ahead.
-#[test]
-fn paired_word_far_move_racing_a_caller_one_window_behind() {
-    word_model_in(
-        true,
-        1,
-        &[plain(85, 1)],
-        &[plain(205, 1), plain(195, 1)],
-        |g, _| assert_eq!(g.count(205), 1),
-        &["Pass Block | w20=1", "Block Pass | w19=1"],
-    );
-}
-
-/// The same with a caller 10 windows behind the mover (window 10, more
-/// than `2^(T-1)` late): booked into the newest window, refused when it
-/// comes second; when it comes first it moves the word to window 10 and
-/// the mover's interval (19, 20] is empty.
-#[test]
-fn paired_word_far_move_racing_a_caller_far_behind() {
-    word_model_in(
-        true,
-        1,
-        &[plain(85, 1)],
-        &[plain(205, 1), plain(105, 1)],
-        |g, _| assert_eq!(g.count(205), 1),
-        &["Pass Block | w20=1", "Pass Pass | w20=1"],
     );
 }
 

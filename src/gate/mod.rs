@@ -9,23 +9,19 @@
 //! | shape | when | a decision |
 //! |---|---|---|
 //! | [`Shape::Word64`] | `(N + F) * b + 33 <= 64` | one load, one compare-and-swap of an `AtomicU64` |
-//! | [`Shape::Word64Paired`] | else `(N + F) * b + P + 1 <= 64` | the same, and a load of a second `AtomicU64`, the guard (a `fetch_max` of it once per window) |
 //! | [`Shape::Word128`] | else `(N + F) * b + 33 <= 128`, on x86-64 and AArch64 | the same on an `AtomicU128` (`cmpxchg16b`, `ldxp`/`stxp` or `casp`, through portable-atomic) |
 //! | [`Shape::Buckets`] | else | a [`Metric`]'s buckets: book, read, take back on refusal (see "The bucket shape") |
 //!
-//! (33: at least 32 bits of window id and a bit that marks a used word;
-//! `P`: the fewest id bits with `2^(P-1) > N + F`, 3 for `N + F` of 2 or 3.)
+//! (33: at least 32 bits of window id and a bit that marks a used word.)
 //! In this condition `b` is the number of bits of the limit, at least 1
 //! (`limit < 2^b`; a word's slots are then as wide as the shape allows), `F` the number
 //! of windows after the newest that prioritized requests may borrow:
 //! `ceil(occupy_timeout / window)`, at most `N` (1 by default, 0 with
 //! [`with_occupy_timeout(0)`](Gate::with_occupy_timeout)). So with the
 //! default timeout a `Gate<2>` is one 64-bit word for limits up to
-//! 1,023 (ids of 33 bits or more), a paired 64-bit word up to 2^20 - 1,
-//! and one 128-bit word up to 2^31 - 1; with no prioritized requests, one
-//! 64-bit word up to 32,767 and a paired one up to 2^30 - 1. A `Gate<10>`
-//! is one 64-bit word up to a limit of 3, a paired one up to 31 and one
-//! 128-bit word up to 255.
+//! 1,023 (ids of 33 bits or more), 32,767 with no prioritized requests,
+//! and one 128-bit word up to 2^31 - 1; a `Gate<10>` one 64-bit word up to
+//! a limit of 3 and one 128-bit word up to 255.
 //!
 //! # The word shapes
 //!
@@ -37,15 +33,8 @@
 //! and the limits of keeping ids modulo `2^T` (`T >= 32`: exact while no
 //! caller's clock lags the newest window by `2^(T-1)` windows) are in
 //! the module `packed` (source: `src/gate/packed/`), whose rules
-//! [`guarantees`](crate::guarantees) restates. The paired word keeps
-//! fewer id bits and reads every distance through its guard, which bounds
-//! the word's newest window from above: it has no lag limit, and its one
-//! departure from the plain word's answers is stricter, never looser
-//! (`src/gate/packed/paired.rs`: when the first callers after an idle of
-//! `2^T` windows or more race, one may take the counts from before the
-//! idle as counts of a window no later than the latest window any caller
-//! has asked for, and refuse until they slide out).
-
+//! [`guarantees`](crate::guarantees) restates.
+//!
 //! # The bucket shape
 //!
 //! Too many windows or too large a limit for one word: the gate books into
@@ -95,12 +84,11 @@ use crate::array::word::MAX_COUNT;
 use crate::error::AddError;
 use crate::gate::bucket_gate::BucketGate;
 use crate::gate::divide::Divisor;
-use crate::gate::packed::{Answer, Layout, Outcome, Paired, WordGate};
+use crate::gate::packed::{Answer, Layout, Outcome, WordGate};
 #[cfg(target_pointer_width = "64")]
-use crate::gate::packed::{Fixed, Geometry, Paired64, WordCell};
+use crate::gate::packed::{Fixed, Geometry, WordCell};
 use crate::stats::event::Event;
 use crate::stats::metric::{Metric, ReadOnly};
-use crate::sync::Ordering::Acquire;
 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
 use crate::sync::Ordering::Relaxed;
 use crate::sync::{atomic_u64, const_fn_unless_loom, AtomicU64};
@@ -113,8 +101,6 @@ pub use crate::gate::shape::{GateError, Shape};
 enum Repr<const N: usize> {
     /// A 64-bit word: [`Gate::word`].
     Word64,
-    /// A paired 64-bit word: [`Gate::word`] and [`Gate::guard`].
-    Word64Paired,
     /// A 128-bit word (on targets without one, its type has no values and
     /// the variant is never built).
     #[allow(dead_code)]
@@ -125,7 +111,6 @@ enum Repr<const N: usize> {
 /// A gate's state as every path but the hot one sees it.
 enum State<'a, const N: usize> {
     Word64(&'a WordGate<AtomicU64>),
-    Word64Paired(Paired<'a>),
     Word128(&'a WordGate<crate::sync::AtomicU128>),
     Buckets(&'a BucketGate<N>),
 }
@@ -159,10 +144,6 @@ pub struct Gate<const N: usize> {
     /// others), outside `repr` so that a decision reaches it without
     /// matching on the shape.
     word: WordGate<AtomicU64>,
-    /// The guard of the paired shape ([`Repr::Word64Paired`], whose word is
-    /// `word`; unused in the others). Encoding and invariant: the module
-    /// `packed::paired`.
-    guard: AtomicU64,
     /// `fast[F]` is the limit if `book` decides this gate inline with
     /// constant shifts (a 64-bit word with `F` future windows, `F` 0 or
     /// 1, and a window `start_mask` can check), else 0; the other entry
@@ -174,12 +155,6 @@ pub struct Gate<const N: usize> {
     /// tests after the 64-bit word's.
     #[cfg(target_pointer_width = "64")]
     wide: [u64; 2],
-    /// The same for the paired shape ([`Repr::Word64Paired`]), which `book`
-    /// tests after the 64-bit word's (loom builds decide it through
-    /// `book_other`).
-    #[cfg(target_pointer_width = "64")]
-    #[cfg_attr(leaparray_loom, allow(dead_code))]
-    paired: [u64; 2],
     repr: Repr<N>,
     /// The id of a window some caller booked into, so that a caller in
     /// that same window finds its id with one multiply instead of a
@@ -276,7 +251,7 @@ impl<const N: usize> Gate<N> {
         /// use leaparray::gate::Shape;
         /// use leaparray::Gate;
         /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 4_000);
-        /// assert_eq!(g.shape(), Shape::Word64Paired { id_bits: 3 });
+        /// assert_eq!(g.shape(), Shape::Word128 { id_bits: 34 });
         /// let g = g.with_occupy_timeout(0);
         /// assert_eq!((g.occupy_timeout(), g.shape()), (0, Shape::Word64 { id_bits: 33 }));
         /// ```
@@ -296,9 +271,6 @@ impl<const N: usize> Gate<N> {
             let live = if N > u32::MAX as usize { u32::MAX } else { N as u32 };
             if let Some(layout) = Layout::fit(64, live, div, limit, timeout) {
                 return Self::assemble(layout, Repr::Word64);
-            }
-            if let Some(layout) = Layout::fit_paired(live, div, limit, timeout) {
-                return Self::assemble(layout, Repr::Word64Paired);
             }
             #[cfg(all(not(leaparray_loom), any(target_arch = "x86_64", target_arch = "aarch64")))]
             if let Some(layout) = Layout::fit(128, live, div, limit, timeout) {
@@ -320,7 +292,7 @@ impl<const N: usize> Gate<N> {
         /// A gate of this layout and state, its 64-bit word and memos new.
         fn assemble(layout: Layout, repr: Repr<N>) -> Self {
             #[cfg(target_pointer_width = "64")]
-            let (fast, wide, paired) = {
+            let (fast, wide) = {
                 // `acquire_started` needs `T + k <= 64`: windows of a
                 // multiple of 2^(65 - T) ticks (2^32 for `Gate<2>`) decide
                 // through `book_otherwise`, dividing.
@@ -331,18 +303,10 @@ impl<const N: usize> Gate<N> {
                     1 => [0, limit],
                     _ => [0, 0],
                 };
-                // The paired word checks the window against its guard, not
-                // `start_mask`: any window length.
-                let paired_at = match layout.future {
-                    0 => [layout.limit, 0],
-                    1 => [0, layout.limit],
-                    _ => [0, 0],
-                };
                 match repr {
-                    Repr::Word64 => (at, [0, 0], [0, 0]),
-                    Repr::Word64Paired => ([0, 0], [0, 0], paired_at),
-                    Repr::Word128(_) => ([0, 0], at, [0, 0]),
-                    Repr::Buckets(_) => ([0, 0], [0, 0], [0, 0]),
+                    Repr::Word64 => (at, [0, 0]),
+                    Repr::Word128(_) => ([0, 0], at),
+                    Repr::Buckets(_) => ([0, 0], [0, 0]),
                 }
             };
             #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
@@ -357,13 +321,10 @@ impl<const N: usize> Gate<N> {
             Gate {
                 layout,
                 word: WordGate::new(atomic_u64(0)),
-                guard: atomic_u64(0),
                 #[cfg(target_pointer_width = "64")]
                 fast,
                 #[cfg(target_pointer_width = "64")]
                 wide,
-                #[cfg(target_pointer_width = "64")]
-                paired,
                 repr,
                 #[cfg(all(target_pointer_width = "64", not(leaparray_loom)))]
                 hint: atomic_u64(0),
@@ -432,39 +393,10 @@ impl<const N: usize> Gate<N> {
         None
     }
 
-    const_fn_unless_loom! {
-        /// The same gate, empty, in a paired 64-bit word
-        /// ([`Shape::Word64Paired`]) even if a plain 64-bit word would do;
-        /// `None` if the shape does not fit one.
-        ///
-        /// ```
-        /// # use core::num::NonZeroU64;
-        /// use leaparray::gate::Shape;
-        /// use leaparray::Gate;
-        /// let g = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 100).in_paired_word();
-        /// assert_eq!(g.unwrap().shape(), Shape::Word64Paired { id_bits: 3 });
-        /// let big = Gate::<2>::new(NonZeroU64::new(500).unwrap(), 1 << 20);
-        /// assert!(big.in_paired_word().is_none());
-        /// ```
-        #[must_use]
-        pub fn in_paired_word(self) -> Option<Self> {
-            let Gate { layout, repr, .. } = self;
-            discard(repr);
-            match Layout::fit_paired(layout.live, layout.window, layout.limit, layout.timeout) {
-                Some(layout) => Some(Self::assemble(layout, Repr::Word64Paired)),
-                None => None,
-            }
-        }
-    }
-
     /// The state, the 64-bit variants as one.
     const fn state(&self) -> State<'_, N> {
         match &self.repr {
             Repr::Word64 => State::Word64(&self.word),
-            Repr::Word64Paired => State::Word64Paired(Paired {
-                word: &self.word,
-                guard: &self.guard,
-            }),
             Repr::Word128(w) => State::Word128(w),
             Repr::Buckets(b) => State::Buckets(b),
         }
@@ -516,9 +448,6 @@ impl<const N: usize> Gate<N> {
     pub const fn shape(&self) -> Shape {
         match self.state() {
             State::Word64(_) => Shape::Word64 {
-                id_bits: self.layout.id_bits,
-            },
-            State::Word64Paired(_) => Shape::Word64Paired {
                 id_bits: self.layout.id_bits,
             },
             State::Word128(_) => Shape::Word128 {
@@ -690,7 +619,6 @@ impl<const N: usize> Gate<N> {
     pub fn record(&self, now: u64, n: u64) -> Result<(), AddError> {
         let ok = match self.state() {
             State::Word64(w) => w.record::<N>(&self.layout, now, n),
-            State::Word64Paired(p) => p.record::<N>(&self.layout, now, n),
             State::Word128(w) => w.record::<N>(&self.layout, now, n),
             State::Buckets(b) => return b.metric().add_event(now, Event::Pass, n),
         };
@@ -720,7 +648,6 @@ impl<const N: usize> Gate<N> {
     pub fn count(&self, now: u64) -> u64 {
         match self.state() {
             State::Word64(w) => w.count(&self.layout, now),
-            State::Word64Paired(p) => p.count(&self.layout, now),
             State::Word128(w) => w.count(&self.layout, now),
             State::Buckets(b) => b.metric().pass(now),
         }
@@ -742,7 +669,6 @@ impl<const N: usize> Gate<N> {
     pub fn peek(&self, now: u64) -> u64 {
         match self.state() {
             State::Word64(w) => w.load::<N>(&self.layout, now),
-            State::Word64Paired(p) => p.peek::<N>(&self.layout, now),
             State::Word128(w) => w.load::<N>(&self.layout, now),
             State::Buckets(b) => b.load(now).unwrap_or(self.layout.limit),
         }
@@ -790,7 +716,6 @@ impl<const N: usize> Gate<N> {
         }
         match self.state() {
             State::Word64(w) => w.retry_after::<N>(&self.layout, now, n),
-            State::Word64Paired(p) => p.retry_after::<N>(&self.layout, now, n),
             State::Word128(w) => w.retry_after::<N>(&self.layout, now, n),
             State::Buckets(b) => b.retry_after(self.layout.limit, now, n),
         }
@@ -816,33 +741,6 @@ impl<const N: usize> Gate<N> {
             }
             if m < self.fast[0] {
                 return self.book_word(w, Fixed::<u64, N, 0>::new(l), now, n, prioritized);
-            }
-            // The paired word's common case inline too: in a function of
-            // its own it costs a call a decision, while the plain word's
-            // path above, two instructions longer for it (off the swap's
-            // chain), takes the same time (benches/README, "The paired
-            // word"). Its general decision goes through `book_otherwise`,
-            // whose arguments are this function's (a jump).
-            #[cfg(not(leaparray_loom))]
-            {
-                let p = Paired {
-                    word: w,
-                    guard: &self.guard,
-                };
-                if m < self.paired[1] {
-                    let g = Fixed::<Paired64, N, 1>::new(l);
-                    return match p.acquire_fast::<R>(g, now, n, prioritized) {
-                        Some(r) => r,
-                        None => self.book_otherwise(now, n, prioritized),
-                    };
-                }
-                if m < self.paired[0] {
-                    let g = Fixed::<Paired64, N, 0>::new(l);
-                    return match p.acquire_fast::<R>(g, now, n, prioritized) {
-                        Some(r) => r,
-                        None => self.book_otherwise(now, n, prioritized),
-                    };
-                }
             }
             if m < self.wide[1] | self.wide[0] {
                 return self.book_wide(now, n, prioritized);
@@ -970,29 +868,6 @@ impl<const N: usize> Gate<N> {
         }
         match self.state() {
             State::Word64(w) => w.acquire::<N, Outcome>(l, l.window.div(now), now, n, prioritized),
-            State::Word64Paired(p) => {
-                let cur = p.word.cell().load(Acquire);
-                #[cfg(target_pointer_width = "64")]
-                match l.future {
-                    0 => p.decide_from::<N>(
-                        now,
-                        n,
-                        Fixed::<Paired64, N, 0>::new(l),
-                        cur,
-                        prioritized,
-                    ),
-                    1 => p.decide_from::<N>(
-                        now,
-                        n,
-                        Fixed::<Paired64, N, 1>::new(l),
-                        cur,
-                        prioritized,
-                    ),
-                    _ => p.decide_from::<N>(now, n, l, cur, prioritized),
-                }
-                #[cfg(not(target_pointer_width = "64"))]
-                p.decide_from::<N>(now, n, l, cur, prioritized)
-            }
             // Constant shifts for the common shapes, as in `book`.
             #[cfg(target_pointer_width = "64")]
             State::Word128(w) => {
@@ -1031,7 +906,6 @@ impl<const N: usize> Gate<N> {
         }
         match self.state() {
             State::Word64(w) => w.cancel(&self.layout, window, n),
-            State::Word64Paired(p) => p.cancel(&self.layout, window, n),
             State::Word128(w) => w.cancel(&self.layout, window, n),
             State::Buckets(b) => b.cancel(window, n),
         }

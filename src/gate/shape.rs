@@ -51,15 +51,6 @@ pub enum Shape {
         /// Bits of the window id kept (at least 32).
         id_bits: u32,
     },
-    /// One `AtomicU64` keeping window ids modulo `2^id_bits` (a few bits:
-    /// the fewest with `2^(id_bits - 1) > N + F`), decided with one swap of
-    /// it, beside a second `AtomicU64` that bounds the newest window's full
-    /// id from above (raised once per window, before the swap that moves
-    /// the word there). The module `gate` says when a gate takes it.
-    Word64Paired {
-        /// Bits of the window id kept in the word.
-        id_bits: u32,
-    },
     /// One `AtomicU128` keeping window ids modulo `2^id_bits`.
     Word128 {
         /// Bits of the window id kept (at least 32, at most 64).

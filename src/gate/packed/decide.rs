@@ -96,13 +96,6 @@ impl<A: WordCell> WordGate<A> {
         WordGate { word }
     }
 
-    /// The atomic that holds the word (a paired word's decision swaps it
-    /// itself).
-    #[inline(always)]
-    pub(crate) fn cell(&self) -> &A {
-        &self.word
-    }
-
     /// Admits `n` at `now`, whose window is `c`, into the newest window,
     /// or (if `prioritized`) borrows a later one, or refuses (always if
     /// `n` is over the limit). `n` is at least 1, and at most the limit or

@@ -7,18 +7,8 @@ use crate::gate::divide::Divisor;
 use crate::sync::Ordering;
 use core::ops::{Add, BitAnd, BitOr, Not, Shl, Shr, Sub};
 
-/// The bits every shape keeps of the window id, at least, except a
-/// paired word (whose id bits only tell windows apart near its guard: see
-/// [`paired_id_bits`]).
+/// The bits every shape keeps of the window id, at least.
 pub(crate) const MIN_ID_BITS: u32 = 32;
-
-/// The fewest bits a paired word (the module `paired`) keeps of the window
-/// id for `slots` windows (`S`, at least 1): the fewest `T` with
-/// `2^(T-1) > S`, so that a distance below `2^(T-1)` reads exactly modulo
-/// `2^T`, and one ahead by `2^(T-1)` or more has every slot slid out.
-pub(crate) const fn paired_id_bits(slots: u64) -> u32 {
-    (64 - slots.leading_zeros()) + 1
-}
 
 /// The word's top bit, set by every write: marks a used word.
 #[inline(always)]
@@ -166,43 +156,13 @@ impl Layout {
         limit: u64,
         timeout: u64,
     ) -> Option<Layout> {
-        Self::fit_ids(word_bits, false, live, window, limit, timeout)
-    }
-
-    /// The layout of a paired 64-bit word for this gate (ids of
-    /// [`paired_id_bits`]), if the limit fits its slots.
-    pub(crate) const fn fit_paired(
-        live: u32,
-        window: Divisor,
-        limit: u64,
-        timeout: u64,
-    ) -> Option<Layout> {
-        Self::fit_ids(64, true, live, window, limit, timeout)
-    }
-
-    const fn fit_ids(
-        word_bits: u32,
-        paired: bool,
-        live: u32,
-        window: Divisor,
-        limit: u64,
-        timeout: u64,
-    ) -> Option<Layout> {
         let future = future_windows(live, window.get(), timeout);
         // In u64: `live` may be as large as `u32::MAX`.
         let slots = live as u64 + future as u64;
-        let min_id = if paired {
-            paired_id_bits(slots) as u64
-        } else {
-            MIN_ID_BITS as u64
-        };
-        if min_id + 1 >= word_bits as u64 {
-            return None;
-        }
         // Every slot as wide as the word allows (so that a shape's layout
         // depends on `N` and `F` only, and its shifts are constants), if
         // the limit fits.
-        let slot_bits = (word_bits as u64 - min_id - 1) / slots;
+        let slot_bits = (word_bits as u64 - MIN_ID_BITS as u64 - 1) / slots;
         let needed = 64 - limit.leading_zeros() as u64;
         if slot_bits == 0 || slot_bits < needed {
             return None;
@@ -215,7 +175,7 @@ impl Layout {
         };
         let id_bits = word_bits - 1 - slots as u32 * slot_bits;
         let id_bits = if id_bits > 64 { 64 } else { id_bits };
-        // At most 63: `T >= 2` in 64 bits; in 128, `T = 64` or no bits
+        // At most 63: `T >= 32` in 64 bits; in 128, `T = 64` or no bits
         // lie between the total slot and the used bit.
         let above = word_bits - 1 - (id_bits + (slots as u32 - 1) * slot_bits);
         Some(Layout {
@@ -319,57 +279,21 @@ impl Geometry for &Layout {
     }
 }
 
-/// What kind of word a [`Fixed`] geometry is for: its width, and whether
-/// it is a paired word (ids of [`paired_id_bits`]).
-#[cfg(target_pointer_width = "64")]
-pub(crate) trait WordKind: Copy {
-    const BITS: u32;
-    const PAIRED: bool;
-}
-
-#[cfg(target_pointer_width = "64")]
-impl WordKind for u64 {
-    const BITS: u32 = 64;
-    const PAIRED: bool = false;
-}
-
-#[cfg(target_pointer_width = "64")]
-impl WordKind for u128 {
-    const BITS: u32 = 128;
-    const PAIRED: bool = false;
-}
-
-/// The kind of a paired 64-bit word (the module `paired`).
+/// The geometry of a word of `B` with `N` live and `F` future windows, as
+/// constants (the numbers `Layout::fit` computes for that shape). Used on
+/// 64-bit targets only (see `Gate::book`).
 #[cfg(target_pointer_width = "64")]
 #[derive(Clone, Copy)]
-pub(crate) struct Paired64;
-
-#[cfg(target_pointer_width = "64")]
-impl WordKind for Paired64 {
-    const BITS: u32 = 64;
-    const PAIRED: bool = true;
-}
-
-/// The geometry of a word of kind `K` with `N` live and `F` future windows, as
-/// constants (the numbers `Layout::fit` or `Layout::fit_paired` computes
-/// for that shape). Used on 64-bit targets only (see `Gate::book`).
-#[cfg(target_pointer_width = "64")]
-#[derive(Clone, Copy)]
-pub(crate) struct Fixed<'a, K, const N: usize, const F: u32> {
+pub(crate) struct Fixed<'a, B, const N: usize, const F: u32> {
     layout: &'a Layout,
-    word: core::marker::PhantomData<K>,
+    word: core::marker::PhantomData<B>,
 }
 
 #[cfg(target_pointer_width = "64")]
-impl<'a, K: WordKind, const N: usize, const F: u32> Fixed<'a, K, N, F> {
+impl<'a, B: Bits, const N: usize, const F: u32> Fixed<'a, B, N, F> {
     const SLOTS: u32 = N as u32 + F;
-    const MIN_ID: u32 = if K::PAIRED {
-        paired_id_bits(Self::SLOTS as u64)
-    } else {
-        MIN_ID_BITS
-    };
     const SLOT_BITS: u32 = {
-        let b = (K::BITS - Self::MIN_ID - 1) / Self::SLOTS;
+        let b = (B::BITS - MIN_ID_BITS - 1) / Self::SLOTS;
         if b > MAX_SLOT_BITS {
             MAX_SLOT_BITS
         } else {
@@ -377,7 +301,7 @@ impl<'a, K: WordKind, const N: usize, const F: u32> Fixed<'a, K, N, F> {
         }
     };
     const ID_BITS: u32 = {
-        let t = K::BITS - 1 - Self::SLOTS * Self::SLOT_BITS;
+        let t = B::BITS - 1 - Self::SLOTS * Self::SLOT_BITS;
         if t > 64 {
             64
         } else {
@@ -400,7 +324,7 @@ impl<'a, K: WordKind, const N: usize, const F: u32> Fixed<'a, K, N, F> {
 }
 
 #[cfg(target_pointer_width = "64")]
-impl<K: WordKind, const N: usize, const F: u32> Geometry for Fixed<'_, K, N, F> {
+impl<B: Bits, const N: usize, const F: u32> Geometry for Fixed<'_, B, N, F> {
     #[inline(always)]
     fn id_bits(&self) -> u32 {
         Self::ID_BITS

@@ -92,9 +92,7 @@
 //!
 //! The word keeps the newest id modulo `2^T`, and reads the caller's window
 //! as `d = (c - newest) mod 2^T` windows ahead when `d < 2^(T-1)`, and as
-//! `2^T - d` windows late otherwise. Every shape has `T >= 32` except the
-//! paired word (below), which reads every distance through its guard
-//! instead, and to which the rest of this section does not apply. Both
+//! `2^T - d` windows late otherwise. Every shape has `T >= 32`. Both
 //! misreadings a modulus allows are stricter, never looser, as long as no
 //! caller's window lags the newest by `2^(T-1)` windows or more:
 //! - a caller `2^T k + d` windows ahead is read as `d` ahead: fewer windows
@@ -111,36 +109,23 @@
 //! read as ahead, and its slide drops counts that are still live: beyond
 //! that limit the gate can admit more than its limit.
 //!
-//! # The paired word
-//!
-//! A word that keeps only `P` id bits (the fewest with `2^(P-1) > S`), so
-//! that its slots can hold larger limits, beside a second word, the guard,
-//! that bounds its newest window's full id from above: the protocol, the
-//! race it prevents and its one stricter departure are argued in
-//! `paired.rs`.
-//!
 //! # The parts
 //!
 //! `layout.rs`: the word (integer types, atomic cells, where each field
 //! sits, sliding and rewriting fields); `decide.rs`: [`WordGate`] and the
 //! decision with its fast path; `read.rs`: what a word says without
-//! deciding (loads, counts, when a request would fit); `paired.rs`: the
-//! paired word; `tests.rs`.
+//! deciding (loads, counts, when a request would fit); `tests.rs`.
 
 mod decide;
 mod layout;
-mod paired;
 mod read;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use decide::{decide, decide_fast_ahead, Answer, Fast, Outcome, WordGate};
 #[cfg(target_pointer_width = "64")]
-pub(crate) use layout::Paired64;
-#[cfg(target_pointer_width = "64")]
 pub(crate) use layout::{Fixed, WordCell};
 pub(crate) use layout::{Geometry, Layout};
-pub(crate) use paired::Paired;
 pub(crate) use read::{
     ahead_of, count_at, empty_at, left_of, load_of, newest_of, reset_of, retry_after_of, word_with,
 };

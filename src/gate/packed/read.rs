@@ -60,19 +60,7 @@ pub(crate) fn retry_after_of<B: Bits, const N: usize>(
     now: u64,
     n: u64,
 ) -> Option<u64> {
-    retry_after_in::<B, N>(l, w, l.window().div(now), now, n)
-}
-
-/// [`retry_after_of`] with the window `c` to read the word from (that of
-/// `now`, or as a paired word presents it).
-pub(crate) fn retry_after_in<B: Bits, const N: usize>(
-    l: impl Geometry,
-    w: B,
-    c: u64,
-    now: u64,
-    n: u64,
-) -> Option<u64> {
-    let v = view(l, w, c);
+    let v = view(l, w, l.window().div(now));
     // After `S` windows every slot has slid out, and `n <= limit` fits.
     let mut j = 0;
     while j < u64::from(l.slots()) && !fits::<_, N>(l, slide(l, v.slots, j), l.future(), n) {

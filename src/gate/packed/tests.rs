@@ -6,8 +6,6 @@ use super::layout::{
     booking, decode, encode, pack, slide, slot, used, view, view_moved, with_slot, Bits, Fixed,
     Geometry, Layout, View,
 };
-#[cfg(target_pointer_width = "64")]
-use super::layout::{Paired64, WordKind};
 use super::read::{ahead_of, left_of, load_of, peak};
 use crate::gate::divide::Divisor;
 use core::num::NonZeroU64;
@@ -60,13 +58,9 @@ fn slots_take_every_bit_the_shape_leaves() {
 #[cfg(target_pointer_width = "64")]
 #[test]
 fn fixed_geometry_is_the_layout() {
-    fn same<B: WordKind, const N: usize, const F: u32>(word_bits: u32) {
+    fn same<B: Bits, const N: usize, const F: u32>(word_bits: u32) {
         let w = Divisor::new(NonZeroU64::new(10).unwrap());
-        let l = if B::PAIRED {
-            Layout::fit_paired(N as u32, w, 1, u64::from(F) * 10).unwrap()
-        } else {
-            Layout::fit(word_bits, N as u32, w, 1, u64::from(F) * 10).unwrap()
-        };
+        let l = Layout::fit(word_bits, N as u32, w, 1, u64::from(F) * 10).unwrap();
         let f = Fixed::<B, N, F>::new(&l);
         assert_eq!(
             (
@@ -86,11 +80,6 @@ fn fixed_geometry_is_the_layout() {
     same::<u128, 1, 0>(128);
     same::<u128, 2, 1>(128);
     same::<u128, 60, 1>(128);
-    same::<Paired64, 1, 0>(64);
-    same::<Paired64, 2, 0>(64);
-    same::<Paired64, 2, 1>(64);
-    same::<Paired64, 10, 1>(64);
-    same::<Paired64, 31, 0>(64);
 }
 
 #[test]
