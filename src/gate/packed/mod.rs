@@ -109,6 +109,18 @@
 //! read as ahead, and its slide drops counts that are still live: beyond
 //! that limit the gate can admit more than its limit.
 //!
+//! The same limit keeps the swap free of ABA. The swap compares bits, and
+//! a word whose newest window moved on by a multiple of `2^T` windows can
+//! hold the bits it held before (every count slid out, then the same
+//! bookings), so a caller that loaded the old word and swaps after such a
+//! move succeeds over permits it never saw; its window then lags the
+//! newest by `2^T` windows, beyond the limit above. So every shape keeps at
+//! least 32 id bits, even where a larger limit would want them for slots:
+//! with fewer (3 would give a `Gate<2>` slots for a limit of 1,000,000),
+//! even beside a second word holding the full id, a caller stalled while
+//! the word moves `2^T` windows on (8 for `T = 3`) could admit over the
+//! limit.
+//!
 //! # The parts
 //!
 //! `layout.rs`: the word (integer types, atomic cells, where each field
