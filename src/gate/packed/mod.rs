@@ -113,8 +113,9 @@
 //! a word whose newest window moved on by a multiple of `2^T` windows can
 //! hold the bits it held before (every count slid out, then the same
 //! bookings), so a caller that loaded the old word and swaps after such a
-//! move succeeds over permits it never saw; its window then lags the
-//! newest by `2^T` windows, beyond the limit above. So every shape keeps at
+//! move succeeds over permits it never saw; its window (read as at most
+//! `2^(T-1)` windows from the old newest) then lags the new newest by
+//! more than `2^(T-1)` windows, beyond the limit above. So every shape keeps at
 //! least 32 id bits, even where a larger limit would want them for slots:
 //! with fewer (3 would give a `Gate<2>` slots for a limit of 1,000,000),
 //! even beside a second word holding the full id, a caller stalled while
