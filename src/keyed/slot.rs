@@ -569,7 +569,9 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
         raise(&self.shared.high_water, c);
     }
 
-    #[inline]
+    // Out of line: inlined, its loads sit in the table's `update` beside
+    // every resident key's decision and cost those decisions registers.
+    #[inline(never)]
     fn evicting(&self, fp: u64, victim: u64, _: u64) {
         self.memory.touch(&self.shape, [victim, fp]);
     }
