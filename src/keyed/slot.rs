@@ -569,8 +569,9 @@ impl<const N: usize, W: Words<AtomicU64>> Policy for GatePolicy<N, W> {
         raise(&self.shared.high_water, c);
     }
 
-    // Out of line: inlined, its loads sit in the table's `update` beside
-    // every resident key's decision and cost those decisions registers.
+    // Out of line: inlined, its code sits in `Table::update_by_scan`, which
+    // a burst's loop inlines, beside each decision of a burst, and costs
+    // those decisions registers (benches/README, the Zen 5 sitting).
     #[inline(never)]
     fn evicting(&self, fp: u64, victim: u64, _: u64) {
         self.memory.touch(&self.shape, [victim, fp]);

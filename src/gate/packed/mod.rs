@@ -109,18 +109,23 @@
 //! read as ahead, and its slide drops counts that are still live: beyond
 //! that limit the gate can admit more than its limit.
 //!
-//! The same limit keeps the swap free of ABA. The swap compares bits, and
-//! a word whose newest window moved on by a multiple of `2^T` windows can
-//! hold the bits it held before (every count slid out, then the same
-//! bookings), so a caller that loaded the old word and swaps after such a
-//! move succeeds over permits it never saw; its window (read as at most
-//! `2^(T-1)` windows from the old newest) then lags the new newest by
-//! more than `2^(T-1)` windows, beyond the limit above. So every shape keeps at
+//! The same limit makes the swap's ABA harmless. The swap compares bits,
+//! and a decision depends only on the bits and the caller's window, so a
+//! swap that succeeds on bits the word returned to (a `cancel` lowers
+//! counts) does what a fresh load would have done, unless the same bits
+//! now mean a later window. A word whose newest window moved on by a
+//! multiple of `2^T` windows can hold the bits it held before (every count
+//! slid out, then the same bookings): a caller that loaded the old word
+//! and swaps after such a move succeeds over permits it never saw. If its
+//! window is where it read it (at most `2^(T-1)` windows from the old
+//! newest), it now lags the new newest by more than `2^(T-1)` windows,
+//! beyond the limit above; if it was read as ahead by aliasing, it reads
+//! the new word the same way, which is no worse. So every shape keeps at
 //! least 32 id bits, even where a larger limit would want them for slots:
-//! with fewer (3 would give a `Gate<2>` slots for a limit of 1,000,000),
-//! even beside a second word holding the full id, a caller stalled while
-//! the word moves `2^T` windows on (8 for `T = 3`) could admit over the
-//! limit.
+//! with fewer (3 would give a `Gate<2>` with the default occupy timeout
+//! slots for a limit of 1,000,000), even beside a second word bounding the
+//! full id from above, a caller stalled while the word moves `2^T` windows
+//! on (8 for `T = 3`) could admit over the limit.
 //!
 //! # The parts
 //!
