@@ -6,7 +6,8 @@
 //!   with `Overflow::Refuse`;
 //! - governor 0.10's keyed limiter on its default store (`DashMap`, std's
 //!   SipHash) with its `FakeRelativeClock`, the same rate;
-//! - `HeapLocalKeyedGate<2>` of 2^21 slots (default policy) and its floor:
+//! - `HeapLocalKeyedGate<2>` of 2^21 slots (default policy, and with
+//!   `Overflow::Refuse`: the last row) and its floor:
 //!   a plain table of `[key, word]` owned by one thread (not leaparray:
 //!   linear probe for the key, a count and window id in the word compared
 //!   with the limit, a store; no sliding window, no insertion, no demand);
@@ -241,12 +242,17 @@ fn main() {
     for &k in &keys.set {
         assert_eq!(local.try_acquire(k, 0, 1), Decision::Pass);
     }
+    let mut local_refuse =
+        HeapLocalKeyedGate::<2>::new(CAP, WINDOW, LIMIT).with_overflow(Overflow::Refuse);
+    for &k in &keys.set {
+        assert_eq!(local_refuse.try_acquire(k, 0, 1), Decision::Pass);
+    }
     let mut floor = Floor::new(&keys.set);
     let floor16 = SharedFloor16::new(&keys.set);
     let floor8 = SharedFloor8::new(&keys.set);
 
     let (mut ie, mut ir, mut ig, mut il, mut ifl) = (0, 0, 0, 0, 0);
-    let (mut if16, mut ifp, mut if8) = (0, 0, 0);
+    let (mut if16, mut ifp, mut if8, mut ilr) = (0, 0, 0, 0);
     let mut gov_now = 0u64;
     let mut contestants: Vec<Contestant> = vec![
         (
@@ -301,6 +307,14 @@ fn main() {
             "floor: shared table, 8-byte swap",
             Box::new(|| round(&keys, &mut if8, |k, t| floor8.decide(k, t, 1))),
         ),
+        (
+            "LocalKeyedGate (heap, 2^21), Refuse",
+            Box::new(|| {
+                round(&keys, &mut ilr, |k, t| {
+                    local_refuse.try_acquire(k, t, 1) == Decision::Pass
+                })
+            }),
+        ),
     ];
 
     println!(
@@ -324,6 +338,8 @@ fn main() {
     println!("Evict / Refuse: {:.2}x", med[0] / med[1]);
     println!("Evict / governor: {:.2}x", med[0] / med[2]);
     println!("Refuse / governor: {:.2}x", med[1] / med[2]);
+    println!("LocalKeyedGate Evict / Refuse: {:.2}x", med[3] / med[8]);
+    println!("LocalKeyedGate / governor: {:.2}x", med[3] / med[2]);
     println!("LocalKeyedGate / floor: {:.2}x", med[3] / med[4]);
     println!("Evict / 16-byte floor: {:.2}x", med[0] / med[5]);
     println!("16-byte floor / governor: {:.2}x", med[5] / med[2]);
