@@ -32,8 +32,9 @@
 //!
 //! - **Exactness with room.** While every key evicted from a full probe
 //!   of 16 slots had an arrival time at least the quota's burst period
-//!   before the latest one written (a key evicted sooner comes back reading
-//!   up to a third of that period late: "The memory of evicted keys",
+//!   `D`, and `D / 24` more, before the latest one written (the store
+//!   follows the latest in steps of `D / 24`; a key evicted sooner comes
+//!   back reading up to a third of `D` late: "The memory of evicted keys",
 //!   below), each decision is the one governor's `DashMap` store makes,
 //!   request for request, `retain_recent` included, for callers on one
 //!   clock (`tests/differential.rs`). A used store given a new memory
@@ -69,13 +70,22 @@
 //!   in a generation still ahead (a false positive: with `n` keys evicted
 //!   per generation, about `(1 - e^(-3n / (48 * B)))^3` per generation),
 //!   or (b) the
-//!   quota's burst period is longer than the store was told (or callers'
-//!   clocks lag by more than a generation): the memory's floor is then
-//!   ahead of `now` and every new key starts from it. Either way it is
-//!   refused more (part of its burst counts as spent), never admitted
-//!   more. An evicted key's own arrival time is read up to a third of `D`
-//!   late (its generation's end). Nothing expires in bulk: a time at or
-//!   before `now` decides as no state.
+//!   quota's burst period is longer than the store was told, or the
+//!   caller's clock is behind another caller's by more than governor's
+//!   `tau` (the quota's period times its burst less one: 0 for a burst of
+//!   1, at least a generation for more): the memory's floor (arrival
+//!   times that had passed for the caller that evicted or freed them, or
+//!   for the caller that wrote the latest one) is then ahead of the
+//!   caller's `now - tau`, and every new key starts from it (with a burst
+//!   of 1, a caller 1 µs behind has its new keys refused for at most that
+//!   1 µs: `tests/review_stop55.rs`). Either way it is refused more (part
+//!   of its burst counts as spent), never admitted more. An evicted key's
+//!   own arrival time is read up to a third of `D` late (its generation's
+//!   end). A word keeps its generation as 16 bits: a word last written a
+//!   multiple of `2^16` generations before its plane's current one reads
+//!   as current for that one generation (an over-read, at most `D + D /
+//!   3` past `now`, beside the false positives above). Nothing expires in
+//!   bulk: a time at or before `now` decides as no state.
 //! - **Fixed memory.** `16 * CAP` bytes of slots and `32 * B` bytes of
 //!   memory (48 bytes a slot by default), allocated and written by the
 //!   constructors, and the store's few words; nothing allocates after
@@ -124,13 +134,15 @@
 //!
 //! - **Limiter time past `2^63` ns.** A slot's arrival time has 63 bits
 //!   (`src/slot.rs`, "A TAT out of range"): 292 years after the limiter's
-//!   start (governor's time is nanoseconds since it). An arrival time past
-//!   that is not stored; the call is governor's refusal at the largest
-//!   one stored while that refuses. Once governor's time is within one
-//!   burst period (`tau`: the quota's period times its burst) of `2^63`
-//!   ns, nothing refuses: from then on every key is admitted, unrecorded
-//!   (and a quota whose burst takes more than 146 years to refill is so
-//!   from the start).
+//!   start (governor's time is nanoseconds since it). A request governor
+//!   admits with a later arrival time is admitted and stores `2^63 - 1`
+//!   ns: the key's next requests are refused until governor's time is
+//!   within `tau` (the quota's period times its burst less one) of it,
+//!   where governor's `DashMap` store, holding the true time, refuses them
+//!   longer. So a quota whose arrival times pass `2^63` ns from the start
+//!   (one request per `2^63` ns) decides as governor does for 292 years
+//!   less `tau`; from then on a key at `2^63 - 1` ns stays there and every
+//!   request of it is admitted.
 //! - **`len` and `is_empty` scan every slot**: `O(CAP)`, racing updates
 //!   (governor calls them only when asked; the decisions never do).
 #![forbid(unsafe_code)]

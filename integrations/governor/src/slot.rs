@@ -125,10 +125,14 @@
 //! most `D` ahead of its caller's `now` (GCRA: an admission writes at most
 //! `now + D`, a refusal writes nothing), since a plane is taken over for
 //! generation `g + 4` only by a TAT above `(g + 3) * width >= g * width +
-//! D`; with a horizon shorter than the quota's burst period, or callers
-//! whose clocks lag by more than a generation, the floor can be ahead of
-//! `now` and every new key starts from it (refused more, never admitted
-//! more). A key started high by (b) that is admitted folds its own later
+//! D`; with a horizon shorter than the quota's burst period, or a caller
+//! whose clock is behind another's by more than governor's `tau` (the
+//! quota's period times its burst less one: 0 for a burst of 1), the floor
+//! can be ahead of that caller's `now - tau` and every new key starts from
+//! it (refused more, never admitted more); (d) a word last written a
+//! multiple of `2^16` generations before its plane's id, whose 16-bit tag
+//! reads as the id's: an over-read for that one generation, at most `g *
+//! width <= now + D + width`. A key started high by (b) that is admitted folds its own later
 //! TAT, which is past its start's generation end, into the next
 //! generation: the ratchet of a memory that folds what a start inflated is
 //! left for its false positives, and each link of such a chain moves a
@@ -181,15 +185,18 @@
 //! # A TAT out of range
 //!
 //! A slot holds a TAT of 63 bits ([`MAX_TAT`], 292 years after the
-//! limiter's start). An update whose new TAT is past it is no
-//! [`Value`] and is not stored:
-//! the store calls `f` with TATs above the key's until `f` refuses, and
-//! returns that refusal (governor's own `NotUntil`). `f` admits even at
-//! [`MAX_TAT`] once `now` is within the quota's burst period (`tau`) of
-//! it (for a quota whose burst takes more than 146 years to refill, from
-//! the start): such an update is admitted unrecorded (`refuse`), so after
-//! `2^63 - tau` ns of limiter time every key is admitted (crate docs,
-//! "What is not guaranteed").
+//! limiter's start). An update that `f` admits with a new TAT past it
+//! stores [`MAX_TAT`]: the admission is governor's, and the key's next
+//! requests are refused until `now` is within governor's `tau` (the
+//! quota's period times its burst less one) of [`MAX_TAT`], where
+//! governor's `DashMap` store, which holds the true TAT, refuses them
+//! longer (its `NotUntil` is later). So a quota whose arrival times
+//! pass [`MAX_TAT`] from the start (a burst of one request per `2^63` ns
+//! or more) decides as governor does until the limiter's time nears
+//! `2^63 - tau` ns; from there on a key at [`MAX_TAT`] is admitted and
+//! stays there, so every request is admitted (crate docs, "What is not
+//! guaranteed"). Such a TAT is not written to the high water (`wrote`),
+//! whose bound is a time some caller has reached less the horizon.
 
 use leaparray::keyed::{Found, Policy, Slot, Start, Step, Value};
 
@@ -580,9 +587,7 @@ impl Table {
         let place = self.0.place(hash);
         // The latest TAT `f` saw, where a fallback refusal starts.
         let mut latest = 0;
-        // A TAT `f` would move past `MAX_TAT`.
-        let mut overflow = None;
-        // The TAT the decision writes.
+        // The TAT the decision writes (0: none the memory is told of).
         let mut written = 0;
         for attempt in 0..ATTEMPTS {
             let mut ran = false;
@@ -602,27 +607,28 @@ impl Table {
                 latest = latest.max(tat);
                 match f(tat_of(tat)) {
                     Err(e) => Step::Keep(Some(Err(e))),
-                    Ok((t, new)) => match Value::new(new) {
-                        Some(new) => {
-                            written = new.get();
-                            Step::Write {
-                                tag: 0,
-                                word: new,
-                                out: Some(Ok(t)),
+                    Ok((t, new)) => {
+                        // Past `MAX_TAT`: admitted, `MAX_TAT` stored, and
+                        // the high water not told (module docs, "A TAT out
+                        // of range").
+                        let word = match Value::new(new) {
+                            Some(new) => {
+                                written = new.get();
+                                new
                             }
+                            None => {
+                                written = 0;
+                                MAX_TAT
+                            }
+                        };
+                        Step::Write {
+                            tag: 0,
+                            word,
+                            out: Some(Ok(t)),
                         }
-                        // Past `MAX_TAT` (module docs, "A TAT out of range"):
-                        // refused outside the table, below.
-                        None => {
-                            overflow = Some(tat);
-                            Step::Keep(None)
-                        }
-                    },
+                    }
                 }
             });
-            if let Some(tat) = overflow {
-                return refuse(&f, tat);
-            }
             match out {
                 Some(Some(decided)) => {
                     if decided.is_ok() {
@@ -692,13 +698,13 @@ fn backoff(attempt: usize) {
     }
 }
 
-/// A refusal from `f` for a key whose next TAT is past [`MAX_TAT`]
-/// (module docs, "A TAT out of range"): `f` at TATs from `latest` up,
-/// each step twice the last, until it refuses. Governor's GCRA refuses a
-/// TAT more than its burst past now, which a doubling step passes within
-/// 34 calls (a burst is at most 2^32 cells). A quota that admits even at
-/// [`MAX_TAT`] (a burst that takes more than 146 years to refill) is
-/// admitted here unrecorded: the store cannot hold its arrival times.
+/// The fallback refusal after [`ATTEMPTS`] failed swaps (module docs,
+/// "Progress"): `f` at TATs from `latest` up, each step twice the last,
+/// until it refuses. Governor's GCRA refuses a TAT more than its burst
+/// past now, which a doubling step passes within 34 calls (a burst is at
+/// most 2^32 cells). If `f` admits even at [`MAX_TAT`] (the limiter's
+/// time within `tau` of it: module docs, "A TAT out of range"), that
+/// admission is returned, unrecorded.
 #[cold]
 fn refuse<T, E, F>(f: &F, latest: u64) -> Result<T, E>
 where
