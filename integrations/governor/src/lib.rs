@@ -140,9 +140,12 @@
 //!   within `tau` (the quota's period times its burst less one) of it,
 //!   where governor's `DashMap` store, holding the true time, refuses them
 //!   longer. So a quota whose arrival times pass `2^63` ns from the start
-//!   (one request per `2^63` ns) decides as governor does for 292 years
-//!   less `tau`; from then on a key at `2^63 - 1` ns stays there and every
-//!   request of it is admitted.
+//!   (one request per `2^63` ns) admits each key's first request, as
+//!   governor does; a key evicted after it is remembered at `2^63 - 1` ns,
+//!   and a new key whose bits it covers (a false positive, above) is
+//!   refused until then. From `2^63 - tau` ns of limiter time on, a key at
+//!   `2^63 - 1` ns stays there, and every request governor admits at that
+//!   time (at most `tau` worth of cells) is admitted.
 //! - **`len` and `is_empty` scan every slot**: `O(CAP)`, racing updates
 //!   (governor calls them only when asked; the decisions never do).
 #![forbid(unsafe_code)]

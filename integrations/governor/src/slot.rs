@@ -190,13 +190,15 @@
 //! requests are refused until `now` is within governor's `tau` (the
 //! quota's period times its burst less one) of [`MAX_TAT`], where
 //! governor's `DashMap` store, which holds the true TAT, refuses them
-//! longer (its `NotUntil` is later). So a quota whose arrival times
-//! pass [`MAX_TAT`] from the start (a burst of one request per `2^63` ns
-//! or more) decides as governor does until the limiter's time nears
-//! `2^63 - tau` ns; from there on a key at [`MAX_TAT`] is admitted and
-//! stays there, so every request is admitted (crate docs, "What is not
-//! guaranteed"). Such a TAT is not written to the high water (`wrote`),
-//! whose bound is a time some caller has reached less the horizon.
+//! longer (its `NotUntil` is later). The high water is told [`MAX_TAT`]
+//! (`wrote`): the true TAT is past it and at most `now + D` for a quota
+//! the store was told, so [`MAX_TAT`]` - D` is a time the writer has
+//! reached ("A time that has passed"). From `2^63 - tau` ns of limiter
+//! time on, a key at [`MAX_TAT`] stays there, and a request governor
+//! admits at it (one of at most `tau` worth of cells) is admitted (crate
+//! docs, "What is not guaranteed"). A key evicted at [`MAX_TAT`] is
+//! remembered in the generation that holds it: new keys its bits cover
+//! (false positives) are refused until then.
 
 use leaparray::keyed::{Found, Policy, Slot, Start, Step, Value};
 
@@ -587,7 +589,7 @@ impl Table {
         let place = self.0.place(hash);
         // The latest TAT `f` saw, where a fallback refusal starts.
         let mut latest = 0;
-        // The TAT the decision writes (0: none the memory is told of).
+        // The TAT the decision writes.
         let mut written = 0;
         for attempt in 0..ATTEMPTS {
             let mut ran = false;
@@ -608,16 +610,15 @@ impl Table {
                 match f(tat_of(tat)) {
                     Err(e) => Step::Keep(Some(Err(e))),
                     Ok((t, new)) => {
-                        // Past `MAX_TAT`: admitted, `MAX_TAT` stored, and
-                        // the high water not told (module docs, "A TAT out
-                        // of range").
+                        // Past `MAX_TAT`: admitted, `MAX_TAT` stored
+                        // (module docs, "A TAT out of range").
                         let word = match Value::new(new) {
                             Some(new) => {
                                 written = new.get();
                                 new
                             }
                             None => {
-                                written = 0;
+                                written = MAX_TAT.get();
                                 MAX_TAT
                             }
                         };

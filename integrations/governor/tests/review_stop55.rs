@@ -25,26 +25,36 @@ const S: u64 = 1_000_000_000;
 /// A decision: the new arrival time, or the earliest time it would admit.
 type Decided = Result<u64, u64>;
 
-/// governor's GCRA for one cell with an explicit `now`, on any store:
-/// `Ok(new TAT)` or `Err(earliest time it would admit)`.
-fn gcra<K, S: StateStore<Key = K>>(
+/// governor's GCRA (`test_n_all_and_update`) for `n` cells with an
+/// explicit `now`, on any store.
+fn gcra_n<K, S: StateStore<Key = K>>(
     store: &S,
     key: K,
     now: u64,
     t: u64,
     tau: u64,
-) -> Result<u64, u64> {
+    n: u64,
+) -> Decided {
+    let w = t * (n - 1);
     store.measure_and_replace(&key, |tat| {
         let tat = tat.map_or(now, Nanos::as_u64);
-        let earliest = tat.saturating_sub(tau);
+        let earliest = (tat + w).saturating_sub(tau);
         if now < earliest {
             Err(earliest)
         } else {
-            let next = tat.max(now) + t;
+            let next = tat.max(now) + t + w;
             Ok((next, Nanos::from(next)))
         }
     })
 }
+
+/// The same for one cell.
+fn gcra<K, S: StateStore<Key = K>>(store: &S, key: K, now: u64, t: u64, tau: u64) -> Decided {
+    gcra_n(store, key, now, t, tau, 1)
+}
+
+/// The largest arrival time a slot holds.
+const M: u64 = (1 << 63) - 1;
 
 /// A burst of one a second (`tau` 0): key 1 and 15 more keys fill the
 /// probe of home 0 (`Id` hashes a key to itself: keys 1 to 17 have home 0
@@ -207,4 +217,100 @@ fn a_quota_whose_arrival_times_pass_2_63_ns_admits_as_governor_does() {
             }
         }
     }
+}
+
+/// A burst of one per 3 ms, 3 slots. Key 3's admission near `2^63` ns
+/// writes past it (`M` stored); key 1's arrival time is more than `D + D
+/// / 24` before that latest write, so key 1, evicted by key 4 and back
+/// after its time passed, decides as governor's `DashMap` store decides:
+/// the high water follows the stored `M` too (review of the saturation,
+/// `/work/helpers/review-saturation-stop55.md`, F1).
+#[test]
+fn exact_after_a_write_past_2_63_ns() {
+    let p: u64 = 3_000_000;
+    let quota = Quota::with_period(Duration::from_nanos(p)).unwrap();
+    let (t, tau) = (p, 0);
+    let ours = KeyedStore::<u64, Id>::with_capacity_and_hasher(3, Id).with_quota(quota);
+    let theirs = DashMapStateStore::<u64>::default();
+    let tat_1 = M - p - 200_000;
+    let t_3 = M - p + 1;
+    for (key, now) in [
+        (1u64, tat_1 - p),
+        (2, tat_1 - p + 1),
+        (3, t_3),
+        (4, t_3),
+        (1, t_3 + 1),
+    ] {
+        assert_eq!(
+            gcra(&ours, key, now, t, tau),
+            gcra(&theirs, key, now, t, tau),
+            "key {key} at {now}"
+        );
+    }
+}
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Near `2^63` ns, every request below `2^63 - 1 - tau`: weights, tables
+/// of 1 to 4 slots (saturated keys evicted and folded), stores told the
+/// quota, not told, and with a memory of one block, `retain_recent`,
+/// callers up to `3 D` behind. Each key's admissions, replayed alone into
+/// governor's `DashMap` store, are admitted there.
+#[test]
+fn near_2_63_ns_no_key_past_its_quota() {
+    use governor::state::keyed::ShrinkableKeyedStateStore;
+    let mut saturated = 0usize;
+    for seed in 0..1000u64 {
+        let mut r = seed.wrapping_mul(0x1234_5678_9abc_def1) ^ 77;
+        let p = 200 + splitmix(&mut r) % 2000;
+        let burst = [1u64, 1, 2, 3, 5][(splitmix(&mut r) % 5) as usize];
+        let (t, tau, d) = (p, p * (burst - 1), p * burst);
+        let quota = Quota::with_period(Duration::from_nanos(p))
+            .unwrap()
+            .allow_burst(NonZeroU32::new(burst as u32).unwrap());
+        let cap = 1 + (splitmix(&mut r) % 4) as usize;
+        let ours = KeyedStore::<u64, Id>::with_capacity_and_hasher(cap, Id);
+        let ours = match splitmix(&mut r) % 3 {
+            0 => ours.with_quota(quota),
+            1 => ours,
+            _ => ours.with_quota(quota).with_memory(32),
+        };
+        let top = M - tau - 1;
+        let mut now = top - 12 * d - splitmix(&mut r) % (4 * d);
+        let keys = 2 + splitmix(&mut r) % 6;
+        let mut admitted = vec![];
+        for _ in 0..300 {
+            now = (now + splitmix(&mut r) % (d / 2 + 1)).min(top);
+            let lag = if splitmix(&mut r).is_multiple_of(4) {
+                splitmix(&mut r) % (3 * d + 1)
+            } else {
+                0
+            };
+            let at = now - lag;
+            if splitmix(&mut r).is_multiple_of(25) {
+                ours.retain_recent(Nanos::from(at));
+                continue;
+            }
+            let key = splitmix(&mut r) % keys;
+            let n = 1 + splitmix(&mut r) % burst;
+            if let Ok(next) = gcra_n(&ours, key, at, t, tau, n) {
+                saturated += usize::from(next > M);
+                admitted.push((key, at, n));
+            }
+        }
+        let alone = DashMapStateStore::<u64>::default();
+        for &(key, at, n) in &admitted {
+            assert!(
+                gcra_n(&alone, key, at, t, tau, n).is_ok(),
+                "seed {seed}: key {key}, {n} cells at {at}: admitted here, refused alone"
+            );
+        }
+    }
+    assert!(saturated > 0, "no admission wrote past 2^63 - 1 ns");
 }
