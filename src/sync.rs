@@ -59,7 +59,9 @@ pub(crate) use portable_atomic::AtomicU128 as PortableAtomicU128;
 
 /// Whether a [`PortableAtomicU128`] may be used where an interrupt or
 /// signal handler can interrupt its user: lock-free (x86-64, where
-/// portable-atomic uses `cmpxchg16b`, detected at run time; AArch64; any
+/// portable-atomic uses `cmpxchg16b`, detected at run time: a CPU without
+/// it gets portable-atomic's spin lock, which this compile-time answer
+/// cannot see (GUARANTEES.md, section 4); AArch64; any
 /// target where portable-atomic says so, which includes masking interrupts
 /// on single-core chips with `unsafe-assume-single-core`), a critical
 /// section on targets without CAS (`portable-atomic-critical-section`), or

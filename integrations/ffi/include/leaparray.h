@@ -88,11 +88,17 @@
  * shared per-key tables (leap_keyed*_t) hold 128-bit words: lock-free on
  * x86-64 and AArch64 only (while at most min(16, capacity) calls insert keys
  * at once: the core's guarantees, section 4), interrupt-safe wherever the
- * row above says so (masked interrupts on single-core chips); elsewhere
+ * row above says so (masked interrupts on single-core chips). On x86-64
+ * that takes a CPU with CMPXCHG16B, which portable-atomic detects at run
+ * time: on one without it (first-generation AMD64, some early Intel 64,
+ * a virtual CPU that hides it) a 128-bit word is portable-atomic's global
+ * spin lock, not interrupt-safe (a signal handler that interrupts a call
+ * on one deadlocks). Elsewhere
  * (riscv64, 32-bit Linux, ...) the build refuses them unless built with
  * portable-atomic-fallback-not-interrupt-safe. A gate whose
  * limit needs a 128-bit word (leap_gate2_t above a limit of 1,023, ...) is
- * one on x86-64 and AArch64 and in buckets elsewhere: the same rows.
+ * one on x86-64 and AArch64 and in buckets elsewhere: the same rows, and
+ * the same CMPXCHG16B on x86-64.
  *
  * ONE CALLER AT A TIME: the single-writer tables (leap_local*_t) and shard
  * writers (leap_shard_writer_t) serve one caller at a time (a queue's loop,
