@@ -91,9 +91,10 @@
  * row above says so (masked interrupts on single-core chips). On x86-64
  * that takes a CPU with CMPXCHG16B, which portable-atomic detects at run
  * time: on one without it (first-generation AMD64, some early Intel 64,
- * a virtual CPU that hides it) a 128-bit word is portable-atomic's global
- * spin lock, not interrupt-safe (a signal handler that interrupts a call
- * on one deadlocks). Elsewhere
+ * a virtual CPU that hides it) a 128-bit word would be portable-atomic's
+ * global spin lock, not interrupt-safe, so init of such an object returns
+ * LEAP_ERR_NOT_LOCK_FREE there (a library built with
+ * portable-atomic-fallback-not-interrupt-safe accepts the lock). Elsewhere
  * (riscv64, 32-bit Linux, ...) the build refuses them unless built with
  * portable-atomic-fallback-not-interrupt-safe. A gate whose
  * limit needs a 128-bit word (leap_gate2_t above a limit of 1,023, ...) is
@@ -270,6 +271,12 @@ typedef enum leap_status_t {
   LEAP_ERR_NO_FREE_SHARD = -14,
   // An error of the Rust core this header does not name (a newer core).
   LEAP_ERR_OTHER = -15,
+  // `init` of an object of 128-bit words (a shared per-key table, a
+  // gate whose limit needs one) on an x86-64 CPU without `cmpxchg16b`:
+  // there such a word is portable-atomic's spin lock, which a signal
+  // handler interrupting a call deadlocks on. Nothing written. A library
+  // built with `portable-atomic-fallback-not-interrupt-safe` accepts it.
+  LEAP_ERR_NOT_LOCK_FREE = -16,
 } leap_status_t;
 
 // Storage for a ring of `LEAP_WINDOWS` windows of `LEAP_COUNTERS`

@@ -2,9 +2,10 @@
 
 use core::num::NonZeroU64;
 
+use leaparray::gate::Shape;
 use leaparray::{Decision, Gate};
 
-use crate::status::leap_status_t;
+use crate::status::{leap_status_t, wide_words};
 use crate::storage::{fits, init, put, shared, Code, Storage};
 
 /// The largest limit a gate takes (2^47 - 1, the most a count holds).
@@ -107,11 +108,19 @@ unsafe fn gate_init<S: Storage<Value = Gate<N>>, const N: usize>(
     window: u64,
     limit: u64,
 ) -> leap_status_t {
+    let check = || {
+        let window = parameters(window, limit, LEAP_GATE_MAX_LIMIT)?;
+        // `limit <= MAX_COUNT`: `new` does not panic.
+        if matches!(Gate::<N>::new(window, limit).shape(), Shape::Word128 { .. }) {
+            wide_words()?;
+        }
+        Ok(window)
+    };
     // SAFETY: the caller's contract is `init`'s.
     unsafe {
         init(
             gate,
-            || parameters(window, limit, LEAP_GATE_MAX_LIMIT),
+            check,
             // `limit <= MAX_COUNT`: `new` does not panic.
             |window| Gate::new(window, limit),
         )

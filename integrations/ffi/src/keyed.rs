@@ -6,7 +6,7 @@ use leaparray::keyed::LocalKeyedGate;
 use leaparray::{Decision, KeyedGate};
 
 use crate::gate::{decision, storage};
-use crate::status::leap_status_t;
+use crate::status::{leap_status_t, wide_words};
 use crate::storage::{exclusive, fits, init, put, shared, Code, Storage};
 
 /// The largest per-key limit of a table (2 windows per interval: 15 bits
@@ -127,7 +127,11 @@ unsafe fn keyed_init<S: Storage<Value = KeyedGate<2, CAP>>, const CAP: usize>(
     unsafe {
         init(
             t,
-            || parameters(window, limit),
+            || {
+                let window = parameters(window, limit)?;
+                wide_words()?;
+                Ok(window)
+            },
             // `limit <= max_limit()`: `new` does not panic.
             |window| KeyedGate::new(window, limit),
         )

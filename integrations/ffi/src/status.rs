@@ -68,6 +68,29 @@ pub enum leap_status_t {
     LEAP_ERR_NO_FREE_SHARD = -14,
     /// An error of the Rust core this header does not name (a newer core).
     LEAP_ERR_OTHER = -15,
+    /// `init` of an object of 128-bit words (a shared per-key table, a
+    /// gate whose limit needs one) on an x86-64 CPU without `cmpxchg16b`:
+    /// there such a word is portable-atomic's spin lock, which a signal
+    /// handler interrupting a call deadlocks on. Nothing written. A library
+    /// built with `portable-atomic-fallback-not-interrupt-safe` accepts it.
+    LEAP_ERR_NOT_LOCK_FREE = -16,
+}
+
+/// `Ok` where this CPU swaps 128 bits without a lock, or where the build
+/// accepts portable-atomic's spin lock by name; else
+/// [`LEAP_ERR_NOT_LOCK_FREE`](leap_status_t::LEAP_ERR_NOT_LOCK_FREE). Only
+/// x86-64 decides at run time (portable-atomic detects `cmpxchg16b`):
+/// AArch64's 128-bit words are lock-free, and elsewhere the objects that
+/// hold one do not build without that feature.
+pub(crate) fn wide_words() -> Result<(), leap_status_t> {
+    #[cfg(all(
+        target_arch = "x86_64",
+        not(feature = "portable-atomic-fallback-not-interrupt-safe")
+    ))]
+    if !portable_atomic::AtomicU128::is_lock_free() {
+        return Err(leap_status_t::LEAP_ERR_NOT_LOCK_FREE);
+    }
+    Ok(())
 }
 
 /// A constant, NUL-terminated English description of `status` (any
@@ -96,6 +119,7 @@ pub extern "C" fn leap_status_str(status: i32) -> *const c_char {
         -13 => c"a shared add is running on the shard: retry",
         -14 => c"every shard is claimed",
         -15 => c"an error this version of the header does not name",
+        -16 => c"a 128-bit word on this CPU would be a spin lock (x86-64 without cmpxchg16b)",
         _ => c"unknown status",
     };
     s.as_ptr()

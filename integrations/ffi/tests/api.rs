@@ -478,7 +478,7 @@ fn racing_threads_exact() {
 fn every_status_is_described() {
     let unknown = leap_status_str(i32::MIN);
     let mut seen = std::collections::HashSet::new();
-    for s in -15..=3 {
+    for s in -16..=3 {
         let p = leap_status_str(s);
         // SAFETY: `leap_status_str` returns a static C string.
         let text = unsafe { std::ffi::CStr::from_ptr(p) };
@@ -486,5 +486,6 @@ fn every_status_is_described() {
         assert!(seen.insert(text.to_owned()), "status {s}: {text:?} twice");
     }
     assert_eq!(LEAP_ERR_OTHER as i32, -15);
+    assert_eq!(LEAP_ERR_NOT_LOCK_FREE as i32, -16);
     assert_eq!(LEAP_NEVER as i32, 3);
 }
