@@ -80,8 +80,9 @@ pub enum leap_status_t {
 /// accepts portable-atomic's spin lock by name; else
 /// [`LEAP_ERR_NOT_LOCK_FREE`](leap_status_t::LEAP_ERR_NOT_LOCK_FREE). Only
 /// x86-64 decides at run time (portable-atomic detects `cmpxchg16b`):
-/// AArch64's 128-bit words are lock-free, and elsewhere the objects that
-/// hold one do not build without that feature.
+/// AArch64's 128-bit words are lock-free; elsewhere they are masked
+/// interrupts on a single-core chip, or the objects that hold one do not
+/// build without that feature.
 pub(crate) fn wide_words() -> Result<(), leap_status_t> {
     #[cfg(all(
         target_arch = "x86_64",

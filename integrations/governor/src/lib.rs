@@ -31,11 +31,12 @@
 //! # Guarantees
 //!
 //! - **Exactness with room.** While every key evicted from a full probe
-//!   of 16 slots had an arrival time at least the quota's burst period
-//!   `D`, and `D / 24` more, before the latest one written (the store
-//!   follows the latest in steps of `D / 24`; a key evicted sooner comes
-//!   back reading up to a third of `D` late: "The memory of evicted keys",
-//!   below), each decision is the one governor's `DashMap` store makes,
+//!   of 16 slots had an arrival time at least the burst period the store
+//!   was told (`D`: [`KeyedStore::with_quota`]; a minute if not told), and
+//!   `D / 24` more, before the latest one written (the store follows the
+//!   latest in steps of `D / 24`; a key evicted sooner comes back reading
+//!   up to a third of `D` late: "The memory of evicted keys", below), each
+//!   decision is the one governor's `DashMap` store makes,
 //!   request for request, `retain_recent` included, for callers on one
 //!   clock (`tests/differential.rs`). A used store given a new memory
 //!   ([`KeyedStore::with_memory`]) is not: its keys come back as evicted
@@ -50,8 +51,10 @@
 //!   key's admissions are ones governor alone would admit
 //!   (`tests/differential.rs`, the flood half: every admitted request,
 //!   replayed with only its key's admissions into a fresh governor
-//!   limiter, is admitted there). A caller whose clock is behind the one
-//!   that evicted or freed a key is limited as if the key had stayed.
+//!   limiter, is admitted there), while governor's time is below `2^63 -
+//!   1 - tau` ns ("What is not guaranteed"). A caller whose clock is
+//!   behind the one that evicted or freed a key is limited as if the key
+//!   had stayed.
 //! - **Fingerprint collisions only refuse more.** A key's fingerprint is
 //!   56 bits of its 64-bit hash, and a slot of its probe (16 slots) holds
 //!   it if it holds its fingerprint: two keys with one fingerprint in one
@@ -70,15 +73,15 @@
 //!   in a generation still ahead (a false positive: with `n` keys evicted
 //!   per generation, about `(1 - e^(-3n / (48 * B)))^3` per generation),
 //!   or (b) the
-//!   quota's burst period is longer than the store was told, or the
-//!   caller's clock is behind another caller's by more than governor's
-//!   `tau` (the quota's period times its burst less one: 0 for a burst of
-//!   1, at least a generation for more): the memory's floor (arrival
-//!   times that had passed for the caller that evicted or freed them, or
-//!   for the caller that wrote the latest one) is then ahead of the
-//!   caller's `now - tau`, and every new key starts from it (with a burst
-//!   of 1, a caller 1 µs behind has its new keys refused for at most that
-//!   1 µs: `tests/review_stop55.rs`). Either way it is refused more (part
+//!   memory's floor is ahead of the caller's `now`: the floor holds only
+//!   times at or before some caller's `now` (`src/slot.rs`, "How far
+//!   above"), so that takes a quota's burst
+//!   period longer than the store was told, or a caller whose clock is
+//!   behind another's. A new key of a caller `L` behind starts up to `L`
+//!   above its `now`: up to `L` of its burst counts as spent, and past
+//!   governor's `tau` (the quota's period times its burst less one: 0 for
+//!   a burst of 1) its first request waits at most `L - tau`
+//!   (`tests/review_stop55.rs`). Either way it is refused more (part
 //!   of its burst counts as spent), never admitted more. An evicted key's
 //!   own arrival time is read up to a third of `D` late (its generation's
 //!   end). A word keeps its generation as 16 bits: a word last written a
@@ -136,16 +139,18 @@
 //!   (`src/slot.rs`, "A TAT out of range"): 292 years after the limiter's
 //!   start (governor's time is nanoseconds since it). A request governor
 //!   admits with a later arrival time is admitted and stores `2^63 - 1`
-//!   ns: the key's next requests are refused until governor's time is
-//!   within `tau` (the quota's period times its burst less one) of it,
-//!   where governor's `DashMap` store, holding the true time, refuses them
-//!   longer. So a quota whose arrival times pass `2^63` ns from the start
-//!   (one request per `2^63` ns) admits each key's first request, as
-//!   governor does; a key evicted after it is remembered at `2^63 - 1` ns,
-//!   and a new key whose bits it covers (a false positive, above) is
-//!   refused until then. From `2^63 - tau` ns of limiter time on, a key at
-//!   `2^63 - 1` ns stays there, and every request governor admits at that
-//!   time (at most `tau` worth of cells) is admitted.
+//!   ns: the key's next requests of `n` cells are refused until governor's
+//!   time is within `tau - t * (n - 1)` of it (`tau`: the quota's period
+//!   `t` times its burst less one), where governor's `DashMap` store,
+//!   holding the true time, refuses them longer. So a quota whose arrival
+//!   times pass `2^63` ns from the start (one request per `2^63` ns)
+//!   admits each key's first request, as governor does; a key evicted
+//!   after it is remembered at `2^63 - 1` ns, and a new key whose bits it
+//!   covers (a false positive, above) is refused until then. From `2^63 -
+//!   1 - tau` ns of limiter time on, the store limits nothing: the key
+//!   stays at `2^63 - 1` ns, and every request governor admits there is
+//!   admitted, as often as it comes (a one-cell request from then on, one
+//!   of `n` cells from `t * (n - 1)` ns later).
 //! - **`len` and `is_empty` scan every slot**: `O(CAP)`, racing updates
 //!   (governor calls them only when asked; the decisions never do).
 #![forbid(unsafe_code)]

@@ -125,11 +125,18 @@
 //! most `D` ahead of its caller's `now` (GCRA: an admission writes at most
 //! `now + D`, a refusal writes nothing), since a plane is taken over for
 //! generation `g + 4` only by a TAT above `(g + 3) * width >= g * width +
-//! D`; with a horizon shorter than the quota's burst period, or a caller
-//! whose clock is behind another's by more than governor's `tau` (the
-//! quota's period times its burst less one: 0 for a burst of 1), the floor
-//! can be ahead of that caller's `now - tau` and every new key starts from
-//! it (refused more, never admitted more); (d) a word last written a
+//! D`. The floor holds only times at or before some caller's `now`: what
+//! `retain_recent` freed (`drop_below`), an evicted TAT `D` before the
+//! latest written (`high - D`, a time the writer of `high` reached), a
+//! generation's end when a later generation takes its plane, and a TAT
+//! whose plane a later generation already holds (each at or before the
+//! `now` of the caller that folded that later generation). With a horizon
+//! shorter than the quota's burst period, or a caller whose clock is `L`
+//! behind another's, the floor can be ahead of that caller's `now`, by up
+//! to `L`: a new key starts from it, up to `L` of its burst spent, and past
+//! governor's `tau` (the quota's period times its burst less one: 0 for a
+//! burst of 1) its first request waits at most `L - tau` (refused more,
+//! never admitted more); (d) a word last written a
 //! multiple of `2^16` generations before its plane's id, whose 16-bit tag
 //! reads as the id's: an over-read for that one generation, at most `g *
 //! width <= now + D + width`. A key started high by (b) that is admitted folds its own later
@@ -188,15 +195,17 @@
 //! limiter's start). An update that `f` admits with a new TAT past it
 //! stores [`MAX_TAT`]: the admission is governor's, and the key's next
 //! requests are refused until `now` is within governor's `tau` (the
-//! quota's period times its burst less one) of [`MAX_TAT`], where
+//! quota's period times its burst less one; for `n` cells,
+//! `tau - t * (n - 1)`) of [`MAX_TAT`], where
 //! governor's `DashMap` store, which holds the true TAT, refuses them
 //! longer (its `NotUntil` is later). The high water is told [`MAX_TAT`]
 //! (`wrote`): the true TAT is past it and at most `now + D` for a quota
 //! the store was told, so [`MAX_TAT`]` - D` is a time the writer has
-//! reached ("A time that has passed"). From `2^63 - tau` ns of limiter
-//! time on, a key at [`MAX_TAT`] stays there, and a request governor
-//! admits at it (one of at most `tau` worth of cells) is admitted (crate
-//! docs, "What is not guaranteed"). A key evicted at [`MAX_TAT`] is
+//! reached ("A time that has passed"). From `2^63 - 1 - tau` ns of
+//! limiter time on, the store limits nothing: a key at [`MAX_TAT`] stays
+//! there, and every request governor admits at it is admitted, as often
+//! as it comes (a one-cell request from then on, one of `n` cells from
+//! `t * (n - 1)` ns later; crate docs, "What is not guaranteed"). A key evicted at [`MAX_TAT`] is
 //! remembered in the generation that holds it: new keys its bits cover
 //! (false positives) are refused until then.
 

@@ -1,5 +1,6 @@
 //! Regression tests from a hostile review of `KeyedStore`'s documented
-//! bounds (`/work/helpers/review-governor-stop55.md`): a caller lagging
+//! bounds (crate docs, "Guarantees" and "What is not guaranteed";
+//! `src/slot.rs`, "How far above" and "A TAT out of range"): a caller lagging
 //! the one that evicted, the memory's 16-bit generation tags, the high
 //! water's step, and arrival times past `2^63 - 1` ns. Each pins the
 //! bound the crate docs state ("Guarantees", "What is not guaranteed").
@@ -75,22 +76,22 @@ fn a_new_key_of_a_caller_behind_the_evictor_waits_at_most_its_lag() {
     let lag = 1_000;
     let behind = 2 * S - lag;
     let new = 1u64 << 63;
-    match gcra(&ours, new, behind, t, tau) {
-        Ok(tat) => assert_eq!(tat, behind + t),
-        Err(earliest) => assert!(
-            earliest <= behind + lag,
-            "refused until {earliest}, {} ns past a caller {lag} ns behind",
-            earliest - behind
-        ),
-    }
+    // The floor (2 s) is ahead of this caller: it waits, at most its lag.
+    let earliest = gcra(&ours, new, behind, t, tau).expect_err("the floor is ahead of the caller");
+    assert!(
+        earliest <= behind + lag,
+        "refused until {earliest}, {} ns past a caller {lag} ns behind",
+        earliest - behind
+    );
     assert_eq!(
         gcra(&ours, new, 2 * S, t, tau),
         gcra(&theirs, new, 2 * S, t, tau)
     );
 }
 
-/// The same lag with a burst of 2 (`tau` = the period): a lag shorter
-/// than `tau` refuses no new key.
+/// A burst of 2 (`tau` = the period), the floor 1 s behind the lagging
+/// caller (key 1's arrival time): the new key's first request is admitted
+/// as governor admits it.
 #[test]
 fn a_new_key_of_a_caller_behind_by_less_than_tau_is_admitted() {
     let quota =
@@ -178,19 +179,51 @@ fn a_word_whose_tag_wrapped_over_reads_for_one_generation_at_most() {
     assert!(gcra(&ours, 33, t1, t, tau).is_ok());
     assert!(gcra(&ours, 44, t1, t, tau).is_ok());
     let now = t1 + 1_000;
-    match gcra(&ours, 11, now, t, tau) {
-        Ok(tat) => assert_eq!(tat, now + t),
-        Err(earliest) => {
-            assert!(
-                earliest <= now + d + d / 3,
-                "refused until {earliest}, now {now}"
-            );
-            assert_eq!(
-                gcra(&ours, 11, earliest, t, tau),
-                gcra(&theirs, 11, earliest, t, tau)
-            );
-        }
+    // The over-read happens, within its bound, and ends there.
+    let earliest = gcra(&ours, 11, now, t, tau).expect_err("the wrapped word over-reads");
+    assert!(
+        earliest <= now + d + d / 3,
+        "refused until {earliest}, now {now}"
+    );
+    assert_eq!(
+        gcra(&ours, 11, earliest, t, tau),
+        gcra(&theirs, 11, earliest, t, tau)
+    );
+}
+
+/// A burst of 2 per second (`t` = `tau` = 1 s, `D` = 2 s). Key 1 is
+/// admitted at 3 s (arrival time 4 s); keys 2 to 16 at 4 s, key 2 twice
+/// (arrival time 6 s, the latest written: the high water). Key 17 evicts
+/// key 1, whose time is `D` before the latest: the floor takes it, 4 s,
+/// the evicting caller's `now`. A new key of a caller half a period
+/// behind starts at the floor: its first request is admitted, and its
+/// second, which governor's `DashMap` store admits, waits at most the lag
+/// (up to the lag of its burst spent).
+#[test]
+fn a_caller_behind_spends_at_most_its_lag_of_a_new_keys_burst() {
+    let quota =
+        Quota::per_second(NonZeroU32::new(1).unwrap()).allow_burst(NonZeroU32::new(2).unwrap());
+    let (t, tau) = (S, S);
+    let ours = KeyedStore::<u64, Id>::with_capacity_and_hasher(64, Id).with_quota(quota);
+    let theirs = DashMapStateStore::<u64>::default();
+    assert_eq!(gcra(&ours, 1, 3 * S, t, tau), Ok(4 * S));
+    for k in 2..=16 {
+        assert_eq!(gcra(&ours, k, 4 * S, t, tau), Ok(5 * S));
     }
+    assert_eq!(gcra(&ours, 2, 4 * S, t, tau), Ok(6 * S));
+    assert_eq!(gcra(&ours, 17, 4 * S, t, tau), Ok(5 * S));
+    let lag = S / 2;
+    let behind = 4 * S - lag;
+    let new = 1u64 << 63;
+    assert_eq!(gcra(&ours, new, behind, t, tau), Ok(5 * S));
+    assert!(gcra(&theirs, new, behind, t, tau).is_ok());
+    assert!(gcra(&theirs, new, behind, t, tau).is_ok());
+    let earliest = gcra(&ours, new, behind, t, tau).expect_err("the floor spent part of the burst");
+    assert!(
+        earliest <= behind + lag,
+        "refused until {earliest}, {} ns past a caller {lag} ns behind",
+        earliest - behind
+    );
 }
 
 /// Quotas whose arrival times pass `2^63 - 1` ns from the start (one
@@ -223,8 +256,8 @@ fn a_quota_whose_arrival_times_pass_2_63_ns_admits_as_governor_does() {
 /// writes past it (`M` stored); key 1's arrival time is more than `D + D
 /// / 24` before that latest write, so key 1, evicted by key 4 and back
 /// after its time passed, decides as governor's `DashMap` store decides:
-/// the high water follows the stored `M` too (review of the saturation,
-/// `/work/helpers/review-saturation-stop55.md`, F1).
+/// the high water follows the stored `M` too (`src/slot.rs`, "A TAT out
+/// of range").
 #[test]
 fn exact_after_a_write_past_2_63_ns() {
     let p: u64 = 3_000_000;
