@@ -218,8 +218,11 @@ impl Key {
 
     /// The peer's IP address (not its port): from axum's
     /// `ConnectInfo<SocketAddr>` extension (with this crate's `axum`
-    /// feature) or a plain `std::net::SocketAddr` extension (hyper
-    /// servers insert one themselves). IPv4 addresses one by one (an
+    /// feature: serve with `into_make_service_with_connect_info`) or a
+    /// plain `std::net::SocketAddr` extension, which a plain hyper server
+    /// does not insert: the service that accepts the connection must. A
+    /// request with neither has no key, and every such request shares the
+    /// one keyless key. IPv4 addresses one by one (an
     /// IPv4-mapped IPv6 address, as a dual-stack socket gives it, is its
     /// IPv4 address); IPv6 addresses by their first
     /// [`DEFAULT_V6_PREFIX`] bits (see [`v6_prefix`](Self::v6_prefix)).
